@@ -1,0 +1,7 @@
+"""numpy kernels for ONNX ops, one registry keyed by (domain, op_type)."""
+from .registry import KERNELS, UnsupportedOpError, kernel, lookup, registered_ops
+
+# Importing a module registers its kernels.
+from . import elementwise, reduce, shape, tensor, nn, conv, pool, norm, loss, training  # noqa: E402,F401
+
+__all__ = ["KERNELS", "UnsupportedOpError", "kernel", "lookup", "registered_ops"]

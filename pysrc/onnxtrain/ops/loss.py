@@ -1,0 +1,6 @@
+"""Kernels: loss."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel

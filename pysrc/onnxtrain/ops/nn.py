@@ -1,0 +1,6 @@
+"""Kernels: nn."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel

@@ -1,0 +1,6 @@
+"""Kernels: pool."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel

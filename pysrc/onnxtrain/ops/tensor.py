@@ -1,0 +1,6 @@
+"""Kernels: tensor."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel

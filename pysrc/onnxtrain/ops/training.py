@@ -1,0 +1,6 @@
+"""Kernels: training."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel
