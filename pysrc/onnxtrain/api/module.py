@@ -1,0 +1,218 @@
+"""Module: train and eval steps over a CheckpointState, with onnxruntime.training.api's names and semantics."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..ir.model import Model, TensorType
+from ..runtime import Session
+from .checkpoint_state import CheckpointState, NominalStateError
+from .export import inference_model
+
+GRAD_BUFFER_SUFFIX = "_grad.accumulation.buffer"
+GRAD_FLAG_SUFFIX = "_grad.accumulation.out"
+RESET_INPUT = "lazy_reset_grad"
+
+
+def load_model(source, what: str) -> Model:
+    """An IR model from a path, bytes or an IR Model; errors name ``what``."""
+    if isinstance(source, Model):
+        return source
+    try:
+        return ir.load(source)
+    except (OSError, ValueError) as e:
+        raise type(e)(f"cannot load the {what}: {e}") from e
+
+
+class Module:
+    """Runs the training model (forward, backward, gradient accumulation) and the eval model.
+
+    Models may be given as paths or bytes.  Parameters and gradient buffers
+    live in ``state`` and are shared with the Optimizer.
+    """
+
+    def __init__(self, train_model_uri, state: CheckpointState, eval_model_uri=None, device: str = "cpu",
+                 session_options=None):
+        if device != "cpu":
+            raise ValueError(f"onnxtrain runs on the CPU only, not on device {device!r}")
+        if not isinstance(state, CheckpointState):
+            raise TypeError(f"state must be a CheckpointState, got {type(state).__name__}")
+        self._state = state
+        self.training = True
+        self._accumulate = False  # False: the next train step overwrites the gradients
+
+        self._train_model = load_model(train_model_uri, "training model")
+        self._train = Session(self._train_model)
+        names = self._train.input_names
+        entries = state._entries
+        self._param_names = [n for n in names if n in entries]
+        self._trainable_names = [n for n in self._param_names if entries[n].requires_grad]
+        buffer_names = [n for n in names if n not in entries and n.endswith(GRAD_BUFFER_SUFFIX)
+                        and n[:-len(GRAD_BUFFER_SUFFIX)] in entries]
+        self._train_user_inputs = [n for n in names if n not in entries and n != RESET_INPUT
+                                   and n not in buffer_names]
+        missing = [n for n in self._trainable_names if n + GRAD_BUFFER_SUFFIX not in buffer_names]
+        extra = [n for n in buffer_names if not entries[n[:-len(GRAD_BUFFER_SUFFIX)]].requires_grad]
+        if missing or extra:
+            raise ValueError(f"training model and checkpoint disagree: trainable parameters without a gradient "
+                             f"buffer input {missing}, gradient buffers for frozen parameters {extra}")
+        absent = [n for n in entries if n not in self._param_names]
+        if absent:
+            raise ValueError(f"checkpoint parameters {absent} are not inputs of the training model")
+        self._param_shapes = {vi.name: _fixed_shape(vi) for vi in self._train_model.graph.inputs
+                              if vi.name in entries}
+        self._train_layout = _feed_layout(names, self._train_user_inputs, entries)
+        self._train_user_outputs = [n for n in self._train.output_names if not n.endswith(GRAD_FLAG_SUFFIX)]
+        self._reset = np.array([True])
+        self._keep = np.array([False])
+        if not state.is_nominal:
+            self._allocate_gradients()
+
+        self._eval_model = None
+        self._eval = None
+        if eval_model_uri is not None:
+            self._eval_model = load_model(eval_model_uri, "eval model")
+            self._eval = Session(self._eval_model)
+            self._eval_user_inputs = [n for n in self._eval.input_names if n not in entries]
+            self._eval_layout = _feed_layout(self._eval.input_names, self._eval_user_inputs, entries)
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def __call__(self, *user_inputs):
+        """A train step in training mode (returns the loss and any extra outputs), else an eval step."""
+        if self._state.is_nominal:
+            raise NominalStateError(f"Cannot perform {'TrainStep' if self.training else 'EvalStep'} with a nominal "
+                                    "state: load the parameters with copy_buffer_to_parameters(buffer, "
+                                    "trainable_only=False) first")
+        if self.training:
+            self._check_count(user_inputs, self._train_user_inputs)
+            flag = self._keep if self._accumulate else self._reset
+            feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) if kind else flag
+                     for kind, key in self._train_layout]
+            outputs = self._train.run(feeds, self._train_user_outputs)
+            self._accumulate = True
+        else:
+            if self._eval is None:
+                raise RuntimeError("this Module has no eval model: pass eval_model_uri to run eval steps")
+            self._check_count(user_inputs, self._eval_user_inputs)
+            feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) for kind, key in self._eval_layout]
+            outputs = self._eval.run(feeds)
+        outputs = [np.asarray(o) for o in outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @staticmethod
+    def _check_count(user_inputs, expected) -> None:
+        if len(user_inputs) != len(expected):
+            raise ValueError(f"expected {len(expected)} inputs {expected}, got {len(user_inputs)}")
+
+    def train(self, mode: bool = True) -> "Module":
+        self.training = mode
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def lazy_reset_grad(self) -> None:
+        """Make the next train step overwrite the accumulated gradients instead of adding to them."""
+        self._accumulate = False
+
+    def input_names(self) -> list:
+        return list(self._train_user_inputs if self.training or self._eval is None else self._eval_user_inputs)
+
+    def output_names(self) -> list:
+        return list(self._train_user_outputs if self.training or self._eval is None else self._eval.output_names)
+
+    # -- parameters as one buffer --------------------------------------------------------------------
+
+    def _buffer_names(self, trainable_only: bool) -> list:
+        return self._trainable_names if trainable_only else self._param_names
+
+    def get_parameters_size(self, trainable_only: bool = True) -> int:
+        return int(sum(np.prod(self._param_shapes[n], dtype=np.int64) for n in self._buffer_names(trainable_only)))
+
+    def get_contiguous_parameters(self, trainable_only: bool = False) -> np.ndarray:
+        """The parameters (in training-model input order) flattened into one new float32 array."""
+        names = self._buffer_names(trainable_only)
+        entries = self._state._entries
+        if self._state.is_nominal:
+            raise NominalStateError("Cannot get parameter from a nominal state")
+        if not names:
+            return np.zeros(0, np.float32)
+        return np.concatenate([entries[n].data.ravel() for n in names]).astype(np.float32, copy=False)
+
+    def copy_buffer_to_parameters(self, buffer, trainable_only: bool = True) -> None:
+        """Copy a flat float32 buffer (the layout of get_contiguous_parameters) into the parameters."""
+        buffer = np.asarray(buffer)
+        if self._state.is_nominal and trainable_only:
+            raise NominalStateError("For nominal checkpoint state, all parameters need to be loaded into the "
+                                    "model (trainable_only = false)")
+        size = self.get_parameters_size(trainable_only)
+        if buffer.dtype != np.float32 or buffer.ndim != 1 or buffer.size != size:
+            raise ValueError(f"the parameter buffer must be a 1-D float32 array of {size} elements "
+                             f"(trainable_only={trainable_only}); got {buffer.dtype.name}{list(buffer.shape)}")
+        entries = self._state._entries
+        offset = 0
+        new = {}
+        for name in self._buffer_names(trainable_only):
+            shape = self._param_shapes[name]
+            n = int(np.prod(shape, dtype=np.int64))
+            new[name] = buffer[offset:offset + n].reshape(shape)
+            offset += n
+        if self._state.is_nominal:
+            for name, values in new.items():
+                entries[name].data = values.astype(entries[name].dtype, copy=True)
+            self._state.is_nominal = False
+            self._allocate_gradients()
+        else:
+            for name, values in new.items():
+                entries[name].data[...] = values
+
+    def _allocate_gradients(self) -> None:
+        for name in self._trainable_names:
+            entry = self._state._entries[name]
+            if entry.grad is None or entry.grad.shape != entry.data.shape:
+                entry.grad = np.zeros_like(entry.data)
+
+    # -- export ------------------------------------------------------------------------------------
+
+    def export_model_for_inferencing(self, inference_model_uri, graph_output_names):
+        """Write the eval model with the current parameters as initializers, keeping only what
+        ``graph_output_names`` need.  With ``inference_model_uri=None`` return the model's bytes."""
+        if self._eval_model is None:
+            raise RuntimeError("export_model_for_inferencing needs the eval model: pass eval_model_uri to Module")
+        if self._state.is_nominal:
+            raise NominalStateError("Cannot export a nominal state: load the parameters first")
+        if isinstance(graph_output_names, str):
+            graph_output_names = [graph_output_names]
+        model = inference_model(self._eval_model, list(graph_output_names),
+                                {n: e.data for n, e in self._state._entries.items()})
+        if inference_model_uri is None:
+            return ir.to_bytes(model)
+        ir.save(model, inference_model_uri)
+        return None
+
+
+_USER = "user"
+
+
+def _feed_layout(graph_inputs: list, user_inputs: list, entries: dict) -> list:
+    """Where each graph input's value comes from, as (kind, key): (_USER, index into the user's
+    inputs), ("data", parameter entry), ("grad", parameter entry) or (None, None) for lazy_reset_grad."""
+    layout = []
+    for name in graph_inputs:
+        if name in entries:
+            layout.append(("data", entries[name]))
+        elif name == RESET_INPUT:
+            layout.append((None, None))
+        elif name.endswith(GRAD_BUFFER_SUFFIX) and name[:-len(GRAD_BUFFER_SUFFIX)] in entries:
+            layout.append(("grad", entries[name[:-len(GRAD_BUFFER_SUFFIX)]]))
+        else:
+            layout.append((_USER, user_inputs.index(name)))
+    return layout
+
+
+def _fixed_shape(value_info) -> tuple:
+    t = value_info.type
+    if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+        raise ValueError(f"training model input '{value_info.name}' is a parameter but has no fixed shape")
+    return tuple(t.shape)

@@ -1,0 +1,46 @@
+"""Checks for the values fed to a graph input, built once per input from its declared type."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.model import SequenceType, TensorType
+
+
+class FeedError(ValueError):
+    """A fed value does not match the graph input (name, dtype or shape)."""
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def check_feed(value_info):
+    """A function that validates one fed value for ``value_info`` and returns it."""
+    name, typ = value_info.name, value_info.type
+    if isinstance(typ, SequenceType):
+        def check_sequence(value):
+            if not isinstance(value, (list, tuple)):
+                raise FeedError(f"input '{name}' is a sequence: feed a list of arrays, not {type(value).__name__}")
+            return list(value)
+        return check_sequence
+    if not isinstance(typ, TensorType):
+        return lambda value: value
+    dtype = dtypes.to_numpy(typ.elem_type)
+    shape = typ.shape
+    fixed = [] if shape is None else [(i, d) for i, d in enumerate(shape) if isinstance(d, int)]
+    rank = None if shape is None else len(shape)
+
+    def check_tensor(value):
+        if not isinstance(value, np.ndarray):
+            if isinstance(value, (list, tuple, int, float, bool, np.generic)):
+                value = np.asarray(value)
+            else:
+                raise FeedError(f"input '{name}' must be a numpy array, got {type(value).__name__}")
+        if value.dtype != dtype:
+            raise FeedError(f"input '{name}' must have dtype {dtype.name}, got {value.dtype.name} "
+                            f"(shape {list(value.shape)})")
+        if rank is not None and (value.ndim != rank or any(value.shape[i] != d for i, d in fixed)):
+            raise FeedError(f"input '{name}' must have shape {_shape_text(shape)}, got {list(value.shape)}")
+        return value
+    return check_tensor

@@ -1,0 +1,178 @@
+"""Compile a graph once into a list of prepared steps.
+
+Every value gets an integer slot.  Each step holds its bound kernel, the
+slots it reads and writes, its attribute keyword arguments, and the slots
+whose values die after it.  Running is then a loop over the steps.
+"""
+from __future__ import annotations
+
+import heapq
+import inspect
+from dataclasses import dataclass
+
+from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
+from ..ops import UnsupportedOpError, lookup
+from ..ops.registry import normalize_domain
+
+
+class GraphError(ValueError):
+    """The graph cannot be planned (undefined input, cycle, missing kernel)."""
+
+
+@dataclass
+class Step:
+    fn: object
+    inputs: tuple     # slot per input; -1 for an omitted optional input
+    outputs: tuple    # slot per output; -1 for an omitted optional output
+    kwargs: dict
+    free: tuple       # slots to drop after this step
+    node: object
+
+    def describe(self) -> str:
+        return describe_node(self.node)
+
+
+def attribute_value(attr: Attribute):
+    """An attribute as a kernel keyword argument."""
+    t, v = attr.type, attr.value
+    if t == AttrType.STRING:
+        return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
+    if t == AttrType.STRINGS:
+        return [s.decode("utf-8", "replace") if isinstance(s, (bytes, bytearray)) else s for s in v]
+    if t == AttrType.TENSOR:
+        return v.data
+    if t == AttrType.TENSORS:
+        return [x.data for x in v]
+    if t in (AttrType.INTS, AttrType.FLOATS):
+        return list(v)
+    return v
+
+
+def static_shape(value_info):
+    """The shape in a ValueInfo (list of int | str | None), or None when unknown."""
+    if value_info is None or not isinstance(value_info.type, TensorType):
+        return None
+    return None if value_info.type.shape is None else list(value_info.type.shape)
+
+
+def topological_order(graph: Graph, available: set) -> list:
+    """Nodes ordered so that every input is produced before use (stable: file order when valid)."""
+    producer_of = {}
+    for i, node in enumerate(graph.nodes):
+        for out in node.outputs:
+            if out:
+                producer_of[out] = i
+    pending = {}
+    users = {}
+    for i, node in enumerate(graph.nodes):
+        deps = set()
+        for name in node.inputs:
+            if not name or name in available:
+                continue
+            if name not in producer_of:
+                raise GraphError(f"{describe_node(node)} reads '{name}', which is neither a graph input, an "
+                                 f"initializer nor the output of any node")
+            deps.add(producer_of[name])
+        pending[i] = len(deps)
+        for d in deps:
+            users.setdefault(d, []).append(i)
+    ready = [i for i, n in pending.items() if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(graph.nodes[i])
+        for u in users.get(i, ()):
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(graph.nodes):
+        stuck = [graph.nodes[i] for i, n in pending.items() if n > 0]
+        raise GraphError("the graph has a cycle through " + ", ".join(describe_node(n) for n in stuck[:5]))
+    return order
+
+
+def describe_node(node) -> str:
+    name = f" '{node.name}'" if node.name else ""
+    return f"{node.domain or 'ai.onnx'}::{node.op_type} node{name}"
+
+
+class Plan:
+    """A graph compiled for execution.
+
+    ``inputs`` are the names callers feed (graph inputs, in order); an input
+    that also has an initializer takes the initializer unless it is fed.
+    """
+
+    def __init__(self, model: Model, graph: Graph | None = None):
+        graph = graph or model.graph
+        self.graph = graph
+        initializers = {t.name: t.data for t in graph.initializers}
+        self.input_names = [v.name for v in graph.inputs]
+        self.input_info = [v for v in graph.inputs]
+        self.output_names = [v.name for v in graph.outputs]
+        available = set(initializers) | set(self.input_names)
+        order = topological_order(graph, available)
+
+        slot_of: dict = {}
+
+        def slot(name: str) -> int:
+            if not name:
+                return -1
+            if name not in slot_of:
+                slot_of[name] = len(slot_of)
+            return slot_of[name]
+
+        for name in self.input_names:
+            slot(name)
+        for name in initializers:
+            slot(name)
+        shapes = {name: static_shape(vi) for name, vi in graph.value_info_map().items()}
+
+        raw_steps = []
+        for node in order:
+            raw_steps.append((node, self._bind(model, node, shapes),
+                              tuple(slot(n) for n in node.inputs), tuple(slot(n) for n in node.outputs)))
+        self.slot_of = slot_of
+        self.input_slots = [slot_of[n] for n in self.input_names]
+        missing = [n for n in self.output_names if n not in slot_of]
+        if missing:
+            raise GraphError(f"graph output '{missing[0]}' is not produced by any node, input or initializer")
+        self.output_slots = [slot_of[n] for n in self.output_names]
+
+        keep = set(self.output_slots) | {slot_of[n] for n in initializers}
+        last_use = {}
+        for i, (_, _, ins, outs) in enumerate(raw_steps):
+            for s in ins + outs:
+                if s >= 0:
+                    last_use[s] = i
+        dies_after: dict = {}
+        for s, i in last_use.items():
+            if s not in keep:
+                dies_after.setdefault(i, []).append(s)
+        self.steps = [Step(fn, ins, outs, kwargs, tuple(dies_after.get(i, ())), node)
+                      for i, (node, (fn, kwargs), ins, outs) in enumerate(raw_steps)]
+        self.template = [None] * len(slot_of)
+        for name, data in initializers.items():
+            self.template[slot_of[name]] = data
+
+    @staticmethod
+    def _bind(model: Model, node, shapes: dict):
+        domain = normalize_domain(node.domain)
+        opset = model.opset(domain)
+        try:
+            fn = lookup(node.op_type, domain, opset if opset is not None else 1)
+        except UnsupportedOpError as e:
+            raise GraphError(f"{describe_node(node)}: {e}") from None
+        kwargs = {name: attribute_value(a) for name, a in node.attributes.items()}
+        params = inspect.signature(fn).parameters
+        takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        unknown = [k for k in kwargs if k not in params and not takes_any]
+        if unknown:
+            raise GraphError(f"{describe_node(node)}: onnxtrain's kernel does not support attribute "
+                             f"'{unknown[0]}'")
+        if "_outputs" in params:
+            kwargs["_outputs"] = tuple(bool(o) for o in node.outputs)
+        if "_output_shapes" in params:
+            kwargs["_output_shapes"] = [shapes.get(o) for o in node.outputs]
+        return fn, kwargs

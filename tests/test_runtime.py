@@ -1,0 +1,140 @@
+"""The runtime: planning (order, slots, liveness) and running, with clear errors.  Pure numpy, no onnxruntime."""
+import numpy as np
+import pytest
+
+from onnxtrain.ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from onnxtrain.runtime import FeedError, GraphError, RunError, Session
+
+FLOAT, INT64 = 1, 7
+
+
+def vi(name, elem=FLOAT, shape=None):
+    return ValueInfo(name, TensorType(elem, shape))
+
+
+def mlp_model(shuffled=False):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    nodes = [
+        Node("MatMul", ["x", "w"], ["xw"], name="mm"),
+        Node("Add", ["xw", "b"], ["h"], name="add"),
+        Node("Relu", ["h"], ["y"], name="relu"),
+        Node("ReduceSum", ["y"], ["s"], name="sum", attributes={"keepdims": Attribute("keepdims", AttrType.INT, 0)}),
+    ]
+    if shuffled:
+        nodes = nodes[::-1]
+    graph = Graph(name="g", nodes=nodes, inputs=[vi("x", shape=["batch", 4])],
+                  outputs=[vi("y", shape=["batch", 3]), vi("s", shape=[])],
+                  initializers=[Tensor("w", w, FLOAT), Tensor("b", b, FLOAT)])
+    return Model(graph=graph, opset_imports={"": 17}), w, b
+
+
+def reference(x, w, b):
+    y = np.maximum(x @ w + b, 0)
+    return y, y.sum()
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["file-order", "reversed-nodes"])
+def test_runs_in_dependency_order(shuffled):
+    model, w, b = mlp_model(shuffled)
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    y, s = Session(model).run([x])
+    ry, rs = reference(x, w, b)
+    np.testing.assert_allclose(y, ry, rtol=1e-6)
+    np.testing.assert_allclose(s, rs, rtol=1e-5)
+    assert y.dtype == np.float32
+
+
+def test_feeds_by_name_and_selected_outputs():
+    model, w, b = mlp_model()
+    x = np.ones((2, 4), np.float32)
+    (s,) = Session(model).run({"x": x}, ["s"])
+    np.testing.assert_allclose(s, reference(x, w, b)[1], rtol=1e-6)
+
+
+def test_intermediates_are_freed_but_outputs_and_initializers_kept():
+    model, _, _ = mlp_model()
+    plan = Session(model).plan
+    freed = {s for step in plan.steps for s in step.free}
+    names = {v: k for k, v in plan.slot_of.items()}
+    assert {names[s] for s in freed} == {"x", "xw", "h"}
+
+
+def test_initializer_that_is_also_an_input_is_a_default():
+    model, w, b = mlp_model()
+    model.graph.inputs.append(vi("b", shape=[3]))
+    session = Session(model)
+    x = np.ones((1, 4), np.float32)
+    np.testing.assert_allclose(session.run({"x": x})[0], reference(x, w, b)[0], rtol=1e-6)
+    b2 = np.full(3, 5, np.float32)
+    np.testing.assert_allclose(session.run({"x": x, "b": b2})[0], reference(x, w, b2)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("feed, message", [
+    (np.ones((2, 4), np.float64), "input 'x' must have dtype float32, got float64"),
+    (np.ones((2, 5), np.float32), "input 'x' must have shape [batch, 4], got [2, 5]"),
+    (np.ones(4, np.float32), "input 'x' must have shape [batch, 4], got [4]"),
+    ("text", "input 'x' must be a numpy array, got str"),
+])
+def test_bad_feeds_name_the_input(feed, message):
+    model, _, _ = mlp_model()
+    with pytest.raises(FeedError) as e:
+        Session(model).run([feed])
+    assert message in str(e.value)
+
+
+def test_wrong_feed_count_and_unknown_name():
+    model, _, _ = mlp_model()
+    session = Session(model)
+    with pytest.raises(FeedError, match=r"expected 1 inputs \['x'\], got 2"):
+        session.run([np.ones((1, 4), np.float32)] * 2)
+    with pytest.raises(FeedError, match="'labels' is not an input of the graph"):
+        session.run({"x": np.ones((1, 4), np.float32), "labels": np.zeros(1)})
+
+
+def test_undefined_value_is_a_graph_error():
+    model, _, _ = mlp_model()
+    model.graph.nodes[1].inputs[1] = "bias_missing"
+    with pytest.raises(GraphError, match="ai.onnx::Add node 'add' reads 'bias_missing'"):
+        Session(model)
+
+
+def test_cycle_is_a_graph_error():
+    graph = Graph(nodes=[Node("Relu", ["b"], ["a"], name="n1"), Node("Relu", ["a"], ["b"], name="n2")],
+                  outputs=[vi("a")])
+    with pytest.raises(GraphError, match="cycle"):
+        Session(Model(graph=graph))
+
+
+def test_missing_kernel_names_the_op():
+    graph = Graph(nodes=[Node("NoSuchOp", ["x"], ["y"], name="weird", domain="com.example")],
+                  inputs=[vi("x")], outputs=[vi("y")])
+    with pytest.raises(GraphError, match="com.example::NoSuchOp node 'weird'"):
+        Session(Model(graph=graph, opset_imports={"": 17, "com.example": 1}))
+
+
+def test_unsupported_attribute_is_a_graph_error():
+    model, _, _ = mlp_model()
+    model.graph.nodes[2].attributes["bogus"] = Attribute("bogus", AttrType.INT, 1)
+    with pytest.raises(GraphError, match="Relu node 'relu'.*attribute 'bogus'"):
+        Session(model)
+
+
+def test_kernel_failure_names_node_and_shapes():
+    model, _, _ = mlp_model()
+    model.graph.inputs[0] = vi("x")  # no declared shape, so the feed check lets a bad shape through
+    with pytest.raises(RunError) as e:
+        Session(model).run([np.ones((2, 7), np.float32)])
+    assert "ai.onnx::MatMul node 'mm' failed on inputs (x: float32[2, 7], w: float32[4, 3])" in str(e.value)
+
+
+def test_run_is_repeatable_and_does_not_touch_initializers():
+    model, w, b = mlp_model()
+    w0 = w.copy()
+    session = Session(model)
+    x = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    first = session.run([x])
+    second = session.run([x])
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(model.graph.initializers[0].data, w0)
