@@ -1,0 +1,58 @@
+"""The in-memory ONNX model and its protobuf codec (no dependency on the onnx package)."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from . import dtypes
+from .codec import decode_model, encode_model
+from .errors import ModelDecodeError
+from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
+                    SparseTensorType, Tensor, TensorType, ValueInfo)
+
+__all__ = ["Attribute", "AttrType", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "Node",
+           "OptionalType", "SequenceType", "SparseTensorType", "Tensor", "TensorType", "ValueInfo",
+           "decode_model", "dtypes", "encode_model", "load", "save", "to_bytes", "atomic_write"]
+
+
+def load(source) -> Model:
+    """A Model from a file path or from the model's bytes."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return decode_model(source)
+    path = os.fspath(source)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise OSError(f"cannot read ONNX model {path}: {e.strerror or e}") from None
+    try:
+        return decode_model(data, base_dir=os.path.dirname(os.path.abspath(path)))
+    except ModelDecodeError as e:
+        raise ModelDecodeError(f"{path}: {e}") from None
+
+
+def to_bytes(model: Model) -> bytes:
+    return encode_model(model)
+
+
+def atomic_write(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, so that a failure
+    leaves any previous file intact."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save(model: Model, path) -> None:
+    """Write ``model`` to ``path`` atomically."""
+    atomic_write(path, encode_model(model))

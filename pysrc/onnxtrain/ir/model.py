@@ -4,7 +4,8 @@ Values are referred to by name, as in ONNX itself.  Tensor payloads are numpy
 arrays.  Every field a training artifact uses is modelled; fields this
 package does not interpret (training_info, sparse initializers, unknown
 future fields) are kept as raw protobuf bytes so that decode -> encode loses
-nothing.
+nothing.  ``empty_fields`` records the string fields a file set to "" explicitly
+(proto2 keeps their presence), so that they are written back.
 """
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ class Tensor:
     # External data as read from the file (location, offset, length, checksum);
     # ``data`` is already resolved.  Kept so an encoder may write it back out.
     external_data: Optional[dict] = None
+    # Decoded from the typed fields (float_data, int64_data, ...) rather than raw_data; the encoder
+    # writes it back the same way.
+    typed_storage: bool = field(default=False, compare=False, repr=False)
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
     @property
     def dims(self) -> tuple:
@@ -84,6 +89,7 @@ class ValueInfo:
     type: Optional[Type] = None
     doc_string: str = ""
     metadata_props: dict = field(default_factory=dict)
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
 
 # ---- attributes and nodes ------------------------------------------------------------------------
@@ -117,6 +123,7 @@ class Attribute:
     value: Any = None
     ref_attr_name: str = ""
     doc_string: str = ""
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
 
 @dataclass
@@ -130,6 +137,7 @@ class Node:
     doc_string: str = ""
     overload: str = ""
     metadata_props: dict = field(default_factory=dict)
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
     def attr(self, name: str, default: Any = None) -> Any:
         a = self.attributes.get(name)
@@ -150,6 +158,7 @@ class Graph:
     sparse_initializers: list = field(default_factory=list)  # raw SparseTensorProto bytes
     quantization_annotation: list = field(default_factory=list)  # raw TensorAnnotation bytes
     metadata_props: dict = field(default_factory=dict)
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
     def initializer_map(self) -> dict:
         return {t.name: t for t in self.initializers}
@@ -176,6 +185,7 @@ class Function:
     overload: str = ""
     value_info: list = field(default_factory=list)
     metadata_props: dict = field(default_factory=dict)
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
 
 @dataclass
@@ -192,6 +202,7 @@ class Model:
     functions: list = field(default_factory=list)       # [Function]
     training_info: list = field(default_factory=list)   # raw TrainingInfoProto bytes
     configuration: list = field(default_factory=list)   # raw DeviceConfigurationProto bytes
+    empty_fields: set = field(default_factory=set, compare=False, repr=False)
 
     def opset(self, domain: str = "") -> Optional[int]:
         """The imported version of ``domain`` ("" and "ai.onnx" are the same)."""
