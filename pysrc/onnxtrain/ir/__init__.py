@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
+from .._files import atomic_write
 from . import dtypes
 from .codec import decode_model, encode_model
 from .errors import ModelDecodeError
@@ -33,24 +33,6 @@ def load(source) -> Model:
 
 def to_bytes(model: Model) -> bytes:
     return encode_model(model)
-
-
-def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, so that a failure
-    leaves any previous file intact."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def save(model: Model, path) -> None:
