@@ -1,6 +1,158 @@
-"""Kernels: conv."""
+"""Kernels: Conv, ConvTranspose and com.microsoft ConvGrad, as im2col + one matmul per group."""
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
 from .registry import kernel
+
+MS = "com.microsoft"
+
+
+def conv_geometry(in_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode=0):
+    """(pads, output spatial shape) for the spatial dims ``in_shape``."""
+    nd = len(in_shape)
+    strides = list(strides or [1] * nd)
+    dilations = list(dilations or [1] * nd)
+    pads = list(pads or [0] * (2 * nd))
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [-(-i // s) for i, s in zip(in_shape, strides)]
+        total = [max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out, strides, eff, in_shape)]
+        small = [t // 2 for t in total]
+        big = [t - t // 2 for t in total]
+        pads = (small + big) if auto_pad == "SAME_UPPER" else (big + small)
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * nd)
+    out = []
+    for i in range(nd):
+        span = in_shape[i] + pads[i] + pads[i + nd] - eff[i]
+        o = (-(-span // strides[i]) if ceil_mode else span // strides[i]) + 1
+        if ceil_mode and (o - 1) * strides[i] >= in_shape[i] + pads[i]:
+            o -= 1
+        out.append(o)
+    return pads, out, strides, dilations
+
+
+def _windows(xp, out, strides, dilations, kernel_shape):
+    """For each kernel offset, the strided view of ``xp`` (N, C, *spatial) it multiplies."""
+    for offs in itertools.product(*[range(k) for k in kernel_shape]):
+        index = [slice(None), slice(None)]
+        for o, size, s, d in zip(offs, out, strides, dilations):
+            start = o * d
+            index.append(slice(start, start + (size - 1) * s + 1, s))
+        yield tuple(index)
+
+
+def _pad_input(X, pads):
+    nd = X.ndim - 2
+    if not any(pads):
+        return X
+    return np.pad(X, [(0, 0), (0, 0)] + [(pads[i], pads[i + nd]) for i in range(nd)])
+
+
+def im2col(X, kernel_shape, pads, out, strides, dilations):
+    """cols (N, C, K, *out) where K runs over the kernel offsets."""
+    xp = _pad_input(X, pads)
+    n, c = X.shape[:2]
+    cols = np.empty((n, c, int(np.prod(kernel_shape)), *out), dtype=X.dtype)
+    for k, index in enumerate(_windows(xp, out, strides, dilations, kernel_shape)):
+        cols[:, :, k] = xp[index]
+    return cols
+
+
+def col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations):
+    """The adjoint of im2col: scatter-add cols (N, C, K, *out) back into an input of ``x_shape``."""
+    nd = len(x_shape) - 2
+    padded = [x_shape[0], x_shape[1]] + [x_shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd)]
+    xp = np.zeros(padded, dtype=cols.dtype)
+    for k, index in enumerate(_windows(xp, out, strides, dilations, kernel_shape)):
+        xp[index] += cols[:, :, k]
+    crop = (slice(None), slice(None)) + tuple(slice(pads[i], pads[i] + x_shape[2 + i]) for i in range(nd))
+    return xp[crop]
+
+
+def _prepare(X, W, kernel_shape, strides, pads, dilations, auto_pad):
+    kernel_shape = list(kernel_shape or W.shape[2:])
+    pads, out, strides, dilations = conv_geometry(X.shape[2:], kernel_shape, strides, pads, dilations, auto_pad)
+    return kernel_shape, pads, out, strides, dilations
+
+
+@kernel("Conv")
+def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+    if X.ndim < 3 or W.ndim != X.ndim or X.shape[1] != W.shape[1] * group:
+        raise ValueError(f"Conv: input {list(X.shape)} and weight {list(W.shape)} do not match with group={group}")
+    kernel_shape, pads, out, strides, dilations = _prepare(X, W, kernel_shape, strides, pads, dilations, auto_pad)
+    n, m = X.shape[0], W.shape[0]
+    cols = im2col(X, kernel_shape, pads, out, strides, dilations)        # N, C, K, *out
+    cg, mg, K = X.shape[1] // group, m // group, cols.shape[2]
+    cols = cols.reshape(n, group, cg * K, -1)                              # N, G, CgK, P
+    w = W.reshape(group, mg, cg * K)                                       # G, Mg, CgK
+    y = np.matmul(w[None], cols)                                           # N, G, Mg, P
+    y = y.reshape(n, m, *out)
+    if B is not None:
+        y += B.reshape((1, m) + (1,) * len(out))
+    return y.astype(X.dtype, copy=False)
+
+
+@kernel("ConvGrad", domain=MS)
+def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
+             _outputs=(True, True, True)):
+    kernel_shape, pads, out, strides, dilations = _prepare(X, W, kernel_shape, strides, pads, dilations, auto_pad)
+    n, m = X.shape[0], W.shape[0]
+    cg, mg, K = X.shape[1] // group, m // group, int(np.prod(kernel_shape))
+    dy = dY.reshape(n, group, mg, -1)                                      # N, G, Mg, P
+    want_dx, want_dw, want_db = (tuple(_outputs) + (False,) * 3)[:3]
+    dX = dW = dB = None
+    if want_dw:
+        cols = im2col(X, kernel_shape, pads, out, strides, dilations).reshape(n, group, cg * K, -1)
+        dW = np.einsum("ngmp,ngkp->gmk", dy, cols, optimize=True).reshape(W.shape).astype(W.dtype, copy=False)
+    if want_dx:
+        w = W.reshape(group, mg, cg * K)
+        dcols = np.matmul(w.transpose(0, 2, 1)[None], dy)                   # N, G, CgK, P
+        dcols = dcols.reshape(n, group * cg, K, *out)
+        dX = col2im(dcols, X.shape, kernel_shape, pads, out, strides, dilations).astype(X.dtype, copy=False)
+    if want_db:
+        dB = dY.sum(axis=(0,) + tuple(range(2, dY.ndim))).astype(dY.dtype, copy=False)
+    return dX, dW, dB
+
+
+@kernel("ConvTranspose")
+def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
+                  output_padding=None, output_shape=None, pads=None, strides=None):
+    nd = X.ndim - 2
+    kernel_shape = list(kernel_shape or W.shape[2:])
+    strides = list(strides or [1] * nd)
+    dilations = list(dilations or [1] * nd)
+    output_padding = list(output_padding or [0] * nd)
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
+    full = [(i - 1) * s + e + op for i, s, e, op in zip(X.shape[2:], strides, eff, output_padding)]
+    if output_shape is not None:
+        target = list(output_shape)[-nd:]
+        total = [f - t for f, t in zip(full, target)]
+        if auto_pad == "SAME_LOWER":
+            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
+        else:
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = [i * s for i, s in zip(X.shape[2:], strides)]
+        total = [f - t for f, t in zip(full, target)]
+        if auto_pad == "SAME_UPPER":
+            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+        else:
+            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
+    pads = list(pads or [0] * (2 * nd))
+    n, c = X.shape[:2]
+    mg = W.shape[1]
+    cg = c // group
+    K = int(np.prod(kernel_shape))
+    x = X.reshape(n, group, cg, -1)                                        # N, G, Cg, P
+    w = W.reshape(group, cg, mg * K)                                       # G, Cg, MgK
+    cols = np.matmul(w.transpose(0, 2, 1)[None], x)                        # N, G, MgK, P
+    cols = cols.reshape(n, group * mg, K, *X.shape[2:])
+    y = col2im(cols, [n, group * mg] + [f - pads[i] - pads[i + nd] for i, f in enumerate(full)],
+               kernel_shape, pads, list(X.shape[2:]), strides, dilations)
+    if B is not None:
+        y = y + B.reshape((1, -1) + (1,) * nd)
+    return y.astype(X.dtype, copy=False)

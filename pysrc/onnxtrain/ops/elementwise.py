@@ -1,6 +1,213 @@
-"""Kernels: elementwise."""
+"""Kernels: elementwise math, activations, comparisons, logic and casts (ai.onnx)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from ..ir import dtypes
 from .registry import kernel
+
+
+def _like(x: np.ndarray, result) -> np.ndarray:
+    """``result`` with ``x``'s dtype (numpy 2 promotes float32 with float64 scalars)."""
+    return np.asarray(result).astype(x.dtype, copy=False)
+
+
+def _unary(name: str, fn) -> None:
+    kernel(name)(lambda X: _like(X, fn(X)))
+
+
+for _name, _fn in {
+    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign, "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log,
+    "Reciprocal": np.reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round, "Sin": np.sin,
+    "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh,
+    "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh, "Tanh": np.tanh,
+    "Relu": lambda x: np.maximum(x, 0), "Softsign": lambda x: x / (1 + np.abs(x)),
+    "Softplus": lambda x: np.logaddexp(0, x),
+}.items():
+    _unary(_name, _fn)
+
+
+@kernel("Sigmoid")
+def Sigmoid(X):
+    # exp of a non-positive argument only, so no overflow warnings for large |x|
+    e = np.exp(-np.abs(X))
+    return _like(X, np.where(X >= 0, 1 / (1 + e), e / (1 + e)))
+
+
+@kernel("LeakyRelu")
+def LeakyRelu(X, *, alpha=0.01):
+    return _like(X, np.where(X >= 0, X, X * X.dtype.type(alpha)))
+
+
+@kernel("Elu")
+def Elu(X, *, alpha=1.0):
+    return _like(X, np.where(X > 0, X, X.dtype.type(alpha) * np.expm1(np.minimum(X, 0))))
+
+
+@kernel("Selu")
+def Selu(X, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return _like(X, X.dtype.type(gamma) * np.where(X > 0, X, X.dtype.type(alpha) * np.expm1(np.minimum(X, 0))))
+
+
+@kernel("HardSigmoid")
+def HardSigmoid(X, *, alpha=0.2, beta=0.5):
+    return _like(X, np.clip(X * X.dtype.type(alpha) + X.dtype.type(beta), 0, 1))
+
+
+@kernel("ThresholdedRelu")
+def ThresholdedRelu(X, *, alpha=1.0):
+    return _like(X, np.where(X > alpha, X, 0))
+
+
+@kernel("PRelu")
+def PRelu(X, slope):
+    return _like(X, np.where(X >= 0, X, X * slope))
+
+
+@kernel("Mish")
+def Mish(X):
+    return _like(X, X * np.tanh(np.logaddexp(0, X)))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function, correctly rounded per element (math.erf), in x's dtype."""
+    return _ERF(x.astype(np.float64)).astype(x.dtype) if x.size else x.copy()
+
+
+@kernel("Erf")
+def Erf(input):
+    return erf(input)
+
+
+@kernel("Gelu", since=20)
+def Gelu(X, *, approximate="none"):
+    x64 = X.astype(np.float64)
+    if approximate == "tanh":
+        y = 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)))
+    else:
+        y = 0.5 * x64 * (1 + _ERF(x64 / math.sqrt(2)).astype(np.float64))
+    return y.astype(X.dtype)
+
+
+# ---- binary and variadic --------------------------------------------------------------------------
+
+def _int_div(A, B):
+    """C-style integer division (truncating toward zero), as ONNX Runtime computes it."""
+    q = np.floor_divide(A, B)
+    fix = (np.remainder(A, B) != 0) & ((A < 0) != (B < 0))
+    return np.where(fix, q + 1, q).astype(np.result_type(A, B))
+
+
+@kernel("Add")
+def Add(A, B):
+    return _like(A, np.add(A, B))
+
+
+@kernel("Sub")
+def Sub(A, B):
+    return _like(A, np.subtract(A, B))
+
+
+@kernel("Mul")
+def Mul(A, B):
+    return _like(A, np.multiply(A, B))
+
+
+@kernel("Div")
+def Div(A, B):
+    if A.dtype.kind in "iu":
+        return _int_div(A, B)
+    return _like(A, np.divide(A, B))
+
+
+@kernel("Pow")
+def Pow(X, Y):
+    if X.dtype.kind in "iu":
+        return _like(X, np.power(X.astype(np.float64), Y.astype(np.float64)))
+    return _like(X, np.power(X, Y.astype(X.dtype, copy=False)))
+
+
+@kernel("Mod")
+def Mod(A, B, *, fmod=0):
+    if fmod or A.dtype.kind == "f":
+        return _like(A, np.fmod(A, B))
+    return _like(A, np.mod(A, B))
+
+
+def _variadic(name: str, fn) -> None:
+    def run(*data_0):
+        out = data_0[0]
+        for x in data_0[1:]:
+            out = fn(out, x)
+        return _like(data_0[0], out)
+    run.__name__ = name
+    kernel(name)(run)
+
+
+_variadic("Sum", np.add)
+_variadic("Max", np.maximum)
+_variadic("Min", np.minimum)
+
+
+@kernel("Mean")
+def Mean(*data_0):
+    total = data_0[0]
+    for x in data_0[1:]:
+        total = total + x
+    return _like(data_0[0], total / len(data_0))
+
+
+@kernel("Clip", since=1)
+def Clip_1(input, *, min=-3.4028234663852886e38, max=3.4028234663852886e38):
+    return _like(input, np.clip(input, min, max))
+
+
+@kernel("Clip", since=11)
+def Clip_11(input, min=None, max=None):
+    lo = None if min is None else min
+    hi = None if max is None else max
+    if lo is None and hi is None:
+        return input
+    return _like(input, np.clip(input, lo, hi))
+
+
+@kernel("Where")
+def Where(condition, X, Y):
+    return np.where(condition, X, Y).astype(np.result_type(X, Y), copy=False)
+
+
+for _name, _fn in {"Equal": np.equal, "Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
+                   "GreaterOrEqual": np.greater_equal, "And": np.logical_and, "Or": np.logical_or,
+                   "Xor": np.logical_xor}.items():
+    kernel(_name)(lambda A, B, _fn=_fn: np.asarray(_fn(A, B)))
+
+kernel("Not")(lambda X: np.logical_not(X))
+kernel("IsNaN")(lambda X: np.isnan(X))
+
+
+@kernel("IsInf")
+def IsInf(X, *, detect_negative=1, detect_positive=1):
+    return (np.isposinf(X) & bool(detect_positive)) | (np.isneginf(X) & bool(detect_negative))
+
+
+@kernel("Identity")
+def Identity(input):
+    return input
+
+
+@kernel("Cast")
+def Cast(input, *, to, saturate=1):
+    target = dtypes.to_numpy(to)
+    if target.kind in "iu" and input.dtype.kind == "f":
+        return np.trunc(input).astype(target)
+    return input.astype(target)
+
+
+@kernel("CastLike")
+def CastLike(input, target_type, *, saturate=1):
+    return Cast(input, to=dtypes.from_numpy(target_type.dtype))

@@ -1,6 +1,107 @@
-"""Kernels: nn."""
+"""Kernels: Gemm, MatMul, Softmax, LogSoftmax, Dropout and the com.microsoft softmax gradients."""
 from __future__ import annotations
 
 import numpy as np
 
 from .registry import kernel
+
+MS = "com.microsoft"
+
+
+@kernel("Gemm")
+def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    a = A.T if transA else A
+    b = B.T if transB else B
+    y = a @ b
+    if alpha != 1.0:
+        y *= y.dtype.type(alpha)
+    if C is not None and beta != 0.0:
+        y += C if beta == 1.0 else C * C.dtype.type(beta)
+    return y
+
+
+@kernel("MatMul")
+def MatMul(A, B):
+    return np.matmul(A, B)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _coerced(fn, x, axis):
+    """Opset < 13: the input is seen as 2-D [prod(dims[:axis]), prod(dims[axis:])]."""
+    axis = axis + x.ndim if axis < 0 else axis
+    flat = x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
+    return fn(flat, 1).reshape(x.shape)
+
+
+@kernel("Softmax", since=1)
+def Softmax_1(input, *, axis=1):
+    return _coerced(_softmax, input, axis)
+
+
+@kernel("Softmax", since=13)
+def Softmax_13(input, *, axis=-1):
+    return _softmax(input, axis)
+
+
+@kernel("LogSoftmax", since=1)
+def LogSoftmax_1(input, *, axis=1):
+    return _coerced(_log_softmax, input, axis)
+
+
+@kernel("LogSoftmax", since=13)
+def LogSoftmax_13(input, *, axis=-1):
+    return _log_softmax(input, axis)
+
+
+@kernel("Hardmax", since=13)
+def Hardmax(input, *, axis=-1):
+    out = np.zeros_like(input)
+    np.put_along_axis(out, np.expand_dims(np.argmax(input, axis=axis), axis), 1, axis=axis)
+    return out
+
+
+_rng = np.random.default_rng()
+
+
+@kernel("Dropout", since=12)
+def Dropout(data, ratio=None, training_mode=None, *, seed=None, _outputs=(True, False)):
+    p = 0.5 if ratio is None else float(np.asarray(ratio))
+    training = training_mode is not None and bool(np.asarray(training_mode))
+    want_mask = len(_outputs) > 1 and _outputs[1]
+    if not training or p == 0.0:
+        return data, (np.ones(data.shape, dtype=bool) if want_mask else None)
+    rng = np.random.default_rng(seed) if seed is not None else _rng
+    mask = rng.random(data.shape) >= p
+    return (data * mask / data.dtype.type(1 - p)).astype(data.dtype, copy=False), mask
+
+
+@kernel("Dropout", since=7)
+def Dropout_7(data, *, ratio=0.5, _outputs=(True, False)):
+    return data, (np.ones(data.shape, dtype=bool) if len(_outputs) > 1 and _outputs[1] else None)
+
+
+@kernel("DropoutGrad", domain=MS)
+def DropoutGrad(dy, mask, ratio=None, training_mode=None):
+    p = 0.5 if ratio is None else float(np.asarray(ratio))
+    if training_mode is not None and not bool(np.asarray(training_mode)) or p == 0.0:
+        return dy
+    return (dy * mask / dy.dtype.type(1 - p)).astype(dy.dtype, copy=False)
+
+
+@kernel("SoftmaxGrad_13", domain=MS)
+def SoftmaxGrad_13(dY, Y, *, axis=-1):
+    return (Y * (dY - (dY * Y).sum(axis=axis, keepdims=True))).astype(Y.dtype, copy=False)
+
+
+@kernel("LogSoftmaxGrad_13", domain=MS)
+def LogSoftmaxGrad_13(dY, Y, *, axis=-1):
+    return (dY - np.exp(Y) * dY.sum(axis=axis, keepdims=True)).astype(Y.dtype, copy=False)

@@ -1,6 +1,71 @@
-"""Kernels: reduce."""
+"""Kernels: reductions (axes as an attribute before opset 13/18, as an input after) and ArgMax/ArgMin."""
 from __future__ import annotations
 
 import numpy as np
 
 from .registry import kernel
+
+
+def _reduce(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
+    if axes is None or len(axes) == 0:
+        if noop_with_empty_axes:
+            return data
+        axes = tuple(range(data.ndim))
+    else:
+        axes = tuple(int(a) + data.ndim if a < 0 else int(a) for a in np.asarray(axes).ravel())
+        bad = [a for a in axes if not 0 <= a < max(data.ndim, 1)]
+        if bad:
+            raise ValueError(f"{op}: axis {bad[0]} is out of range for an input of rank {data.ndim}")
+    out = fn(data, axis=axes, keepdims=bool(keepdims))
+    return np.asarray(out).astype(data.dtype, copy=False)
+
+
+def _log_sum_exp(x, axis, keepdims):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+REDUCTIONS = {
+    "ReduceSum": (np.sum, 13), "ReduceMean": (np.mean, 18), "ReduceMax": (np.max, 18), "ReduceMin": (np.min, 18),
+    "ReduceProd": (np.prod, 18), "ReduceL1": (lambda x, axis, keepdims: np.sum(np.abs(x), axis=axis,
+                                                                               keepdims=keepdims), 18),
+    "ReduceL2": (lambda x, axis, keepdims: np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims)), 18),
+    "ReduceSumSquare": (lambda x, axis, keepdims: np.sum(np.square(x), axis=axis, keepdims=keepdims), 18),
+    "ReduceLogSumExp": (_log_sum_exp, 18),
+}
+
+
+def _register(op: str, fn, axes_input_since: int) -> None:
+    def with_attribute(data, *, axes=None, keepdims=1):
+        return _reduce(op, fn, data, axes, keepdims, 0)
+
+    def with_input(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+        return _reduce(op, fn, data, axes, keepdims, noop_with_empty_axes)
+    kernel(op, since=1)(with_attribute)
+    kernel(op, since=axes_input_since)(with_input)
+
+
+for _op, (_fn, _since) in REDUCTIONS.items():
+    _register(_op, _fn, _since)
+
+
+def _arg(fn, data, axis, keepdims, select_last_index):
+    if select_last_index:
+        flipped = np.flip(data, axis=axis)
+        out = data.shape[axis] - 1 - fn(flipped, axis=axis)
+    else:
+        out = fn(data, axis=axis)
+    out = out.astype(np.int64)
+    return np.expand_dims(out, axis) if keepdims else out
+
+
+@kernel("ArgMax")
+def ArgMax(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(np.argmax, data, axis, keepdims, select_last_index)
+
+
+@kernel("ArgMin")
+def ArgMin(data, *, axis=0, keepdims=1, select_last_index=0):
+    return _arg(np.argmin, data, axis, keepdims, select_last_index)
