@@ -1,0 +1,65 @@
+"""Types and shapes of graph values, learned by running the graph on small dummy inputs.
+
+Every symbolic or unknown input dim is set to a base size, then each symbol in
+turn to another size; an output dim that follows exactly one symbol gets that
+symbol's name, a dim that never changes is fixed, anything else is unknown.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.model import Graph, Model, TensorType, ValueInfo
+from .session import Session
+
+BASE, OTHER = 2, 3
+
+
+def _dummy(value_info: ValueInfo, sizes: dict, rng) -> np.ndarray:
+    t = value_info.type
+    dtype = dtypes.to_numpy(t.elem_type)
+    shape = [d if isinstance(d, int) else sizes[d if isinstance(d, str) else (value_info.name, i)]
+             for i, d in enumerate(t.shape or [])]
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return np.zeros(shape, dtype)
+
+
+def infer_types(model: Model, names: list) -> dict:
+    """{name: TensorType} for ``names``, values of ``model``'s graph."""
+    graph = model.graph
+    symbols = []
+    for vi in graph.inputs:
+        if not isinstance(vi.type, TensorType) or vi.type.shape is None:
+            raise ValueError(f"cannot infer shapes: input '{vi.name}' has no tensor shape")
+        for i, d in enumerate(vi.type.shape):
+            key = d if isinstance(d, str) else (vi.name, i) if d is None else None
+            if key is not None and key not in symbols:
+                symbols.append(key)
+    probe = Model(graph=Graph(name=graph.name, nodes=graph.nodes, inputs=graph.inputs,
+                              outputs=[ValueInfo(n) for n in names], initializers=graph.initializers,
+                              value_info=graph.value_info),
+                  ir_version=model.ir_version, opset_imports=model.opset_imports, functions=model.functions)
+    session = Session(probe)
+
+    def run(sizes):
+        rng = np.random.default_rng(0)
+        return session.run([_dummy(vi, sizes, rng) for vi in graph.inputs])
+
+    base = run({s: BASE for s in symbols})
+    varied = [run({t: (OTHER if t == s else BASE) for t in symbols}) for s in symbols]
+    result = {}
+    for k, name in enumerate(names):
+        value = np.asarray(base[k])
+        shape = []
+        for axis, size in enumerate(value.shape):
+            moved = [s for s, outs in zip(symbols, varied)
+                     if np.ndim(outs[k]) != value.ndim or np.shape(outs[k])[axis] != size]
+            if not moved:
+                shape.append(int(size))
+            elif len(moved) == 1 and isinstance(moved[0], str):
+                shape.append(moved[0])
+            else:
+                shape.append(None)
+        result[name] = TensorType(dtypes.from_numpy(value.dtype), shape)
+    return result
