@@ -47,6 +47,12 @@ class Module:
         entries = state._entries
         self._param_names = [n for n in names if n in entries]
         self._trainable_names = [n for n in self._param_names if entries[n].requires_grad]
+        orphans = [n[:-len(GRAD_BUFFER_SUFFIX)] for n in names
+                   if n.endswith(GRAD_BUFFER_SUFFIX) and n[:-len(GRAD_BUFFER_SUFFIX)] not in entries]
+        if orphans:
+            raise ValueError(f"the training model trains parameters {orphans} that the checkpoint does not have "
+                             f"(checkpoint parameters: {list(entries)}): are the model and checkpoint from the "
+                             f"same artifact set?")
         buffer_names = [n for n in names if n not in entries and n.endswith(GRAD_BUFFER_SUFFIX)
                         and n[:-len(GRAD_BUFFER_SUFFIX)] in entries]
         self._train_user_inputs = [n for n in names if n not in entries and n != RESET_INPUT
