@@ -28,12 +28,14 @@ def ort_training():
             sys.modules.setdefault("onnxruntime.training.optim", types.ModuleType("onnxruntime.training.optim"))
     import onnxruntime
     import onnxruntime.training as training
+    import onnxruntime.training.api  # noqa: F401
+    import onnxruntime.training.artifacts  # noqa: F401
+    import onnxruntime.training.onnxblock  # noqa: F401
     onnxruntime.set_default_logger_severity(3)
     return training
 
 
 def ort_api():
-    from onnxruntime.training import api  # noqa: F401
     return ort_training().api
 
 

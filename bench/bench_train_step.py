@@ -1,0 +1,75 @@
+"""One full training step (train + optimizer + lazy_reset_grad), onnxtrain vs onnxruntime-training 1.19.2.
+
+MLP 784-128-10 at batch 64 and the CNN (Conv 8x3x3, MaxPool, FC) at batch 32, AdamW, ORT-generated
+artifacts.  One thread each (build.py bench sets OMP/OPENBLAS/MKL_NUM_THREADS=1; ORT gets
+intra_op_num_threads=1).  Median of --steps timed steps after --warmup steps; both runtimes measured in
+the same process run, alternating in rounds so that machine noise hits both.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import ort_cases as oc  # noqa: E402
+
+from onnxtrain import api as ours  # noqa: E402
+
+CASES = [("MLP 784-128-10, batch 64", "mlp_full_ce_adamw"), ("CNN conv8-pool-fc, batch 32", "cnn_full_ce_adamw")]
+
+
+def make_step(api, name):
+    f = oc.files(name)
+    kwargs = {}
+    if api is not ours:
+        import onnxruntime
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        kwargs["session_options"] = so
+    state = api.CheckpointState.load_checkpoint(str(f["checkpoint"]))
+    module = api.Module(str(f["training"]), state, str(f["eval"]), **kwargs)
+    optimizer = api.Optimizer(str(f["optimizer"]), module)
+    batch = oc.batches(name, 1)[0]
+
+    def step():
+        module(*batch)
+        optimizer.step()
+        module.lazy_reset_grad()
+    return step
+
+
+def measure(step, n):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{'model':30s} {'onnxtrain ms':>13s} {'ORT ms':>8s} {'ratio':>6s}")
+    for label, name in CASES:
+        steps = {"ours": make_step(ours, name), "ort": make_step(oc.ort_api(), name)}
+        samples = {k: [] for k in steps}
+        for k, s in steps.items():
+            measure(s, args.warmup)
+        per_round = max(1, args.steps // args.rounds)
+        for _ in range(args.rounds):
+            for k, s in steps.items():
+                samples[k] += measure(s, per_round)
+        med = {k: statistics.median(v) * 1e3 for k, v in samples.items()}
+        print(f"{label:30s} {med['ours']:13.2f} {med['ort']:8.2f} {med['ours'] / med['ort']:6.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
