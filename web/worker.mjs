@@ -1,0 +1,112 @@
+// The training worker: Pyodide, numpy and the onnxtrain wheel, all loaded from this site.
+// Messages in: {id, type, ...args}; out: {id, ok, result} or {id, ok: false, error}, plus
+// {id, type: "progress", ...} while training.  The worker stays usable after an error.
+import { loadPyodide } from "./pyodide/pyodide.mjs";
+
+const site = new URL("./", import.meta.url);
+let py = null;
+let bridge = null;
+let session = null;
+let cancelled = false;
+
+function toJs(proxy) {
+  const value = proxy.toJs({ dict_converter: Object.fromEntries });
+  proxy.destroy();
+  return value;
+}
+
+function bytesOf(proxy) {
+  const view = proxy.toJs();
+  proxy.destroy();
+  return view.slice().buffer;
+}
+
+function pyInputs(inputs) {
+  const arrays = inputs.map((i) => bridge.as_array(i.data, i.shape, i.dtype));
+  const list = py.toPy(arrays);
+  arrays.forEach((a) => a.destroy());
+  return list;
+}
+
+const handlers = {
+  async init() {
+    const t0 = performance.now();
+    const timings = {};
+    py = await loadPyodide({ indexURL: new URL("pyodide/", site).href });
+    timings.pyodide = performance.now() - t0;
+    await py.loadPackage(["numpy", "micropip", "packaging"], { messageCallback: () => {} });
+    py.runPython("import numpy");
+    timings.numpy = performance.now() - t0;
+    const wheels = await (await fetch(new URL("wheels/wheels.json", site))).json();
+    const micropip = py.pyimport("micropip");
+    const urls = [wheels.flatbuffers, wheels.onnxtrain].map((w) => new URL(`wheels/${w}`, site).href);
+    await micropip.install.callKwargs(urls, { deps: false });
+    micropip.destroy();
+    bridge = py.pyimport("onnxtrain.web");
+    timings.wheel = performance.now() - t0;
+    return { timings, numpy: py.runPython("numpy.__version__"), python: py.runPython("import sys; sys.version") };
+  },
+
+  async load({ training, checkpoint, evalModel, optimizer }) {
+    const next = bridge.TrainingSession(new Uint8Array(training), new Uint8Array(checkpoint),
+      evalModel ? new Uint8Array(evalModel) : null, optimizer ? new Uint8Array(optimizer) : null);
+    if (session) session.destroy();
+    session = next;
+    return toJs(session.describe());
+  },
+
+  async train({ batches, id }) {
+    if (!session) throw new Error("load artifacts before training");
+    cancelled = false;
+    const losses = [];
+    const t0 = performance.now();
+    let examples = 0;
+    for (let step = 0; step < batches.length; step++) {
+      if (cancelled) break;
+      const inputs = pyInputs(batches[step]);
+      try {
+        losses.push(session.train_step(inputs));
+      } finally {
+        inputs.destroy();
+      }
+      examples += batches[step][0].shape[0];
+      const seconds = (performance.now() - t0) / 1000;
+      self.postMessage({ id, type: "progress", step: step + 1, steps: batches.length, loss: losses.at(-1),
+        examplesPerSecond: examples / seconds });
+      await new Promise((resolve) => setTimeout(resolve, 0)); // let a cancel message in
+    }
+    return { losses, cancelled, milliseconds: performance.now() - t0 };
+  },
+
+  async evaluate({ inputs }) {
+    const list = pyInputs(inputs);
+    try {
+      return toJs(session.eval_step(list));
+    } finally {
+      list.destroy();
+    }
+  },
+
+  async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },
+  async saveCheckpoint({ includeOptimizerState = true }) { return bytesOf(session.save_checkpoint(includeOptimizerState)); },
+  async loadCheckpoint({ bytes }) { session.load_checkpoint(new Uint8Array(bytes)); return null; },
+  async exportModel({ outputNames }) { return bytesOf(session.export_model(outputNames)); },
+  async parameters({ trainableOnly = false }) { return bytesOf(session.contiguous_parameters(trainableOnly)); },
+  async cancel() { cancelled = true; return null; },
+  async runPython({ code }) {
+    const result = await py.runPythonAsync(code);
+    return result && result.toJs ? toJs(result) : result;
+  },
+};
+
+self.onmessage = async (event) => {
+  const { id, type, ...args } = event.data;
+  try {
+    if (!handlers[type]) throw new Error(`unknown message type ${type}`);
+    const result = await handlers[type]({ ...args, id });
+    const transfer = result instanceof ArrayBuffer ? [result] : [];
+    self.postMessage({ id, ok: true, result }, transfer);
+  } catch (err) {
+    self.postMessage({ id, ok: false, error: String(err && err.message ? err.message : err) });
+  }
+};
