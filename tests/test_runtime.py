@@ -1,10 +1,12 @@
 """The runtime: planning (order, slots, liveness) and running, with clear errors.  Pure numpy, no onnxruntime."""
+
 import numpy as np
 import pytest
 
 from onnxtrain.ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from onnxtrain.runtime import FeedError, GraphError, RunError, Session
 
+IN_PYODIDE = True  # pure numpy: also run inside Pyodide by tests/browser/test_in_pyodide.py
 FLOAT, INT64 = 1, 7
 
 
