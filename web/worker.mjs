@@ -59,23 +59,26 @@ const handlers = {
     if (!session) throw new Error("load artifacts before training");
     cancelled = false;
     const losses = [];
+    const stepMilliseconds = [];
     const t0 = performance.now();
     let examples = 0;
     for (let step = 0; step < batches.length; step++) {
       if (cancelled) break;
+      const start = performance.now();
       const inputs = pyInputs(batches[step]);
       try {
         losses.push(session.train_step(inputs));
       } finally {
         inputs.destroy();
       }
+      stepMilliseconds.push(performance.now() - start);
       examples += batches[step][0].shape[0];
       const seconds = (performance.now() - t0) / 1000;
       self.postMessage({ id, type: "progress", step: step + 1, steps: batches.length, loss: losses.at(-1),
         examplesPerSecond: examples / seconds });
       await new Promise((resolve) => setTimeout(resolve, 0)); // let a cancel message in
     }
-    return { losses, cancelled, milliseconds: performance.now() - t0 };
+    return { losses, cancelled, stepMilliseconds, milliseconds: performance.now() - t0 };
   },
 
   async evaluate({ inputs }) {

@@ -28,14 +28,14 @@ def files_of(name):
             "evalModel": list(f["eval"].read_bytes()), "optimizer": list(f["optimizer"].read_bytes())}
 
 
-def load_and_train(page, batches, files=None):
-    page.page.evaluate(TO_JS, [files or files_of(CASE), [js_batch(b) for b in batches]])
+def load_and_train(page, batches, files=None, case=CASE):
+    page.page.evaluate(TO_JS, [files or files_of(case), [js_batch(b) for b in batches]])
     page.page.evaluate("() => window.onnxtrain.call('load', window.__files)")
     return page.page.evaluate("() => window.onnxtrain.call('train', {batches: window.__batches})")
 
 
-def cpython_run(batches):
-    f = oc.files(CASE)
+def cpython_run(batches, case=CASE):
+    f = oc.files(case)
     state = api.CheckpointState.load_checkpoint(f["checkpoint"])
     module = api.Module(f["training"], state, f["eval"])
     optimizer = api.Optimizer(f["optimizer"], module)
@@ -52,10 +52,11 @@ def test_runtime_loaded_from_the_site(site_page):
     assert site_page.info["python"].startswith("3.12")
 
 
-def test_training_in_the_worker_matches_cpython(site_page):
-    batches = oc.batches(CASE, 20)
-    result = load_and_train(site_page, batches)
-    expected, _, _ = cpython_run(batches)
+@pytest.mark.parametrize("case", [CASE, "cnn_ce_sgd", "mlp_custom_weighted_adamw"])
+def test_training_in_the_worker_matches_cpython(site_page, case):
+    batches = oc.batches(case, 20)
+    result = load_and_train(site_page, batches, case=case)
+    expected, _, _ = cpython_run(batches, case)
     assert not result["cancelled"] and len(result["losses"]) == 20
     np.testing.assert_allclose(result["losses"], expected, rtol=1e-5)
 

@@ -63,7 +63,7 @@ def MaxPoolGrad(dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, 
                          f"value_info; found {shape}")
     shape = [dY.shape[0]] + list(shape[1:])
     size = int(np.prod(shape, dtype=np.int64))
-    dX = np.bincount(Indices.ravel(), weights=dY.ravel(), minlength=size)
+    dX = np.bincount(Indices.ravel().astype(np.intp), weights=dY.ravel(), minlength=size)  # intp: wasm32
     return dX[:size].astype(dY.dtype).reshape(shape)
 
 
