@@ -6,7 +6,7 @@ import numpy as np
 from .registry import kernel
 
 
-def _reduce(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
+def reduce_with(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
     if axes is None or len(axes) == 0:
         if noop_with_empty_axes:
             return data
@@ -39,10 +39,10 @@ REDUCTIONS = {
 
 def _register(op: str, fn, axes_input_since: int) -> None:
     def with_attribute(data, *, axes=None, keepdims=1):
-        return _reduce(op, fn, data, axes, keepdims, 0)
+        return reduce_with(op, fn, data, axes, keepdims, 0)
 
     def with_input(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        return _reduce(op, fn, data, axes, keepdims, noop_with_empty_axes)
+        return reduce_with(op, fn, data, axes, keepdims, noop_with_empty_axes)
     kernel(op, since=1)(with_attribute)
     kernel(op, since=axes_input_since)(with_input)
 

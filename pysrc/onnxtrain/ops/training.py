@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .reduce import reduce_with
 from .registry import kernel
 
 MS = "com.microsoft"
@@ -260,10 +261,7 @@ def _axes(op: str, axes, rank: int) -> list:
 @kernel("ReduceSumTraining", MS)
 def ReduceSumTraining(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceSum (opset 13) with the axes as an input."""
-    axes = [] if axes is None else _axes("ReduceSumTraining", axes, data.ndim)
-    if not axes and noop_with_empty_axes:
-        return data
-    return np.sum(data, axis=tuple(axes) if axes else None, keepdims=bool(keepdims), dtype=data.dtype)
+    return reduce_with("ReduceSumTraining", np.sum, data, axes, keepdims, noop_with_empty_axes)
 
 
 def _shape(op: str, shape) -> tuple:
