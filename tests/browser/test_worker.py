@@ -118,3 +118,17 @@ def test_no_request_leaves_the_origin(site_page):
     assert any(u.endswith(".wasm") for u in site_page.requests)
     assert any("onnxtrain-" in u and u.endswith(".whl") for u in site_page.requests)
     assert site_page.off_origin() == []
+
+
+def test_cancel_stops_training_between_steps(site_page):
+    batches = oc.batches(CASE, 1)
+    site_page.page.evaluate(TO_JS, [files_of(CASE), [js_batch(b) for b in batches]])
+    result = site_page.page.evaluate("""async () => {
+      await window.onnxtrain.call('load', window.__files);
+      const training = window.onnxtrain.call('train', {batches: Array(3000).fill(window.__batches[0])});
+      await new Promise((r) => setTimeout(r, 300));
+      await window.onnxtrain.call('cancel');
+      return training;
+    }""")
+    assert result["cancelled"]
+    assert 0 < len(result["losses"]) < 3000
