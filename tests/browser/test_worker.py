@@ -41,7 +41,7 @@ def cpython_run(batches, case=CASE):
     optimizer = api.Optimizer(f["optimizer"], module)
     losses = []
     for batch in batches:
-        losses.append(float(module(*batch)))
+        losses.append(float(np.asarray(module(*batch)).reshape(-1)[0]))
         optimizer.step()
         module.lazy_reset_grad()
     return losses, state, module

@@ -69,7 +69,7 @@ class TrainingSession:
         if self.optimizer is not None:
             self.optimizer.step()
         self.module.lazy_reset_grad()
-        return float(loss)
+        return float(np.asarray(loss).reshape(-1)[0])  # a custom loss may have shape [1]
 
     def eval_step(self, inputs) -> list:
         self.module.eval()
