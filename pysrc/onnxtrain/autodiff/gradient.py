@@ -1,0 +1,148 @@
+"""build_gradient_graph: the forward graph plus the nodes that compute d(loss)/d(w) for the requested w."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..ir import dtypes
+from ..ir.model import Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..runtime.plan import topological_order
+from ..runtime.shapes import infer_types
+from .builder import GraphBuilder
+from .rules import GRADIENT_RULES, MS, NO_GRADIENT
+
+
+class GradientNotRegisteredError(NotImplementedError):
+    """No gradient rule for an op on the path from the parameters to the loss (ORT's wording)."""
+
+
+class _Context:
+    """What a rule sees: the builder, static types, the node, and which inputs need a gradient."""
+
+    def __init__(self, builder, types, opset, constants):
+        self.b, self.types, self.opset, self.constants = builder, types, opset, constants
+        self.node, self.needs = None, ()
+
+    def where(self) -> str:
+        return f"{self.node.op_type} node '{self.node.name}'"
+
+    def wants(self, i: int) -> bool:
+        return i < len(self.needs) and self.needs[i]
+
+    def shape(self, name):
+        t = self.types.get(name)
+        return None if t is None or t.shape is None else list(t.shape)
+
+    def onnx_type(self, name) -> int:
+        return self.types[name].elem_type
+
+    def dtype(self, name):
+        return dtypes.to_numpy(self.onnx_type(name))
+
+    def constant(self, name):
+        return self.constants.get(name)
+
+    def extra_output(self, index: int, base: str) -> str:
+        """Output ``index`` of the forward node (Indices, log_prob, mask), adding it when the model omits it."""
+        outs = self.node.outputs
+        while len(outs) <= index:
+            outs.append("")
+        if not outs[index]:
+            outs[index] = self.b.fresh(f"{self.node.outputs[0]}_{base}")
+        return outs[index]
+
+    def declare_like(self, value: str, like: str) -> None:
+        t = self.types[like]
+        self.b.graph.value_info.append(ValueInfo(value, TensorType(t.elem_type, list(t.shape))))
+
+
+def _on_path(graph: Graph, order: list, wrt: set, loss: str) -> tuple:
+    """(values that depend on wrt, nodes between wrt and the loss)."""
+    depends = set(wrt)
+    for node in order:
+        if any(i in depends for i in node.inputs if i):
+            depends.update(o for o in node.outputs if o)
+    needed, nodes = {loss}, []
+    for node in reversed(order):
+        if any(o in needed for o in node.outputs if o) and any(i in depends for i in node.inputs if i):
+            nodes.append(node)
+            needed.update(i for i in node.inputs if i in depends)
+    return depends, nodes
+
+
+def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
+    """A copy of ``model`` whose graph also outputs ``<w>_grad`` for every name in ``wrt``."""
+    model = copy.deepcopy(model)
+    graph = model.graph
+    inits = {t.name: t.data for t in graph.initializers}
+    known = set(inits) | {v.name for v in graph.inputs} | {o for n in graph.nodes for o in n.outputs if o}
+    missing = [w for w in wrt if w not in known]
+    if missing:
+        raise ValueError(f"cannot differentiate with respect to '{missing[0]}': it is not a value of the graph")
+    if loss_name not in known:
+        raise ValueError(f"the loss '{loss_name}' is not a value of the graph")
+    order = topological_order(graph, set(inits) | {v.name for v in graph.inputs})
+    depends, path = _on_path(graph, order, set(wrt), loss_name)
+    unreachable = [w for w in wrt if w not in {i for n in path for i in n.inputs} and w != loss_name]
+    if unreachable:
+        raise ValueError(f"'{unreachable[0]}' does not influence the loss '{loss_name}', so it has no gradient")
+    for node in path:
+        if node.op_type not in GRADIENT_RULES and node.op_type not in NO_GRADIENT:
+            raise GradientNotRegisteredError(
+                f"The gradient builder has not been registered: {node.op_type} for node {node.name}")
+
+    all_values = sorted({o for n in graph.nodes for o in n.outputs if o} | {v.name for v in graph.inputs}
+                        | set(inits))
+    probe_names = [n for n in all_values if n not in inits]
+    types = infer_types(model, probe_names)
+    for name, data in inits.items():
+        types[name] = TensorType(dtypes.from_numpy(data.dtype), list(data.shape))
+    loss_type = types[loss_name]
+    if int(np.prod([d if isinstance(d, int) else 2 for d in loss_type.shape])) != 1:
+        raise ValueError(f"the loss '{loss_name}' must hold one value, but has shape {loss_type.shape}")
+
+    builder = GraphBuilder(graph)
+    ctx = _Context(builder, types, model.opset("") or 1, inits)
+    seed = f"{loss_name}_grad"
+    builder.names.add(seed)
+    graph.initializers.append(Tensor(seed, np.array(1.0, dtype=ctx.dtype(loss_name)), loss_type.elem_type))
+    if loss_type.shape:  # a [1]-shaped loss: the scalar seed is broadcast to it
+        seed = builder.op("Expand", [seed, builder.op("Shape", [loss_name])])
+    contributions = {loss_name: [seed]}
+
+    def gradient_of(value: str):
+        parts = contributions.get(value)
+        if not parts:
+            return None
+        if len(parts) > 1:
+            builder.scope = ""
+            total = builder.op("Sum", parts, outputs=[builder.fresh(f"{value}_grad_sum")])
+            contributions[value] = [total]
+        return contributions[value][0]
+
+    for node in path:
+        dys = [gradient_of(o) if o else None for o in node.outputs]
+        if node.op_type in NO_GRADIENT or all(d is None for d in dys):
+            continue
+        ctx.node = node
+        ctx.needs = [bool(i) and i in depends for i in node.inputs]
+        builder.scope = f"{node.name or node.op_type}_Grad"
+        grads = GRADIENT_RULES[node.op_type](ctx, list(node.inputs), list(node.outputs), dys)
+        for name, g, need in zip(node.inputs, grads, ctx.needs):
+            if need and g is not None:
+                contributions.setdefault(name, []).append(g)
+
+    builder.scope = ""
+    for w in wrt:
+        g = gradient_of(w)
+        if g is None:
+            raise ValueError(f"no gradient reaches '{w}': every path from it to the loss goes through ops without "
+                             f"a gradient")
+        out = f"{w}_grad"
+        builder.names.add(out)
+        graph.nodes.append(Node("Identity", [g], [out], name=builder.fresh(f"{w}_grad_output")))
+        graph.outputs.append(ValueInfo(out, TensorType(types[w].elem_type, list(types[w].shape))))
+    if any(n.domain == MS for n in graph.nodes):
+        model.opset_imports.setdefault(MS, 1)
+    return model

@@ -1,0 +1,345 @@
+"""One gradient rule per op.
+
+A rule gets the context ``c`` (builder, static types, the node) and the
+gradient of each node output (a value name, or None when no gradient flows
+there) and returns one gradient value name per node input (None for none).
+Rules emit standard ONNX ops, or com.microsoft gradient ops that both
+onnxruntime-training 1.19.2 and onnxtrain execute.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MS = "com.microsoft"
+GRADIENT_RULES: dict = {}
+
+#: Ops whose outputs carry no gradient to their inputs.
+NO_GRADIENT = {"Shape", "Size", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or",
+               "Xor", "ArgMax", "ArgMin", "Floor", "Ceil", "Round", "Sign", "ConstantOfShape", "Range", "NonZero",
+               "IsNaN", "IsInf", "OneHot", "EyeLike", "RandomNormalLike", "RandomUniformLike"}
+
+
+def rule(*op_types):
+    def register(fn):
+        for op in op_types:
+            GRADIENT_RULES[op] = fn
+        return fn
+    return register
+
+
+# ---- helpers ------------------------------------------------------------------------------------------
+
+def reduce_sum(c, x: str, axes: list, keepdims: int) -> str:
+    if c.opset >= 13:
+        return c.b.op("ReduceSum", [x, c.b.ints(axes)], keepdims=keepdims)
+    return c.b.op("ReduceSum", [x], axes=list(axes), keepdims=keepdims)
+
+
+def unsqueeze(c, x: str, axes: list) -> str:
+    if c.opset >= 13:
+        return c.b.op("Unsqueeze", [x, c.b.ints(axes)])
+    return c.b.op("Unsqueeze", [x], axes=list(axes))
+
+
+def unbroadcast(c, grad: str, grad_shape, x: str) -> str:
+    """``grad`` (of shape ``grad_shape``) summed over the axes along which ``x`` was broadcast."""
+    x_shape = c.shape(x)
+    if grad_shape is None or x_shape is None:
+        raise NotImplementedError(f"{c.where()}: the shapes of '{x}' and its gradient must be known")
+    lead = len(grad_shape) - len(x_shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(x_shape) if d == 1 and grad_shape[lead + i] != 1]
+    if not axes:
+        return grad
+    summed = reduce_sum(c, grad, axes, keepdims=1)
+    return c.b.op("Reshape", [summed, c.b.op("Shape", [x])]) if lead else summed
+
+
+def scalar(c, value: float, like: str) -> str:
+    return c.b.const(np.array(value, dtype=c.dtype(like)), "scalar")
+
+
+# ---- elementwise ----------------------------------------------------------------------------------------
+
+@rule("Identity")
+def _identity(c, x, y, dy):
+    return [dy[0]]
+
+
+@rule("Add", "Sum")
+def _add(c, x, y, dy):
+    return [unbroadcast(c, dy[0], c.shape(y[0]), xi) for xi in x]
+
+
+@rule("Sub")
+def _sub(c, x, y, dy):
+    return [unbroadcast(c, dy[0], c.shape(y[0]), x[0]),
+            unbroadcast(c, c.b.op("Neg", [dy[0]]), c.shape(y[0]), x[1])]
+
+
+@rule("Mul")
+def _mul(c, x, y, dy):
+    return [unbroadcast(c, c.b.op("Mul", [dy[0], x[1]]), c.shape(y[0]), x[0]) if c.wants(0) else None,
+            unbroadcast(c, c.b.op("Mul", [dy[0], x[0]]), c.shape(y[0]), x[1]) if c.wants(1) else None]
+
+
+@rule("Div")
+def _div(c, x, y, dy):
+    da = unbroadcast(c, c.b.op("Div", [dy[0], x[1]]), c.shape(y[0]), x[0]) if c.wants(0) else None
+    db = None
+    if c.wants(1):  # d(a/b)/db = -y/b
+        db = unbroadcast(c, c.b.op("Neg", [c.b.op("Mul", [dy[0], c.b.op("Div", [y[0], x[1]])])]),
+                         c.shape(y[0]), x[1])
+    return [da, db]
+
+
+@rule("Neg")
+def _neg(c, x, y, dy):
+    return [c.b.op("Neg", [dy[0]])]
+
+
+@rule("Abs")
+def _abs(c, x, y, dy):
+    return [c.b.op("Mul", [dy[0], c.b.op("Sign", [x[0]])])]
+
+
+@rule("Exp")
+def _exp(c, x, y, dy):
+    return [c.b.op("Mul", [dy[0], y[0]])]
+
+
+@rule("Log")
+def _log(c, x, y, dy):
+    return [c.b.op("Div", [dy[0], x[0]])]
+
+
+@rule("Sqrt")
+def _sqrt(c, x, y, dy):
+    return [c.b.op("Div", [dy[0], c.b.op("Mul", [y[0], scalar(c, 2.0, y[0])])])]
+
+
+@rule("Reciprocal")
+def _reciprocal(c, x, y, dy):
+    return [c.b.op("Neg", [c.b.op("Mul", [dy[0], c.b.op("Mul", [y[0], y[0]])])])]
+
+
+@rule("Pow")
+def _pow(c, x, y, dy):
+    base, exponent = x
+    dx = de = None
+    if c.wants(0):  # e * x^(e-1)
+        e = exponent if c.dtype(exponent) == c.dtype(base) else c.b.op("Cast", [exponent], to=c.onnx_type(base))
+        grad = c.b.op("Mul", [c.b.op("Mul", [dy[0], e]), c.b.op("Pow", [base, c.b.op("Sub", [e, scalar(c, 1.0, base)])])])
+        dx = unbroadcast(c, grad, c.shape(y[0]), base)
+    if c.wants(1):  # y * log(x)
+        de = unbroadcast(c, c.b.op("Mul", [dy[0], c.b.op("Mul", [y[0], c.b.op("Log", [base])])]),
+                         c.shape(y[0]), exponent)
+    return [dx, de]
+
+
+@rule("Relu")
+def _relu(c, x, y, dy):
+    return [c.b.op("ReluGrad", [dy[0], y[0]], domain=MS)]
+
+
+@rule("Sigmoid")
+def _sigmoid(c, x, y, dy):
+    return [c.b.op("SigmoidGrad", [dy[0], y[0]], domain=MS)]
+
+
+@rule("Tanh")
+def _tanh(c, x, y, dy):
+    return [c.b.op("TanhGrad", [dy[0], y[0]], domain=MS)]
+
+
+@rule("LeakyRelu")
+def _leaky_relu(c, x, y, dy):
+    return [c.b.op("LeakyReluGrad", [dy[0], y[0]], domain=MS, alpha=c.node.attr("alpha", 0.01))]
+
+
+@rule("Erf")
+def _erf(c, x, y, dy):  # 2/sqrt(pi) * exp(-x^2)
+    e = c.b.op("Exp", [c.b.op("Neg", [c.b.op("Mul", [x[0], x[0]])])])
+    return [c.b.op("Mul", [dy[0], c.b.op("Mul", [e, scalar(c, 2 / np.sqrt(np.pi), x[0])])])]
+
+
+@rule("Where")
+def _where(c, x, y, dy):
+    zero = scalar(c, 0.0, y[0])
+    return [None,
+            unbroadcast(c, c.b.op("Where", [x[0], dy[0], zero]), c.shape(y[0]), x[1]) if c.wants(1) else None,
+            unbroadcast(c, c.b.op("Where", [x[0], zero, dy[0]]), c.shape(y[0]), x[2]) if c.wants(2) else None]
+
+
+@rule("Cast")
+def _cast(c, x, y, dy):
+    return [c.b.op("Cast", [dy[0]], to=c.onnx_type(x[0]))]
+
+
+# ---- matrix products --------------------------------------------------------------------------------------
+
+@rule("Gemm")
+def _gemm(c, x, y, dy):
+    n = c.node
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    ta, tb = n.attr("transA", 0), n.attr("transB", 0)
+    a, b_ = x[0], x[1]
+    da = db = dc = None
+    if c.wants(0):
+        da = (c.b.op("Gemm", [b_, dy[0]], transA=tb, transB=1, alpha=alpha) if ta else
+              c.b.op("Gemm", [dy[0], b_], transA=0, transB=1 - tb, alpha=alpha))
+    if c.wants(1):
+        db = (c.b.op("Gemm", [dy[0], a], transA=1, transB=ta, alpha=alpha) if tb else
+              c.b.op("Gemm", [a, dy[0]], transA=1 - ta, transB=0, alpha=alpha))
+    if len(x) > 2 and x[2] and c.wants(2) and beta != 0.0:
+        g = dy[0] if beta == 1.0 else c.b.op("Mul", [dy[0], scalar(c, beta, y[0])])
+        dc = unbroadcast(c, g, c.shape(y[0]), x[2])
+    return [da, db, dc]
+
+
+def _swap_last(c, v: str) -> str:
+    rank = len(c.shape(v))
+    return c.b.op("Transpose", [v], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+
+
+@rule("MatMul")
+def _matmul(c, x, y, dy):
+    a, b_ = x
+    ra, rb = len(c.shape(a)), len(c.shape(b_))
+    if ra < 2 or rb < 2:
+        raise NotImplementedError(f"{c.where()}: the MatMul gradient needs operands of rank >= 2")
+    y_shape = c.shape(y[0])
+    da = db = None
+    if c.wants(0):
+        grad = c.b.op("MatMul", [dy[0], _swap_last(c, b_)])
+        da = unbroadcast(c, grad, y_shape[:-1] + [c.shape(a)[-1]], a)
+    if c.wants(1):
+        grad = c.b.op("MatMul", [_swap_last(c, a), dy[0]])
+        db = unbroadcast(c, grad, y_shape[:-2] + [c.shape(b_)[-2], y_shape[-1]], b_)
+    return [da, db]
+
+
+# ---- shapes -----------------------------------------------------------------------------------------------
+
+@rule("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand")
+def _reshape(c, x, y, dy):
+    if c.node.op_type == "Expand":
+        return [unbroadcast(c, dy[0], c.shape(y[0]), x[0]), None]
+    return [c.b.op("Reshape", [dy[0], c.b.op("Shape", [x[0]])])] + [None] * (len(x) - 1)
+
+
+@rule("Transpose")
+def _transpose(c, x, y, dy):
+    perm = c.node.attr("perm") or list(range(len(c.shape(x[0]))))[::-1]
+    return [c.b.op("Transpose", [dy[0]], perm=[int(i) for i in np.argsort(perm)])]
+
+
+def _reduce_axes(c, x, rank):
+    if len(x) > 1 and x[1]:
+        axes = c.constant(x[1])
+        if axes is None:
+            raise NotImplementedError(f"{c.where()}: reduction axes must be a constant")
+        axes = [int(a) for a in axes.ravel()]
+    else:
+        axes = c.node.attr("axes")
+    if not axes:
+        return list(range(rank))
+    return sorted(a + rank if a < 0 else a for a in axes)
+
+
+def _expand_reduced(c, x, dy):
+    rank = len(c.shape(x[0]))
+    axes = _reduce_axes(c, x, rank)
+    g = dy if c.node.attr("keepdims", 1) else unsqueeze(c, dy, axes)
+    return c.b.op("Expand", [g, c.b.op("Shape", [x[0]])])
+
+
+@rule("ReduceSum")
+def _reduce_sum(c, x, y, dy):
+    return [_expand_reduced(c, x, dy[0])] + [None] * (len(x) - 1)
+
+
+@rule("ReduceMean")
+def _reduce_mean(c, x, y, dy):
+    count = c.b.op("Cast", [c.b.op("Div", [c.b.op("Size", [x[0]]), c.b.op("Size", [y[0]])])],
+                   to=c.onnx_type(x[0]))
+    return [c.b.op("Div", [_expand_reduced(c, x, dy[0]), count])] + [None] * (len(x) - 1)
+
+
+@rule("GlobalAveragePool")
+def _global_average_pool(c, x, y, dy):
+    count = c.b.op("Cast", [c.b.op("Div", [c.b.op("Size", [x[0]]), c.b.op("Size", [y[0]])])],
+                   to=c.onnx_type(x[0]))
+    return [c.b.op("Div", [c.b.op("Expand", [dy[0], c.b.op("Shape", [x[0]])]), count])]
+
+
+# ---- neural-network ops -------------------------------------------------------------------------------------
+
+@rule("Softmax")
+def _softmax(c, x, y, dy):
+    if c.opset < 13:
+        raise NotImplementedError(f"{c.where()}: the Softmax gradient needs opset >= 13")
+    return [c.b.op("SoftmaxGrad_13", [dy[0], y[0]], domain=MS, axis=c.node.attr("axis", -1))]
+
+
+@rule("LogSoftmax")
+def _log_softmax(c, x, y, dy):
+    if c.opset < 13:
+        raise NotImplementedError(f"{c.where()}: the LogSoftmax gradient needs opset >= 13")
+    return [c.b.op("LogSoftmaxGrad_13", [dy[0], y[0]], domain=MS, axis=c.node.attr("axis", -1))]
+
+
+def _copy_attrs(node, *names):
+    return {k: node.attr(k) for k in names if k in node.attributes}
+
+
+@rule("Conv")
+def _conv(c, x, y, dy):
+    n = c.node
+    attrs = _copy_attrs(n, "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+    want = [c.wants(0), c.wants(1), len(x) > 2 and bool(x[2]) and c.wants(2)]
+    names = [c.b.fresh(f"{x[i]}_grad_conv") if want[i] else "" for i in range(3)]
+    c.b.op("ConvGrad", [dy[0], x[0], x[1]], n_outputs=3, domain=MS, outputs=names, **attrs)
+    return [names[0] or None, names[1] or None, names[2] or None][:len(x)]
+
+
+@rule("MaxPool")
+def _max_pool(c, x, y, dy):
+    indices = c.extra_output(1, "indices")
+    attrs = _copy_attrs(c.node, "kernel_shape", "pads", "strides", "dilations", "ceil_mode", "storage_order")
+    dx = c.b.op("MaxPoolGrad", [dy[0], indices], **attrs)
+    c.declare_like(dx, x[0])
+    return [dx]
+
+
+@rule("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy(c, x, y, dy):
+    log_prob = c.extra_output(1, "log_prob")
+    attrs = _copy_attrs(c.node, "ignore_index", "reduction")
+    inputs = [dy[0], log_prob, x[1]] + ([x[2]] if len(x) > 2 and x[2] else [])
+    return [c.b.op("SoftmaxCrossEntropyLossGrad", inputs, domain=MS, **attrs)] + [None] * (len(x) - 1)
+
+
+@rule("Dropout")
+def _dropout(c, x, y, dy):
+    mask = c.extra_output(1, "mask")
+    inputs = [dy[0], mask] + [v or "" for v in x[1:3]]
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    return [c.b.op("DropoutGrad", inputs, domain=MS)] + [None] * (len(x) - 1)
+
+
+@rule("Gather")
+def _gather(c, x, y, dy):
+    return [c.b.op("GatherGrad", [c.b.op("Shape", [x[0]]), x[1], dy[0]], domain=MS,
+                   axis=c.node.attr("axis", 0)), None]
+
+
+@rule("Concat")
+def _concat(c, x, y, dy):
+    axis = c.node.attr("axis")
+    sizes = [c.shape(v)[axis] for v in x]
+    if not all(isinstance(s, int) for s in sizes):
+        raise NotImplementedError(f"{c.where()}: the Concat gradient needs static sizes along axis {axis}")
+    if c.opset >= 13:
+        return c.b.op("Split", [dy[0], c.b.ints(sizes)], n_outputs=len(x), axis=axis) if len(x) > 1 else [dy[0]]
+    return c.b.op("Split", [dy[0]], n_outputs=len(x), axis=axis, split=sizes) if len(x) > 1 else [dy[0]]

@@ -1,0 +1,191 @@
+"""Every gradient rule against central finite differences (float64), and the same graphs in onnxruntime."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from onnxtrain import ir
+from onnxtrain.autodiff import GRADIENT_RULES, GradientNotRegisteredError, build_gradient_graph
+from onnxtrain.runtime import Session
+
+R = np.random.default_rng(0)
+
+
+def rnd(*shape, low=None):
+    x = R.standard_normal(shape)
+    return np.abs(x) + low if low is not None else x
+
+
+def op_model(op, inputs, attrs, n_outputs=1, consts=(), dtype=np.float64, opset=17, domain="", w_shape=None):
+    """op(inputs) -> output 0; loss = ReduceSum(output * w), w an input of shape ``w_shape``."""
+    names = [f"x{i}" for i in range(len(inputs))]
+    nodes = [helper.make_node(op, names, [f"y{i}" for i in range(n_outputs)], name="op", domain=domain, **attrs)]
+    nodes += [helper.make_node("Mul", ["y0", "w"], ["weighted"], name="weigh"),
+              helper.make_node("ReduceSum", ["weighted"], ["loss"], name="sum", keepdims=0)]
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph_inputs, inits = [], []
+    for i, (name, value) in enumerate(zip(names, inputs)):
+        if i in consts:
+            inits.append(onnx.numpy_helper.from_array(value, name))
+        else:
+            vt = helper.np_dtype_to_tensor_dtype(value.dtype)
+            graph_inputs.append(helper.make_tensor_value_info(name, vt, value.shape))
+    graph = helper.make_graph(nodes, "g", graph_inputs, [helper.make_tensor_value_info("loss", elem, [])], inits)
+    graph.input.append(helper.make_tensor_value_info("w", elem, w_shape))
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def forward_output_shape(model, feeds):
+    probe = ir.load(model.SerializeToString())
+    probe.graph.nodes = probe.graph.nodes[:1]
+    probe.graph.inputs = [v for v in probe.graph.inputs if v.name != "w"]
+    probe.graph.outputs = [ir.ValueInfo("y0")]
+    return Session(probe).run(feeds)[0].shape
+
+
+def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rtol=1e-6, atol=1e-8, ort_check=True):
+    attrs = attrs or {}
+    wrt = wrt if wrt is not None else [i for i, v in enumerate(inputs) if v.dtype.kind == "f" and i not in consts]
+    feeds = {f"x{i}": v for i, v in enumerate(inputs) if i not in consts}
+    shape = forward_output_shape(op_model(op, inputs, attrs, n_outputs, consts, opset=opset), dict(feeds))
+    model = op_model(op, inputs, attrs, n_outputs, consts, opset=opset, w_shape=list(shape))
+    feeds["w"] = R.standard_normal(shape)
+    names = [f"x{i}" for i in wrt]
+    grad_model = build_gradient_graph(ir.load(model.SerializeToString()), "loss", names)
+    session = Session(grad_model)
+    got = dict(zip(session.output_names, session.run(feeds)))
+    forward = Session(ir.load(model.SerializeToString()))
+    for name in names:
+        x = feeds[name]
+        numeric = np.zeros_like(x)
+        eps = 1e-6
+        for idx in np.ndindex(x.shape):
+            saved = x[idx]
+            x[idx] = saved + eps
+            up = forward.run(feeds)[0]
+            x[idx] = saved - eps
+            down = forward.run(feeds)[0]
+            x[idx] = saved
+            numeric[idx] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(got[f"{name}_grad"], numeric, rtol=rtol, atol=atol, err_msg=f"{op} d/d{name}")
+    if ort_check:
+        run_in_onnxruntime(grad_model, feeds, got)
+
+
+def run_in_onnxruntime(grad_model, feeds, got):
+    """The same gradient graph in float32 in onnxruntime: it must load, run and agree with ours."""
+    model32 = ir.load(ir.to_bytes(grad_model))
+    for t in model32.graph.initializers:
+        if t.data.dtype == np.float64:
+            t.data, t.data_type = t.data.astype(np.float32), TensorProto.FLOAT
+    for vi in list(model32.graph.inputs) + list(model32.graph.outputs) + list(model32.graph.value_info):
+        if vi.type is not None and getattr(vi.type, "elem_type", None) == TensorProto.DOUBLE:
+            vi.type.elem_type = TensorProto.FLOAT
+    for node in model32.graph.nodes:
+        for a in node.attributes.values():
+            if a.name == "to" and a.value == TensorProto.DOUBLE:
+                a.value = TensorProto.FLOAT
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(ir.to_bytes(model32), so, providers=["CPUExecutionProvider"])
+    feeds32 = {k: (v.astype(np.float32) if v.dtype == np.float64 else v) for k, v in feeds.items()}
+    outs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds32)))
+    for name, value in got.items():
+        if name.endswith("_grad"):
+            np.testing.assert_allclose(outs[name], value, rtol=2e-3, atol=2e-4, err_msg=f"onnxruntime {name}")
+
+
+CASES = [
+    ("add-broadcast", "Add", [rnd(2, 3), rnd(3)], {}),
+    ("add-broadcast-middle", "Add", [rnd(2, 3, 4), rnd(3, 1)], {}),
+    ("sub", "Sub", [rnd(2, 3), rnd(2, 1)], {}),
+    ("mul", "Mul", [rnd(2, 3), rnd(1, 3)], {}),
+    ("div", "Div", [rnd(2, 3), rnd(3, low=0.5)], {}),
+    ("neg", "Neg", [rnd(4)], {}),
+    ("abs", "Abs", [rnd(5, low=0.1) * np.array([1, -1, 1, -1, 1])], {}),
+    ("exp", "Exp", [rnd(3, 2)], {}),
+    ("log", "Log", [rnd(3, 2, low=0.2)], {}),
+    ("sqrt", "Sqrt", [rnd(3, 2, low=0.2)], {}),
+    ("reciprocal", "Reciprocal", [rnd(3, low=0.5)], {}),
+    ("pow", "Pow", [rnd(2, 3, low=0.3), np.array([2.5])], {}),
+    ("relu", "Relu", [rnd(3, 4)], {}),
+    ("sigmoid", "Sigmoid", [rnd(3, 4)], {}),
+    ("tanh", "Tanh", [rnd(3, 4)], {}),
+    ("leakyrelu", "LeakyRelu", [rnd(3, 4)], {"alpha": 0.1}),
+    ("erf", "Erf", [rnd(3, 4)], {}),
+    ("identity", "Identity", [rnd(3)], {}),
+    ("gemm", "Gemm", [rnd(4, 3), rnd(5, 3), rnd(5)], {"transB": 1}),
+    ("gemm-transA-alpha-beta", "Gemm", [rnd(3, 4), rnd(3, 5), rnd(4, 5)], {"transA": 1, "alpha": 0.5, "beta": 2.0}),
+    ("matmul-2d", "MatMul", [rnd(4, 3), rnd(3, 2)], {}),
+    ("matmul-batched-broadcast", "MatMul", [rnd(2, 4, 3), rnd(3, 5)], {}),
+    ("reshape", "Reshape", [rnd(2, 6), np.array([3, 4], np.int64)], {}, [1]),
+    ("flatten", "Flatten", [rnd(2, 3, 2)], {"axis": 1}),
+    ("transpose", "Transpose", [rnd(2, 3, 4)], {"perm": [2, 0, 1]}),
+    ("unsqueeze", "Unsqueeze", [rnd(2, 3), np.array([1], np.int64)], {}, [1]),
+    ("squeeze", "Squeeze", [rnd(2, 1, 3), np.array([1], np.int64)], {}, [1]),
+    ("expand", "Expand", [rnd(3, 1), np.array([2, 3, 4], np.int64)], {}, [1]),
+    ("reducesum-axes", "ReduceSum", [rnd(2, 3, 4), np.array([1], np.int64)], {"keepdims": 0}, [1]),
+    ("reducesum-keep", "ReduceSum", [rnd(2, 3, 4), np.array([0, 2], np.int64)], {"keepdims": 1}, [1]),
+    ("reducemean-all", "ReduceMean", [rnd(2, 3)], {"keepdims": 0}),
+    ("reducemean-axis", "ReduceMean", [rnd(2, 3, 4)], {"axes": [-1]}),
+    ("softmax", "Softmax", [rnd(3, 5)], {"axis": -1}),
+    ("logsoftmax", "LogSoftmax", [rnd(3, 5)], {"axis": 1}),
+    ("conv-pad", "Conv", [rnd(2, 3, 5, 5), rnd(4, 3, 3, 3), rnd(4)], {"pads": [1, 1, 1, 1]}),
+    ("conv-stride-group", "Conv", [rnd(1, 4, 6, 6), rnd(4, 2, 3, 3)], {"strides": [2, 2], "group": 2}),
+    ("maxpool", "MaxPool", [rnd(2, 2, 4, 4)], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("globalaveragepool", "GlobalAveragePool", [rnd(2, 3, 3, 2)], {}),
+    ("where", "Where", [R.standard_normal((3, 4)) > 0, rnd(3, 4), rnd(4)], {}),
+    ("concat", "Concat", [rnd(2, 3), rnd(2, 1)], {"axis": 1}),
+    ("gather", "Gather", [rnd(5, 3), np.array([[0, 4], [4, 2]], np.int64)], {"axis": 0}),
+]
+
+
+@pytest.mark.parametrize("op, inputs, attrs, consts", [(c[1], c[2], c[3], c[4] if len(c) > 4 else ())
+                                                        for c in CASES], ids=[c[0] for c in CASES])
+def test_rule_matches_finite_differences(op, inputs, attrs, consts):
+    check(op, [np.array(v) for v in inputs], attrs, consts=consts)
+
+
+def test_softmax_cross_entropy_loss_gradient():
+    scores = rnd(4, 5)
+    labels = np.array([0, 3, 1, 4], np.int64)
+    for attrs in ({}, {"reduction": "sum"}, {"ignore_index": 1}):
+        model = helper.make_model(helper.make_graph(
+            [helper.make_node("SoftmaxCrossEntropyLoss", ["s", "labels"], ["loss"], name="sce", **attrs)], "g",
+            [helper.make_tensor_value_info("s", TensorProto.DOUBLE, [4, 5]),
+             helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+            [helper.make_tensor_value_info("loss", TensorProto.DOUBLE, [])]),
+            opset_imports=[helper.make_opsetid("", 17)])
+        ours = ir.load(model.SerializeToString())
+        grad = Session(build_gradient_graph(ours, "loss", ["s"]))
+        got = grad.run({"s": scores, "labels": labels}, ["s_grad"])[0]
+        forward = Session(ours)
+        numeric = np.zeros_like(scores)
+        for idx in np.ndindex(scores.shape):
+            s = scores.copy()
+            s[idx] += 1e-6
+            up = forward.run({"s": s, "labels": labels})[0]
+            s[idx] -= 2e-6
+            numeric[idx] = (up - forward.run({"s": s, "labels": labels})[0]) / 2e-6
+        np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-9)
+
+
+def test_missing_rule_uses_ort_wording():
+    model = op_model("Cos", [rnd(3)], {})
+    with pytest.raises(GradientNotRegisteredError,
+                       match="^The gradient builder has not been registered: Cos for node op$"):
+        build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0"])
+
+
+def test_wrt_errors():
+    model = ir.load(op_model("Relu", [rnd(3)], {}).SerializeToString())
+    with pytest.raises(ValueError, match="'nope': it is not a value of the graph"):
+        build_gradient_graph(model, "loss", ["nope"])
+    with pytest.raises(ValueError, match="'w' does not influence|no gradient"):
+        build_gradient_graph(model, "y0", ["w"])
+
+
+def test_rule_table_covers_the_core_ops():
+    assert {"Gemm", "MatMul", "Conv", "MaxPool", "Relu", "SoftmaxCrossEntropyLoss", "Softmax"} <= set(GRADIENT_RULES)
