@@ -91,9 +91,8 @@ def linreg(n_in=13, seed=0):
 
 # ---- artifact cases ---------------------------------------------------------------------------------
 
-def _loss(kind):
-    onnxblock = ort_training().onnxblock
-    artifacts = ort_training().artifacts
+def make_loss(kind, onnxblock, artifacts):
+    """The loss of a case, built with ``onnxblock``/``artifacts`` (ORT's modules or onnxtrain's)."""
     if kind in ("CE", "MSE", "BCE", "L1"):
         return {"CE": artifacts.LossType.CrossEntropyLoss, "MSE": artifacts.LossType.MSELoss,
                 "BCE": artifacts.LossType.BCEWithLogitsLoss, "L1": artifacts.LossType.L1Loss}[kind]
@@ -121,9 +120,7 @@ def _loss(kind):
     raise ValueError(kind)
 
 
-def _optimizer(kind):
-    onnxblock = ort_training().onnxblock
-    artifacts = ort_training().artifacts
+def make_optimizer(kind, onnxblock, artifacts):
     return {"AdamW": lambda: artifacts.OptimType.AdamW, "SGD": lambda: artifacts.OptimType.SGD,
             "None": lambda: None,
             "AdamW-wd-clip": lambda: onnxblock.optim.AdamW(weight_decay=0.01, eps=1e-8,
@@ -193,12 +190,14 @@ def _source_hash() -> str:
     return hashlib.sha256(HERE.read_bytes()).hexdigest()[:12]
 
 
-def generate(case: Case, directory: Path) -> None:
-    artifacts = ort_training().artifacts
-    model = case.forward()
-    artifacts.generate_artifacts(model, requires_grad=case.requires_grad or case.params(), loss=_loss(case.loss),
-                                 optimizer=_optimizer(case.optimizer), artifact_directory=str(directory),
-                                 **case.options)
+def generate(case: Case, directory: Path, onnxblock=None, artifacts=None) -> None:
+    """The case's artifacts made by ORT, or by the given (onnxtrain's) onnxblock and artifacts modules."""
+    if artifacts is None:
+        onnxblock, artifacts = ort_training().onnxblock, ort_training().artifacts
+    artifacts.generate_artifacts(case.forward(), requires_grad=case.requires_grad or case.params(),
+                                 loss=make_loss(case.loss, onnxblock, artifacts),
+                                 optimizer=make_optimizer(case.optimizer, onnxblock, artifacts),
+                                 artifact_directory=str(directory), **case.options)
 
 
 def artifact_dir(name: str) -> Path:

@@ -305,10 +305,18 @@ def _conv(c, x, y, dy):
 @rule("MaxPool")
 def _max_pool(c, x, y, dy):
     indices = c.extra_output(1, "indices")
-    attrs = _copy_attrs(c.node, "kernel_shape", "pads", "strides", "dilations", "ceil_mode", "storage_order")
-    dx = c.b.op("MaxPoolGrad", [dy[0], indices], **attrs)
-    c.declare_like(dx, x[0])
-    return [dx]
+    if c.opset < 16:  # ORT's MaxPoolGrad (default domain; onnx.checker does not know it)
+        attrs = _copy_attrs(c.node, "kernel_shape", "pads", "strides", "dilations", "ceil_mode", "storage_order")
+        dx = c.b.op("MaxPoolGrad", [dy[0], indices], **attrs)
+        c.declare_like(dx, x[0])
+        return [dx]
+    # scatter-add dY at the flat input positions MaxPool's Indices name
+    flat = c.b.ints([-1], "flat")
+    zeros = c.b.op("ConstantOfShape", [c.b.op("Reshape", [c.b.op("Size", [x[0]]), flat])],
+                   value=np.zeros(1, dtype=c.dtype(x[0])))
+    scattered = c.b.op("ScatterElements", [zeros, c.b.op("Reshape", [indices, flat]),
+                                           c.b.op("Reshape", [dy[0], flat])], axis=0, reduction="add")
+    return [c.b.op("Reshape", [scattered, c.b.op("Shape", [x[0]])])]
 
 
 @rule("SoftmaxCrossEntropyLoss")

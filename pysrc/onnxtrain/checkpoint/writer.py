@@ -58,9 +58,13 @@ def _vector(b: flatbuffers.Builder, offsets: list) -> int:
     return b.EndVector()
 
 
-def _tensors(b, tensors: dict, nominal, external, sort: bool) -> int:
+def _tables(b, tensors: dict, nominal, external, sort: bool) -> list:
     items = sorted(tensors.items()) if sort else list(tensors.items())
-    return _vector(b, [_tensor(b, n, a, nominal, external) for n, a in items])
+    return [_tensor(b, n, a, nominal, external) for n, a in items]
+
+
+def _tensors(b, tensors: dict, nominal, external, sort: bool) -> int:
+    return _vector(b, _tables(b, tensors, nominal, external, sort))
 
 
 def _optimizer_group(b, group, external) -> int:
@@ -126,8 +130,10 @@ def encode_checkpoint(data: CheckpointData, layout: str = "runtime", external_da
         external_data = total > S.EXTERNAL_DATA_THRESHOLD and not data.is_nominal
     external = _External(0 if runtime else S.EXTERNAL_MIN_TENSOR_BYTES) if external_data else None
     b = flatbuffers.Builder(1024)
-    trainable = _tensors(b, data.trainable, data.is_nominal, external, sort=runtime)
-    frozen = _tensors(b, data.frozen, data.is_nominal, external, sort=runtime)
+    # ORT's order: all tensor tables, then the two vectors
+    trainable = _tables(b, data.trainable, data.is_nominal, external, sort=runtime)
+    frozen = _tables(b, data.frozen, data.is_nominal, external, sort=runtime)
+    trainable, frozen = _vector(b, trainable), _vector(b, frozen)
     b.StartObject(4)
     b.PrependUOffsetTRelativeSlot(S.MODULE_REQUIRES_GRAD, trainable, 0)
     b.PrependUOffsetTRelativeSlot(S.MODULE_FROZEN, frozen, 0)

@@ -60,6 +60,9 @@ def ScatterElements(data, indices, updates, *, axis=0, reduction="none"):
     grid = list(np.indices(idx.shape, sparse=True))
     grid[axis] = idx
     ufunc = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+    if reduction == "add" and data.ndim == 1 and data.dtype.kind == "f":  # fast path: a weighted bincount
+        added = np.bincount(idx.ravel().astype(np.intp), weights=updates.ravel(), minlength=data.size)
+        return (out + added[:data.size]).astype(data.dtype, copy=False)
     if ufunc is None:
         out[tuple(grid)] = updates
     else:
