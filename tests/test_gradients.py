@@ -87,6 +87,8 @@ def run_in_onnxruntime(grad_model, feeds, got):
         for a in node.attributes.values():
             if a.name == "to" and a.value == TensorProto.DOUBLE:
                 a.value = TensorProto.FLOAT
+            if a.type == ir.AttrType.TENSOR and a.value.data.dtype == np.float64:
+                a.value.data, a.value.data_type = a.value.data.astype(np.float32), TensorProto.FLOAT
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(ir.to_bytes(model32), so, providers=["CPUExecutionProvider"])
