@@ -140,14 +140,38 @@ CASES = [
     ("globalaveragepool", "GlobalAveragePool", [rnd(2, 3, 3, 2)], {}),
     ("where", "Where", [R.standard_normal((3, 4)) > 0, rnd(3, 4), rnd(4)], {}),
     ("concat", "Concat", [rnd(2, 3), rnd(2, 1)], {"axis": 1}),
+    ("elu", "Elu", [rnd(3, 4)], {"alpha": 0.7}),
+    ("atan", "Atan", [rnd(3, 4)], {}),
+    ("gelu", "Gelu", [rnd(3, 4)], {}, (), 20),
+    ("gelu-tanh", "Gelu", [rnd(3, 4)], {"approximate": "tanh"}, (), 20),
+    ("clip", "Clip", [rnd(10), np.array(-0.5), np.array(0.6)], {}, [1, 2]),
+    ("mean", "Mean", [rnd(2, 3), rnd(3)], {}),
+    ("slice", "Slice", [rnd(4, 5), np.array([1, 0], np.int64), np.array([3, 5], np.int64),
+                        np.array([0, 1], np.int64), np.array([1, 2], np.int64)], {}, [1, 2, 3, 4]),
+    ("split", "Split", [rnd(5, 2), np.array([2, 3], np.int64)], {"axis": 0}, [1], 17, 2),
+    ("pad", "Pad", [rnd(2, 3), np.array([1, 0, 0, 2], np.int64)], {}, [1]),
+    ("tile", "Tile", [rnd(2, 3), np.array([2, 2], np.int64)], {}, [1]),
+    ("reducemax", "ReduceMax", [rnd(3, 4)], {"axes": [1], "keepdims": 0}),
+    ("reducemin", "ReduceMin", [rnd(3, 4)], {"axes": [0]}),
+    ("batchnorm-training", "BatchNormalization", [rnd(4, 3, 2, 2), rnd(3), rnd(3), rnd(3), rnd(3, low=0.5)],
+     {"training_mode": 1}, [3, 4], 17, 3),
+    ("batchnorm-inference", "BatchNormalization", [rnd(4, 3, 2, 2), rnd(3), rnd(3), rnd(3), rnd(3, low=0.5)], {},
+     [3, 4]),
+    ("layernorm", "LayerNormalization", [rnd(2, 3, 4), rnd(4), rnd(4)], {}),
+    ("layernorm-axis1", "LayerNormalization", [rnd(2, 3, 4), rnd(3, 4)], {"axis": 1}),
     ("gather", "Gather", [rnd(5, 3), np.array([[0, 4], [4, 2]], np.int64)], {"axis": 0}),
 ]
 
 
-@pytest.mark.parametrize("op, inputs, attrs, consts", [(c[1], c[2], c[3], c[4] if len(c) > 4 else ())
-                                                        for c in CASES], ids=[c[0] for c in CASES])
-def test_rule_matches_finite_differences(op, inputs, attrs, consts):
-    check(op, [np.array(v) for v in inputs], attrs, consts=consts)
+def _case(c):
+    """(op, inputs, attrs, consts, opset, n_outputs) with defaults for the optional trailing fields."""
+    return c[1:4] + tuple(c[4:]) + ((), 17, 1)[len(c) - 4:]
+
+
+@pytest.mark.parametrize("op, inputs, attrs, consts, opset, n_outputs", [_case(c) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_rule_matches_finite_differences(op, inputs, attrs, consts, opset, n_outputs):
+    check(op, [np.array(v) for v in inputs], attrs, consts=consts, opset=opset, n_outputs=n_outputs)
 
 
 def test_softmax_cross_entropy_loss_gradient():

@@ -351,3 +351,171 @@ def _concat(c, x, y, dy):
     if c.opset >= 13:
         return c.b.op("Split", [dy[0], c.b.ints(sizes)], n_outputs=len(x), axis=axis) if len(x) > 1 else [dy[0]]
     return c.b.op("Split", [dy[0]], n_outputs=len(x), axis=axis, split=sizes) if len(x) > 1 else [dy[0]]
+
+
+# ---- more activations -------------------------------------------------------------------------------------
+
+@rule("Elu")
+def _elu(c, x, y, dy):  # x > 0: 1, else y + alpha
+    alpha = scalar(c, c.node.attr("alpha", 1.0), x[0])
+    slope = c.b.op("Where", [c.b.op("Greater", [x[0], scalar(c, 0.0, x[0])]), scalar(c, 1.0, x[0]),
+                             c.b.op("Add", [y[0], alpha])])
+    return [c.b.op("Mul", [dy[0], slope])]
+
+
+@rule("Atan")
+def _atan(c, x, y, dy):
+    return [c.b.op("Div", [dy[0], c.b.op("Add", [scalar(c, 1.0, x[0]), c.b.op("Mul", [x[0], x[0]])])])]
+
+
+@rule("Gelu")
+def _gelu(c, x, y, dy):
+    v, one, half = x[0], scalar(c, 1.0, x[0]), scalar(c, 0.5, x[0])
+    if c.node.attr("approximate", b"none") in (b"tanh", "tanh"):
+        k, a = np.sqrt(2 / np.pi), 0.044715
+        x2 = c.b.op("Mul", [v, v])
+        inner = c.b.op("Mul", [c.b.op("Mul", [v, c.b.op("Add", [one, c.b.op("Mul", [x2, scalar(c, a, v)])])]),
+                               scalar(c, k, v)])
+        t = c.b.op("Tanh", [inner])
+        d_inner = c.b.op("Mul", [c.b.op("Add", [one, c.b.op("Mul", [x2, scalar(c, 3 * a, v)])]), scalar(c, k, v)])
+        slope = c.b.op("Add", [c.b.op("Mul", [half, c.b.op("Add", [one, t])]),
+                               c.b.op("Mul", [c.b.op("Mul", [c.b.op("Mul", [half, v]),
+                                                             c.b.op("Sub", [one, c.b.op("Mul", [t, t])])]),
+                                              d_inner])])
+    else:  # 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+        cdf = c.b.op("Mul", [half, c.b.op("Add", [one, c.b.op("Erf", [c.b.op("Mul", [v, scalar(c, 2 ** -0.5, v)])])])])
+        pdf = c.b.op("Mul", [c.b.op("Exp", [c.b.op("Mul", [c.b.op("Mul", [v, v]), scalar(c, -0.5, v)])]),
+                             scalar(c, (2 * np.pi) ** -0.5, v)])
+        slope = c.b.op("Add", [cdf, c.b.op("Mul", [v, pdf])])
+    return [c.b.op("Mul", [dy[0], slope])]
+
+
+@rule("Clip")
+def _clip(c, x, y, dy):
+    if c.opset < 11:
+        raise NotImplementedError(f"{c.where()}: the Clip gradient needs opset >= 11")
+    mask = None
+    for bound, op in ((x[1] if len(x) > 1 else "", "GreaterOrEqual"), (x[2] if len(x) > 2 else "", "LessOrEqual")):
+        if bound:
+            m = c.b.op(op, [x[0], bound])
+            mask = m if mask is None else c.b.op("And", [mask, m])
+    grad = dy[0] if mask is None else c.b.op("Where", [mask, dy[0], scalar(c, 0.0, x[0])])
+    return [grad] + [None] * (len(x) - 1)
+
+
+@rule("Mean")
+def _mean(c, x, y, dy):
+    scaled = c.b.op("Div", [dy[0], scalar(c, float(len(x)), y[0])])
+    return [unbroadcast(c, scaled, c.shape(y[0]), xi) for xi in x]
+
+
+# ---- more shape ops ---------------------------------------------------------------------------------------
+
+@rule("Slice")
+def _slice(c, x, y, dy):
+    if c.opset < 10:
+        raise NotImplementedError(f"{c.where()}: the Slice gradient needs opset >= 10")
+    return [c.b.op("SliceGrad", [dy[0], c.b.op("Shape", [x[0]])] + [v or "" for v in x[1:]], domain=MS)] + \
+        [None] * (len(x) - 1)
+
+
+@rule("Split")
+def _split(c, x, y, dy):
+    parts = [d if d is not None else c.b.op("ConstantOfShape", [c.b.op("Shape", [o])],
+                                             value=np.zeros(1, dtype=c.dtype(o)))
+             for d, o in zip(dy, y)]
+    return [c.b.op("Concat", parts, axis=c.node.attr("axis", 0))] + [None] * (len(x) - 1)
+
+
+@rule("Pad")
+def _pad(c, x, y, dy):
+    mode = c.node.attr("mode", b"constant")
+    pads = c.constant(x[1]) if c.opset >= 11 else np.asarray(c.node.attr("pads"))
+    if mode not in (b"constant", "constant") or pads is None or (c.opset >= 18 and len(x) > 3 and x[3]):
+        raise NotImplementedError(f"{c.where()}: the Pad gradient needs constant mode and constant pads")
+    pads = [int(p) for p in np.asarray(pads).ravel()]
+    n = len(pads) // 2
+    if any(p < 0 for p in pads):
+        raise NotImplementedError(f"{c.where()}: the Pad gradient needs non-negative pads")
+    big = np.iinfo(np.int64).max
+    starts = c.b.ints(pads[:n], "starts")
+    ends = c.b.ints([-p if p else big for p in pads[n:]], "ends")
+    return [c.b.op("Slice", [dy[0], starts, ends])] + [None] * (len(x) - 1)
+
+
+@rule("Tile")
+def _tile(c, x, y, dy):
+    repeats, shape = c.constant(x[1]), c.shape(x[0])
+    if repeats is None or not all(isinstance(d, int) for d in shape):
+        raise NotImplementedError(f"{c.where()}: the Tile gradient needs constant repeats and a static input shape")
+    split = [v for r, d in zip(repeats.ravel(), shape) for v in (int(r), d)]
+    folded = c.b.op("Reshape", [dy[0], c.b.ints(split, "shape")])
+    return [reduce_sum(c, folded, list(range(0, 2 * len(shape), 2)), keepdims=0), None]
+
+
+@rule("ReduceMax", "ReduceMin")
+def _reduce_extreme(c, x, y, dy):
+    """dY shared equally among the elements equal to the extreme (as torch does for ties)."""
+    rank = len(c.shape(x[0]))
+    axes = _reduce_axes(c, x, rank)
+    shape = c.b.op("Shape", [x[0]])
+    keep = (lambda v: v) if c.node.attr("keepdims", 1) else (lambda v: unsqueeze(c, v, axes))
+    hit = c.b.op("Cast", [c.b.op("Equal", [x[0], c.b.op("Expand", [keep(y[0]), shape])])], to=c.onnx_type(x[0]))
+    share = c.b.op("Div", [keep(dy[0]), reduce_sum(c, hit, axes, keepdims=1)])
+    return [c.b.op("Mul", [hit, c.b.op("Expand", [share, shape])])] + [None] * (len(x) - 1)
+
+
+# ---- normalization ------------------------------------------------------------------------------------
+
+def reduce_mean(c, x: str, axes: list) -> str:
+    if c.opset >= 18:
+        return c.b.op("ReduceMean", [x, c.b.ints(axes)], keepdims=1)
+    return c.b.op("ReduceMean", [x], axes=list(axes), keepdims=1)
+
+
+def _normalized_grads(c, x, dy, scale, axes, eps):
+    """(dx, dy * x_hat) for y = x_hat * scale + bias, x_hat normalized over ``axes`` with batch statistics;
+    ``scale`` already broadcastable to x."""
+    centered = c.b.op("Sub", [x, reduce_mean(c, x, axes)])
+    var = reduce_mean(c, c.b.op("Mul", [centered, centered]), axes)
+    inv = c.b.op("Reciprocal", [c.b.op("Sqrt", [c.b.op("Add", [var, scalar(c, eps, x)])])])
+    x_hat = c.b.op("Mul", [centered, inv])
+    dx_hat = c.b.op("Mul", [dy, scale])
+    mean_dx_hat = reduce_mean(c, dx_hat, axes)
+    mean_dx_hat_x_hat = reduce_mean(c, c.b.op("Mul", [dx_hat, x_hat]), axes)
+    dx = c.b.op("Mul", [inv, c.b.op("Sub", [c.b.op("Sub", [dx_hat, mean_dx_hat]),
+                                            c.b.op("Mul", [x_hat, mean_dx_hat_x_hat])])])
+    return dx, c.b.op("Mul", [dy, x_hat])
+
+
+@rule("BatchNormalization")
+def _batch_norm(c, x, y, dy):
+    rank = len(c.shape(x[0]))
+    channel = lambda v: c.b.op("Reshape", [v, c.b.ints([1, -1] + [1] * (rank - 2), "shape")])  # noqa: E731
+    eps = c.node.attr("epsilon", 1e-5)
+    stat_axes = [0] + list(range(2, rank))
+    training = c.node.attr("training_mode", 0) or (c.opset < 14 and len([o for o in y if o]) > 1)
+    if training:
+        dx, dy_xhat = _normalized_grads(c, x[0], dy[0], channel(x[1]), stat_axes, eps)
+    else:
+        inv = c.b.op("Reciprocal", [c.b.op("Sqrt", [c.b.op("Add", [x[4], scalar(c, eps, x[0])])])])
+        dx = c.b.op("Mul", [dy[0], channel(c.b.op("Mul", [x[1], inv]))])
+        dy_xhat = c.b.op("Mul", [dy[0], c.b.op("Mul", [c.b.op("Sub", [x[0], channel(x[3])]), channel(inv)])])
+    dscale = reduce_sum(c, dy_xhat, stat_axes, keepdims=0) if c.wants(1) else None
+    dbias = reduce_sum(c, dy[0], stat_axes, keepdims=0) if c.wants(2) else None
+    return [dx if c.wants(0) else None, dscale, dbias, None, None]
+
+
+@rule("LayerNormalization")
+def _layer_norm(c, x, y, dy):
+    rank = len(c.shape(x[0]))
+    axis = c.node.attr("axis", -1)
+    axis = axis + rank if axis < 0 else axis
+    axes = list(range(axis, rank))
+    dx, dy_xhat = _normalized_grads(c, x[0], dy[0], x[1], axes, c.node.attr("epsilon", 1e-5))
+    outer = list(range(axis))
+    dscale = reduce_sum(c, dy_xhat, outer, keepdims=0) if c.wants(1) and outer else dy_xhat if c.wants(1) else None
+    dbias = None
+    if len(x) > 2 and x[2] and c.wants(2):
+        dbias = reduce_sum(c, dy[0], outer, keepdims=0) if outer else dy[0]
+    return [dx if c.wants(0) else None, dscale, dbias]
