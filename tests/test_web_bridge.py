@@ -77,3 +77,14 @@ def test_errors_leave_the_session_usable():
     with pytest.raises(ValueError, match="do not match"):
         s.load_checkpoint(oc.files("cnn_ce_adamw")["checkpoint"].read_bytes())
     assert np.isfinite(s.train_step(flat([x, y])))
+
+
+def test_generate_artifacts_through_the_bridge():
+    from onnxtrain.web import generate_artifacts
+    model = oc.mlp(n_in=4, hidden=3, n_out=2).SerializeToString()
+    out = generate_artifacts(memoryview(model), ["fc2.weight", "fc2.bias"], ["fc1.weight"], "MSELoss", "SGD")
+    state = api.CheckpointState.load_checkpoint(out["checkpoint"])
+    assert [n for n, p in state.parameters if p.requires_grad] == ["fc2.bias", "fc2.weight"]
+    assert "optimizer_model.onnx" in out
+    with pytest.raises(KeyError, match="HingeLoss"):
+        generate_artifacts(model, ["fc2.weight"], None, "HingeLoss", None)

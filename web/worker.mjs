@@ -47,6 +47,16 @@ const handlers = {
     return { timings, numpy: py.runPython("numpy.__version__"), python: py.runPython("import sys; sys.version") };
   },
 
+  async generateArtifacts({ model, requiresGrad, frozenParams = null, loss = "CrossEntropyLoss", optimizer = "AdamW" }) {
+    const out = bridge.generate_artifacts(new Uint8Array(model), requiresGrad, frozenParams, loss, optimizer);
+    const result = {};
+    for (const [name, value] of out.toJs({ dict_converter: (entries) => entries })) {
+      result[name] = value.slice().buffer;
+    }
+    out.destroy();
+    return result;
+  },
+
   async load({ training, checkpoint, evalModel, optimizer }) {
     const next = bridge.TrainingSession(new Uint8Array(training), new Uint8Array(checkpoint),
       evalModel ? new Uint8Array(evalModel) : null, optimizer ? new Uint8Array(optimizer) : null);
@@ -107,7 +117,8 @@ self.onmessage = async (event) => {
   try {
     if (!handlers[type]) throw new Error(`unknown message type ${type}`);
     const result = await handlers[type]({ ...args, id });
-    const transfer = result instanceof ArrayBuffer ? [result] : [];
+    const transfer = result instanceof ArrayBuffer ? [result]
+      : result && typeof result === "object" ? Object.values(result).filter((v) => v instanceof ArrayBuffer) : [];
     self.postMessage({ id, ok: true, result }, transfer);
   } catch (err) {
     self.postMessage({ id, ok: false, error: String(err && err.message ? err.message : err) });

@@ -132,3 +132,30 @@ def test_cancel_stops_training_between_steps(site_page):
     }""")
     assert result["cancelled"]
     assert 0 < len(result["losses"]) < 3000
+
+
+def test_artifacts_generated_in_the_page_train_like_cpython(site_page):
+    from onnxtrain import artifacts
+    forward = oc.mlp(n_in=20, hidden=16, n_out=5)
+    generated = site_page.page.evaluate("""async (model) => {
+      const out = await window.onnxtrain.call('generateArtifacts', {model: new Uint8Array(model).buffer,
+        requiresGrad: ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']});
+      return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Array.from(new Uint8Array(v))]));
+    }""", list(forward.SerializeToString()))
+    expected = artifacts.generate_artifacts(forward, requires_grad=oc.MLP_ALL, loss=artifacts.LossType.CrossEntropyLoss,
+                                            optimizer=artifacts.OptimType.AdamW)
+    assert sorted(generated) == sorted(expected)
+    assert bytes(generated["checkpoint"]) == expected["checkpoint"]
+    files = {"training": generated["training_model.onnx"], "checkpoint": generated["checkpoint"],
+             "evalModel": generated["eval_model.onnx"], "optimizer": generated["optimizer_model.onnx"]}
+    batches = oc.batches(CASE, 10)
+    result = load_and_train(site_page, batches, files=files)
+    state = api.CheckpointState.load_checkpoint(expected["checkpoint"])
+    module = api.Module(expected["training_model.onnx"], state, expected["eval_model.onnx"])
+    optimizer = api.Optimizer(expected["optimizer_model.onnx"], module)
+    losses = []
+    for batch in batches:
+        losses.append(float(module(*batch)))
+        optimizer.step()
+        module.lazy_reset_grad()
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-5)

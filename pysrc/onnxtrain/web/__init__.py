@@ -1,4 +1,4 @@
 """The bridge the browser worker calls: bytes and typed arrays in, bytes and plain values out."""
-from .bridge import TrainingSession, as_array
+from .bridge import TrainingSession, as_array, generate_artifacts
 
-__all__ = ["TrainingSession", "as_array"]
+__all__ = ["TrainingSession", "as_array", "generate_artifacts"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import artifacts
 from ..api import CheckpointState, Module, Optimizer
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
@@ -32,6 +33,18 @@ def as_array(data, shape, dtype: str) -> np.ndarray:
     if array.size != int(np.prod(shape, dtype=np.int64)):
         raise ValueError(f"a buffer of {array.size} {dtype} values cannot have shape {shape}")
     return array.reshape(shape)
+
+
+def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntropyLoss", optimizer="AdamW",
+                       additional_output_names=None) -> dict:
+    """The four artifacts (name -> bytes) for a forward-only model given as bytes; ``loss`` and ``optimizer``
+    are LossType / OptimType names (``optimizer=None`` for none)."""
+    def names(value):
+        return [str(n) for n in _buffer(value)] if value is not None else None
+    return artifacts.generate_artifacts(
+        _bytes(model), requires_grad=names(requires_grad), frozen_params=names(frozen_params),
+        loss=artifacts.LossType[str(loss)], optimizer=None if optimizer is None else artifacts.OptimType[str(optimizer)],
+        additional_output_names=names(additional_output_names))
 
 
 def _describe(value) -> dict:
