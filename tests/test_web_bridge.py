@@ -86,5 +86,5 @@ def test_generate_artifacts_through_the_bridge():
     state = api.CheckpointState.load_checkpoint(out["checkpoint"])
     assert [n for n, p in state.parameters if p.requires_grad] == ["fc2.bias", "fc2.weight"]
     assert "optimizer_model.onnx" in out
-    with pytest.raises(KeyError, match="HingeLoss"):
+    with pytest.raises(ValueError, match=r"unknown LossType 'HingeLoss'; choose one of \['MSELoss'"):
         generate_artifacts(model, ["fc2.weight"], None, "HingeLoss", None)

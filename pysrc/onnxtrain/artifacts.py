@@ -30,6 +30,14 @@ class OptimType(Enum):
     SGD = 2
 
 
+def enum_member(enum, name: str):
+    """``enum[name]`` with an error that lists the choices."""
+    try:
+        return enum[str(name)]
+    except KeyError:
+        raise ValueError(f"unknown {enum.__name__} {name!r}; choose one of {[m.name for m in enum]}") from None
+
+
 _LOSSES = {LossType.MSELoss: onnxblock.loss.MSELoss, LossType.CrossEntropyLoss: onnxblock.loss.CrossEntropyLoss,
            LossType.BCEWithLogitsLoss: onnxblock.loss.BCEWithLogitsLoss, LossType.L1Loss: onnxblock.loss.L1Loss}
 _OPTIMIZERS = {OptimType.AdamW: onnxblock.optim.AdamW, OptimType.SGD: onnxblock.optim.SGD}

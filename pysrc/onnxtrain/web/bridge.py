@@ -43,7 +43,8 @@ def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntr
         return [str(n) for n in _buffer(value)] if value is not None else None
     return artifacts.generate_artifacts(
         _bytes(model), requires_grad=names(requires_grad), frozen_params=names(frozen_params),
-        loss=artifacts.LossType[str(loss)], optimizer=None if optimizer is None else artifacts.OptimType[str(optimizer)],
+        loss=artifacts.enum_member(artifacts.LossType, loss),
+        optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
         additional_output_names=names(additional_output_names))
 
 
