@@ -1,0 +1,96 @@
+"""Whole-model gradients against PyTorch autograd, on models exported with torch.onnx.export."""
+import io
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is pinned in requirements-test.txt")  # noqa: F841
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from onnxtrain import ir  # noqa: E402
+from onnxtrain.autodiff import build_gradient_graph  # noqa: E402
+from onnxtrain.ir.model import Node, TensorType, ValueInfo  # noqa: E402
+from onnxtrain.runtime import Session  # noqa: E402
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.drop = nn.Dropout(0.0)
+        self.fc = nn.Linear(4 * 3 * 3, 5)
+
+    def forward(self, x):
+        h = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc(self.drop(torch.flatten(h, 1)))
+
+
+class Block(nn.Module):
+    """A small transformer block: embedding, LayerNorm, single-head attention, GELU feed-forward."""
+
+    def __init__(self, vocab=11, dim=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.norm1 = nn.LayerNorm(dim)
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.ff1, self.ff2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+        self.scale = dim ** -0.5
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        h = self.norm1(x)
+        att = torch.softmax(self.q(h) @ self.k(h).transpose(1, 2) * self.scale, dim=-1)
+        x = x + att @ self.v(h)
+        return x + self.ff2(nn.functional.gelu(self.ff1(self.norm2(x))))
+
+
+MODELS = {
+    "mlp": (lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3)),
+            lambda g: torch.randn(5, 6, generator=g)),
+    "cnn-batchnorm-dropout-pool": (CNN, lambda g: torch.randn(3, 2, 6, 6, generator=g)),
+    "transformer-block": (Block, lambda g: torch.randint(0, 11, (2, 5), generator=g)),
+}
+
+
+def export(module, example):
+    buf = io.BytesIO()
+    torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=17, input_names=["input"],
+                      output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, keep_initializers_as_inputs=False)
+    return ir.load(buf.getvalue())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_parameter_gradients_match_torch(name):
+    make, data = MODELS[name]
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    module = make().double()
+    module.train()
+    x = data(g)
+    x = x.double() if x.is_floating_point() else x
+    model = export(module, x)
+    out = module(x)
+    weights = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    (out * weights).sum().backward()
+
+    # loss = ReduceSum(output * w), as in torch above
+    graph = model.graph
+    graph.inputs.append(ValueInfo("w", TensorType(11, list(out.shape))))
+    graph.nodes += [Node("Mul", ["output", "w"], ["weighted"], name="weigh"),
+                    Node("ReduceSum", ["weighted"], ["loss"], name="loss_sum",
+                         attributes={"keepdims": ir.Attribute("keepdims", ir.AttrType.INT, 0)})]
+    graph.outputs = [ValueInfo("loss", TensorType(11, []))]
+    torch_params = dict(module.named_parameters())
+    params = [t.name for t in graph.initializers if t.name in torch_params]
+    assert len(params) == len(torch_params), "the exporter renamed parameters"
+    grads = Session(build_gradient_graph(model, "loss", params))
+    feeds = {"input": x.numpy(), "w": weights.numpy()}
+    got = dict(zip(grads.output_names, grads.run(feeds)))
+    for name_ in params:
+        np.testing.assert_allclose(got[f"{name_}_grad"], torch_params[name_].grad.numpy(), rtol=1e-7, atol=1e-10,
+                                   err_msg=name_)
