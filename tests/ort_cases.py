@@ -100,6 +100,9 @@ def make_loss(kind, onnxblock, artifacts):
         return onnxblock.loss.CrossEntropyLoss(reduction="sum", ignore_index=-1)
     if kind == "CE-mean-ignore":
         return onnxblock.loss.CrossEntropyLoss(reduction="mean", ignore_index=-1)
+    if kind == "BCE-weights":
+        return onnxblock.loss.BCEWithLogitsLoss(weight=np.float32([0.5, 1.0, 1.5, 2.0, 1.0]),
+                                                pos_weight=np.float32([2.0, 1.0, 0.5, 1.0, 3.0]))
     if kind == "custom":
         class WeightedLoss(onnxblock.Block):
             def __init__(self):
@@ -159,6 +162,7 @@ CASES = {c.name: c for c in [
     Case("mlp_mse_adamw", "mlp", "MSE", "AdamW"),
     Case("mlp_bce_adamw", "mlp", "BCE", "AdamW"),
     Case("mlp_l1_sgd", "mlp", "L1", "SGD"),
+    Case("mlp_bce_weights_adamw", "mlp", "BCE-weights", "AdamW"),
     Case("cnn_ce_adamw", "cnn", "CE", "AdamW"),
     Case("cnn_ce_sgd", "cnn", "CE", "SGD"),
     Case("linreg_mse_sgd", "linreg", "MSE", "SGD"),
@@ -248,7 +252,7 @@ def batches(name: str, steps: int, seed: int = 0) -> list:
         if "ignore" in case.loss:
             labels[::3] = -1
         target = rng.standard_normal((case.batch, out_dim)).astype(np.float32)
-        if case.loss == "BCE":
+        if case.loss.startswith("BCE"):
             target = (rng.random((case.batch, out_dim)) > 0.5).astype(np.float32)
         if case.loss == "custom":
             out.append((x, labels, target))

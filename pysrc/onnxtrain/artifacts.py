@@ -8,14 +8,11 @@ from enum import Enum
 
 from . import onnxblock
 from ._files import atomic_write
-from .autodiff import build_gradient_graph
 from .checkpoint import CheckpointData, write_checkpoint
 from .ir import load as load_ir, to_bytes
-from .ir.model import Model, Node, TensorType, ValueInfo
+from .ir.model import Model
 from .onnxblock.building import building
-from .runtime.shapes import infer_types
-
-GRAD_BUFFER, GRAD_FLAG, RESET = "_grad.accumulation.buffer", "_grad.accumulation.out", "lazy_reset_grad"
+from .onnxblock.training_graph import build_training_models
 
 
 class LossType(Enum):
@@ -51,33 +48,6 @@ def _as_model(model) -> Model:
     return load_ir(model)
 
 
-def _eval_copy(model: Model) -> Model:
-    """The model with training behaviour off: Dropout without training_mode, BatchNorm training_mode=0."""
-    model = copy.deepcopy(model)
-    for node in model.graph.nodes:
-        if node.op_type == "Dropout" and len(node.inputs) > 2:
-            node.inputs[2] = ""
-        if node.op_type == "BatchNormalization" and "training_mode" in node.attributes:
-            node.attributes["training_mode"].value = 0
-    return model
-
-
-def _accumulation(model: Model, trainable: list, n_user_outputs: int) -> None:
-    """Replace the gradient outputs with in-place accumulation into caller-fed buffers."""
-    graph = model.graph
-    params = {v.name: v for v in graph.inputs}
-    outputs = graph.outputs[:n_user_outputs]
-    for i, name in enumerate(trainable):
-        graph.nodes.append(Node("InPlaceAccumulatorV2", [name + GRAD_BUFFER, name + "_grad", RESET],
-                                [name + GRAD_FLAG], name=f"GradientAccumulator{n_user_outputs + i}",
-                                domain="com.microsoft"))
-        outputs.append(ValueInfo(name + GRAD_FLAG, TensorType(9, [1])))
-    graph.inputs += [ValueInfo(n + GRAD_BUFFER, copy.deepcopy(params[n].type)) for n in trainable]
-    graph.inputs.append(ValueInfo(RESET, TensorType(9, [1])))
-    graph.outputs = outputs
-    model.opset_imports.setdefault("com.microsoft", 1)
-
-
 def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None, optimizer=None,
                        artifact_directory=None, prefix: str = "", ort_format: bool = False, custom_op_library=None,
                        additional_output_names=None, nominal_checkpoint: bool = False, loss_input_names=None):
@@ -96,8 +66,6 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
         raise ValueError(f"'{unknown[0]}' is not an initializer of the model (initializers: {inits[:20]})")
     if optimizer is not None and not requires_grad:
         raise ValueError("an optimizer needs requires_grad: name the parameters to train")
-    trainable = [n for n in inits if n in requires_grad]
-    frozen = [n for n in inits if n in frozen]
     additional = list(additional_output_names or [])
 
     forward_outputs = {v.name: v for v in base.graph.outputs}
@@ -108,22 +76,11 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
             block = _LOSSES[loss]() if isinstance(loss, LossType) else loss
             loss_name = block(*(loss_input_names or list(forward_outputs)))
         model = b.model
-    loss_type = infer_types(_with_outputs(model, [loss_name]), [loss_name])[loss_name]
     missing = [n for n in additional if n not in forward_outputs]
     if missing:
         raise ValueError(f"additional output '{missing[0]}' is not an output of the forward model")
-    model.graph.outputs = [ValueInfo(loss_name, loss_type)] + [forward_outputs[n] for n in additional]
-
-    by_name = {t.name: t for t in model.graph.initializers}
-    for name in trainable + frozen:
-        model.graph.initializers.remove(by_name[name])
-    params_in_order = [n for n in inits if n in trainable or n in frozen]
-    model.graph.inputs += [ValueInfo(n, TensorType(by_name[n].data_type, list(by_name[n].dims)))
-                           for n in params_in_order]
-
-    eval_model = _eval_copy(model)
-    training = build_gradient_graph(model, loss_name, trainable) if trainable else copy.deepcopy(model)
-    _accumulation(training, trainable, 1 + len(additional))
+    training, eval_model, (trainable_tensors, frozen_tensors) = build_training_models(
+        model, loss_name, [forward_outputs[n] for n in additional], requires_grad, frozen)
 
     opset = base.opset("") or 17
     out = {"training_model.onnx": to_bytes(training), "eval_model.onnx": to_bytes(eval_model)}
@@ -131,10 +88,10 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
         opt_block = _OPTIMIZERS[optimizer]() if isinstance(optimizer, OptimType) else optimizer
         with onnxblock.empty_base(opset) as opt_model:
             opt_model.opset_imports = {"com.microsoft": 1, "": opset}
-            opt_block(([by_name[n] for n in trainable], [by_name[n] for n in frozen]))
+            opt_block((trainable_tensors, frozen_tensors))
         out["optimizer_model.onnx"] = to_bytes(opt_model)
-    state = CheckpointData(trainable={n: by_name[n].data for n in trainable},
-                           frozen={n: by_name[n].data for n in frozen})
+    state = CheckpointData(trainable={t.name: t.data for t in trainable_tensors},
+                           frozen={t.name: t.data for t in frozen_tensors})
     out["checkpoint"] = write_checkpoint(state, layout="artifact")
     if nominal_checkpoint:
         out["nominal_checkpoint"] = write_checkpoint(
@@ -145,10 +102,3 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
     for name, data in out.items():
         atomic_write(os.path.join(os.fspath(artifact_directory), prefix + name), data)
     return None
-
-
-def _with_outputs(model: Model, names: list) -> Model:
-    probe = copy.copy(model)
-    probe.graph = copy.copy(model.graph)
-    probe.graph.outputs = [ValueInfo(n) for n in names]
-    return probe

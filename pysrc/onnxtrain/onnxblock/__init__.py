@@ -9,11 +9,12 @@ import numpy as np
 from . import blocks, loss, optim
 from .blocks import Block, ForwardBlock
 from .building import base, empty_base
+from .training_block import TrainingBlock
 from ..checkpoint import CheckpointData, read_checkpoint, write_checkpoint
 from ..ir import dtypes
 from ..ir.model import Tensor
 
-__all__ = ["Block", "ForwardBlock", "base", "blocks", "empty_base", "load_checkpoint_to_model", "loss", "optim",
+__all__ = ["Block", "ForwardBlock", "TrainingBlock", "base", "blocks", "empty_base", "load_checkpoint_to_model", "loss", "optim",
            "save_checkpoint"]
 
 

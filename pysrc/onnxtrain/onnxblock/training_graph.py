@@ -1,0 +1,58 @@
+"""From a model with a loss to ORT's training and eval models: parameters become inputs, the gradient
+graph is built, and gradients accumulate in place into caller-fed buffers."""
+from __future__ import annotations
+
+import copy
+
+from ..autodiff import build_gradient_graph
+from ..ir.model import Model, Node, TensorType, ValueInfo
+from ..runtime.shapes import infer_types
+
+GRAD_BUFFER, GRAD_FLAG, RESET = "_grad.accumulation.buffer", "_grad.accumulation.out", "lazy_reset_grad"
+
+
+def _eval_copy(model: Model) -> Model:
+    """The model with training behaviour off: Dropout without training_mode, BatchNorm training_mode=0."""
+    model = copy.deepcopy(model)
+    for node in model.graph.nodes:
+        if node.op_type == "Dropout" and len(node.inputs) > 2:
+            node.inputs[2] = ""
+        if node.op_type == "BatchNormalization" and "training_mode" in node.attributes:
+            node.attributes["training_mode"].value = 0
+    return model
+
+
+def _accumulation(model: Model, trainable: list, n_user_outputs: int) -> None:
+    """Replace the gradient outputs with in-place accumulation into caller-fed buffers."""
+    graph = model.graph
+    params = {v.name: v for v in graph.inputs}
+    outputs = graph.outputs[:n_user_outputs]
+    for i, name in enumerate(trainable):
+        graph.nodes.append(Node("InPlaceAccumulatorV2", [name + GRAD_BUFFER, name + "_grad", RESET],
+                                [name + GRAD_FLAG], name=f"GradientAccumulator{n_user_outputs + i}",
+                                domain="com.microsoft"))
+        outputs.append(ValueInfo(name + GRAD_FLAG, TensorType(9, [1])))
+    graph.inputs += [ValueInfo(n + GRAD_BUFFER, copy.deepcopy(params[n].type)) for n in trainable]
+    graph.inputs.append(ValueInfo(RESET, TensorType(9, [1])))
+    graph.outputs = outputs
+    model.opset_imports.setdefault("com.microsoft", 1)
+
+
+def build_training_models(model: Model, loss_name: str, additional_outputs: list, trainable: list, frozen: list):
+    """(training model, eval model, (trainable tensors, frozen tensors)); ``model`` is changed."""
+    probe = copy.copy(model)
+    probe.graph = copy.copy(model.graph)
+    probe.graph.outputs = [ValueInfo(loss_name)]
+    loss_type = infer_types(probe, [loss_name])[loss_name]
+    model.graph.outputs = [ValueInfo(loss_name, loss_type)] + list(additional_outputs)
+    by_name = {t.name: t for t in model.graph.initializers}
+    order = [t.name for t in model.graph.initializers if t.name in trainable or t.name in frozen]
+    trainable = [n for n in order if n in trainable]
+    frozen = [n for n in order if n in frozen]
+    for name in order:
+        model.graph.initializers.remove(by_name[name])
+    model.graph.inputs += [ValueInfo(n, TensorType(by_name[n].data_type, list(by_name[n].dims))) for n in order]
+    eval_model = _eval_copy(model)
+    training = build_gradient_graph(model, loss_name, trainable) if trainable else copy.deepcopy(model)
+    _accumulation(training, trainable, 1 + len(additional_outputs))
+    return training, eval_model, ([by_name[n] for n in trainable], [by_name[n] for n in frozen])
