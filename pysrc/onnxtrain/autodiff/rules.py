@@ -196,26 +196,45 @@ def _gemm(c, x, y, dy):
     return [da, db, dc]
 
 
-def _swap_last(c, v: str) -> str:
-    rank = len(c.shape(v))
+@rule("MatMul")
+def _matmul(c, x, y, dy):
+    """1-D operands are treated as [1, k] and [k, 1] matrices, as MatMul itself does."""
+    a, b_ = x
+    a_shape, b_shape = c.shape(a), c.shape(b_)
+    g, g_shape = dy[0], list(c.shape(y[0]))
+    if len(a_shape) == 1:
+        a_shape = [1] + a_shape
+        g, g_shape = unsqueeze(c, g, [len(g_shape) - (0 if len(b_shape) == 1 else 1)]), \
+            g_shape[:len(g_shape) - (0 if len(b_shape) == 1 else 1)] + [1] + g_shape[len(g_shape) - (0 if len(b_shape) == 1 else 1):]
+    if len(b_shape) == 1:
+        b_shape = b_shape + [1]
+        g, g_shape = unsqueeze(c, g, [len(g_shape)]), g_shape + [1]
+    a2 = a if len(c.shape(a)) > 1 else unsqueeze(c, a, [0])
+    b2 = b_ if len(c.shape(b_)) > 1 else unsqueeze(c, b_, [1])
+    da = db = None
+    if c.wants(0):
+        grad = c.b.op("MatMul", [g, _swap_last(c, b2, len(b_shape))])
+        da = _unbroadcast_to(c, grad, g_shape[:-1] + [a_shape[-1]], a, a_shape)
+    if c.wants(1):
+        grad = c.b.op("MatMul", [_swap_last(c, a2, len(a_shape)), g])
+        db = _unbroadcast_to(c, grad, g_shape[:-2] + [b_shape[-2], g_shape[-1]], b_, b_shape)
+    return [da, db]
+
+
+def _swap_last(c, v: str, rank: int) -> str:
     return c.b.op("Transpose", [v], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
 
 
-@rule("MatMul")
-def _matmul(c, x, y, dy):
-    a, b_ = x
-    ra, rb = len(c.shape(a)), len(c.shape(b_))
-    if ra < 2 or rb < 2:
-        raise NotImplementedError(f"{c.where()}: the MatMul gradient needs operands of rank >= 2")
-    y_shape = c.shape(y[0])
-    da = db = None
-    if c.wants(0):
-        grad = c.b.op("MatMul", [dy[0], _swap_last(c, b_)])
-        da = unbroadcast(c, grad, y_shape[:-1] + [c.shape(a)[-1]], a)
-    if c.wants(1):
-        grad = c.b.op("MatMul", [_swap_last(c, a), dy[0]])
-        db = unbroadcast(c, grad, y_shape[:-2] + [c.shape(b_)[-2], y_shape[-1]], b_)
-    return [da, db]
+def _unbroadcast_to(c, grad, grad_shape, x, matrix_shape):
+    """Sum ``grad`` over broadcast batch axes down to ``matrix_shape``, then reshape to x's own shape."""
+    lead = len(grad_shape) - len(matrix_shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(matrix_shape[:-2])
+                                if d == 1 and grad_shape[lead + i] != 1]
+    if axes:
+        grad = reduce_sum(c, grad, axes, keepdims=1)
+    if axes and lead or len(matrix_shape) != len(c.shape(x)):
+        grad = c.b.op("Reshape", [grad, c.b.op("Shape", [x])])
+    return grad
 
 
 # ---- shapes -----------------------------------------------------------------------------------------------
@@ -519,3 +538,74 @@ def _layer_norm(c, x, y, dy):
     if len(x) > 2 and x[2] and c.wants(2):
         dbias = reduce_sum(c, dy[0], outer, keepdims=0) if outer else dy[0]
     return [dx if c.wants(0) else None, dscale, dbias]
+
+
+@rule("ConvTranspose")
+def _conv_transpose(c, x, y, dy):
+    """ConvTranspose(x, W) is the input gradient of a Conv with weight W, so its gradients are a Conv and
+    ConvGrad's weight gradient with the roles of x and dY exchanged."""
+    n = c.node
+    if n.attr("output_shape") is not None or n.attr("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise NotImplementedError(f"{c.where()}: the ConvTranspose gradient needs explicit pads")
+    attrs = _copy_attrs(n, "dilations", "group", "kernel_shape", "pads", "strides")
+    dx = c.b.op("Conv", [dy[0], x[1]], **attrs) if c.wants(0) else None
+    dw = None
+    if c.wants(1):
+        dw = c.b.fresh(f"{x[1]}_grad_convT")
+        c.b.op("ConvGrad", [x[0], dy[0], x[1]], n_outputs=3, domain=MS, outputs=["", dw, ""], **attrs)
+    db = None
+    if len(x) > 2 and x[2] and c.wants(2):
+        db = reduce_sum(c, dy[0], [0] + list(range(2, len(c.shape(y[0])))), keepdims=0)
+    return [dx, dw, db][:len(x)]
+
+
+@rule("AveragePool")
+def _average_pool(c, x, y, dy):
+    """dY spread evenly over each window: a ConvTranspose of every channel with a constant kernel."""
+    n = c.node
+    kernel = list(n.attr("kernel_shape"))
+    nd = len(kernel)
+    pads = list(n.attr("pads") or [0] * (2 * nd))
+    strides = list(n.attr("strides") or [1] * nd)
+    x_shape, y_shape = c.shape(x[0]), c.shape(y[0])
+    if n.attr("ceil_mode", 0) or n.attr("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or \
+            (any(pads) and not n.attr("count_include_pad", 0)) or n.attr("dilations") not in (None, [1] * nd) or \
+            not all(isinstance(d, int) for d in x_shape[2:] + y_shape[2:]):
+        raise NotImplementedError(f"{c.where()}: the AveragePool gradient needs static spatial sizes, no ceil_mode "
+                                  f"or auto_pad, and count_include_pad=1 when padded")
+    out_pad = [x_shape[2 + i] - ((y_shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd] + kernel[i])
+               for i in range(nd)]
+    weight = c.b.const(np.full([1, 1] + kernel, 1.0 / np.prod(kernel), dtype=c.dtype(x[0])), "avgpool_kernel")
+    flat = c.b.op("Reshape", [dy[0], c.b.ints([-1, 1] + [0] * nd, "shape")])
+    spread = c.b.op("ConvTranspose", [flat, weight], kernel_shape=kernel, strides=strides, pads=pads,
+                    output_padding=out_pad)
+    return [c.b.op("Reshape", [spread, c.b.op("Shape", [x[0]])])]
+
+
+@rule("NegativeLogLikelihoodLoss")
+def _nll(c, x, y, dy):
+    """d input = -w[target] / denominator * dY at the target class, 0 elsewhere (ignored targets: 0)."""
+    n = c.node
+    scores, target = x[0], x[1]
+    rank = len(c.shape(scores))
+    reduction = n.attr("reduction", b"mean")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    classes = c.b.op("Gather", [c.b.op("Shape", [scores]), c.b.ints([1], "axis1")])
+    class_ids = c.b.op("Range", [c.b.const(np.array(0, np.int64), "zero"), c.b.op("Squeeze", [classes]),
+                                 c.b.const(np.array(1, np.int64), "one")])
+    class_ids = c.b.op("Reshape", [class_ids, c.b.ints([1, -1] + [1] * (rank - 2), "shape")])
+    hit = c.b.op("Cast", [c.b.op("Equal", [unsqueeze(c, target, [1]), class_ids])], to=c.onnx_type(scores))
+    weight = c.b.op("Cast", [c.b.op("Not", [c.b.op("Equal", [target, c.b.const(
+        np.array(n.attr("ignore_index", -(2 ** 62)), np.int64), "ignore")])])], to=c.onnx_type(scores))
+    if len(x) > 2 and x[2]:
+        safe = c.b.op("Where", [c.b.op("Cast", [weight], to=9), target, c.b.const(np.array(0, np.int64), "zero")])
+        weight = c.b.op("Mul", [weight, c.b.op("Gather", [x[2], safe])])
+    if reduction == "mean":
+        g = c.b.op("Div", [dy[0], c.b.op("ReduceSum", [weight], keepdims=0)])
+        per_item = c.b.op("Mul", [weight, g])
+    elif reduction == "sum":
+        per_item = c.b.op("Mul", [weight, dy[0]])
+    else:
+        per_item = c.b.op("Mul", [weight, dy[0]])
+    grad = c.b.op("Neg", [c.b.op("Mul", [hit, unsqueeze(c, per_item, [1])])])
+    return [grad] + [None] * (len(x) - 1)
