@@ -236,3 +236,9 @@ def test_readme_lists_exactly_the_rule_table():
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     listed = text.split("<!-- gradient-rules -->")[1].split("<!-- /gradient-rules -->")[0]
     assert [s.strip() for s in listed.split(",")] == sorted(GRADIENT_RULES)
+
+
+def test_dropout_training_gradient_uses_the_mask():
+    # a seeded Dropout draws the same mask on every run, so finite differences see a fixed function;
+    # onnxruntime draws other masks, so it is not compared here
+    check("Dropout", [rnd(6, 5), np.array(0.3), np.array(True)], {"seed": 7}, consts=[1, 2], ort_check=False)
