@@ -173,6 +173,13 @@ CASES = [
     ("nll-sum-spatial", "NegativeLogLikelihoodLoss", [rnd(2, 3, 2), np.array([[0, 2], [1, 1]], np.int64)],
      {"reduction": "sum"}),
     ("nll-none", "NegativeLogLikelihoodLoss", [rnd(3, 4), np.array([3, 0, 1], np.int64)], {"reduction": "none"}),
+    ("resize-nearest", "Resize", [rnd(1, 2, 3, 4), np.array([], np.float32), np.array([1, 1, 2, 1.5])], {},
+     [1, 2]),
+    ("resize-linear", "Resize", [rnd(2, 1, 3, 5), np.array([], np.float32), np.array([1, 1, 2, 0.5])],
+     {"mode": "linear"}, [1, 2]),
+    ("resize-linear-sizes", "Resize", [rnd(1, 2, 4, 3), np.array([], np.float32), np.array([], np.float32),
+                                       np.array([1, 2, 7, 5], np.int64)],
+     {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 2, 3]),
     ("gather", "Gather", [rnd(5, 3), np.array([[0, 4], [4, 2]], np.int64)], {"axis": 0}),
 ]
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.resize import resize_matrix, resize_plan
+
 MS = "com.microsoft"
 GRADIENT_RULES: dict = {}
 
@@ -608,4 +610,31 @@ def _nll(c, x, y, dy):
     else:
         per_item = c.b.op("Mul", [weight, dy[0]])
     grad = c.b.op("Neg", [c.b.op("Mul", [hit, unsqueeze(c, per_item, [1])])])
+    return [grad] + [None] * (len(x) - 1)
+
+
+@rule("Resize")
+def _resize(c, x, y, dy):
+    """Resize is one interpolation matrix M per resized axis; its gradient multiplies by M transposed."""
+    n = c.node
+    scales = c.constant(x[2]) if len(x) > 2 and x[2] else None
+    sizes = c.constant(x[3]) if len(x) > 3 and x[3] else None
+    shape = c.shape(x[0])
+    if (scales is None and sizes is None) or n.attr("antialias", 0) or n.attr("axes") is not None:
+        raise NotImplementedError(f"{c.where()}: the Resize gradient needs constant scales or sizes")
+    dims = [d if isinstance(d, int) else 1 for d in shape]
+    plan = resize_plan(dims, scales, sizes)
+    if any(not isinstance(shape[axis], int) for axis, *_ in plan):
+        raise NotImplementedError(f"{c.where()}: the Resize gradient needs static sizes on the resized axes")
+    text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
+    mode = text(n.attr("mode", "nearest"))
+    coordinates = text(n.attr("coordinate_transformation_mode", "half_pixel"))
+    nearest = text(n.attr("nearest_mode", "round_prefer_floor"))
+    grad, rank = dy[0], len(shape)
+    for axis, in_len, out_len, scale in reversed(plan):
+        m = c.b.const(resize_matrix(in_len, out_len, scale, mode, coordinates, nearest).astype(c.dtype(x[0])),
+                      "resize_matrix")
+        perm = [i for i in range(rank) if i != axis] + [axis]
+        moved = c.b.op("MatMul", [c.b.op("Transpose", [grad], perm=perm), m])
+        grad = c.b.op("Transpose", [moved], perm=[int(i) for i in np.argsort(perm)])
     return [grad] + [None] * (len(x) - 1)
