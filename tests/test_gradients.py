@@ -198,12 +198,15 @@ def test_rule_matches_finite_differences(op, inputs, attrs, consts, opset, n_out
 def test_softmax_cross_entropy_loss_gradient():
     scores = rnd(4, 5)
     labels = np.array([0, 3, 1, 4], np.int64)
-    for attrs in ({}, {"reduction": "sum"}, {"ignore_index": 1}):
+    weights = onnx.numpy_helper.from_array(rnd(5, low=0.5), "weights")
+    for attrs, weighted in (({}, False), ({"reduction": "sum"}, False), ({"ignore_index": 1}, False),
+                            ({}, True), ({"ignore_index": 3}, True)):
         model = helper.make_model(helper.make_graph(
-            [helper.make_node("SoftmaxCrossEntropyLoss", ["s", "labels"], ["loss"], name="sce", **attrs)], "g",
+            [helper.make_node("SoftmaxCrossEntropyLoss", ["s", "labels"] + (["weights"] if weighted else []),
+                              ["loss"], name="sce", **attrs)], "g",
             [helper.make_tensor_value_info("s", TensorProto.DOUBLE, [4, 5]),
              helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
-            [helper.make_tensor_value_info("loss", TensorProto.DOUBLE, [])]),
+            [helper.make_tensor_value_info("loss", TensorProto.DOUBLE, [])], [weights] if weighted else []),
             opset_imports=[helper.make_opsetid("", 17)])
         ours = ir.load(model.SerializeToString())
         grad = Session(build_gradient_graph(ours, "loss", ["s"]))

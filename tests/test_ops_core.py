@@ -167,6 +167,12 @@ def test_forward_matches_onnxruntime(op, inputs, attrs, opset, n_outputs):
     assert_same(op, inputs, attrs, opset=opset, n_outputs=n_outputs, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("op, inputs", [("Gelu", [f32(3, 4)]), ("BiasGelu", [f32(3, 4), f32(4)]),
+                                        ("FastGelu", [f32(3, 4), f32(4)])], ids=["gelu", "biasgelu", "fastgelu"])
+def test_com_microsoft_gelus(op, inputs):
+    assert_same(op, inputs, domain="com.microsoft", rtol=1e-5, atol=1e-5)
+
+
 def test_maxpool_grad_scatters_into_the_input_shape():
     x = f32(2, 3, 6, 6)
     _, idx = ort_run("MaxPool", [x], {"kernel_shape": [2, 2], "strides": [2, 2]}, n_outputs=2)

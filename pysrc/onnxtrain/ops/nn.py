@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .elementwise import Gelu
 from .registry import kernel
 
 MS = "com.microsoft"
@@ -105,3 +106,19 @@ def SoftmaxGrad_13(dY, Y, *, axis=-1):
 @kernel("LogSoftmaxGrad_13", domain=MS)
 def LogSoftmaxGrad_13(dY, Y, *, axis=-1):
     return (dY - np.exp(Y) * dY.sum(axis=axis, keepdims=True)).astype(Y.dtype, copy=False)
+
+
+@kernel("Gelu", domain=MS)
+def Gelu_ms(X):
+    """com.microsoft::Gelu: the exact (erf) GELU."""
+    return Gelu(X)
+
+
+@kernel("BiasGelu", domain=MS)
+def BiasGelu(A, B):
+    return Gelu_ms(A + B)
+
+
+@kernel("FastGelu", domain=MS)
+def FastGelu(X, bias=None):
+    return Gelu(X if bias is None else X + bias, approximate="tanh")
