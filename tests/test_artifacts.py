@@ -95,3 +95,18 @@ def test_artifacts_as_bytes_and_errors():
     model.graph.node[1].op_type = "Cos"
     with pytest.raises(GradientNotRegisteredError, match="registered: Cos for node relu1"):
         artifacts.generate_artifacts(model, requires_grad=oc.MLP_ALL, loss=artifacts.LossType.MSELoss)
+
+
+def test_weighted_cross_entropy_artifacts_train_alike_in_both(tmp_path):
+    # ORT 1.19.2's own onnxblock CrossEntropyLoss fails on a numpy `weight` ("truth value of an array ... is
+    # ambiguous"), so only onnxtrain can generate these; ORT still trains them.
+    loss = onnxblock.loss.CrossEntropyLoss(weight=np.float32([1.0, 2.0, 0.5, 1.0, 3.0]), ignore_index=-1)
+    artifacts.generate_artifacts(oc.mlp(n_in=20, hidden=16, n_out=5), requires_grad=oc.MLP_ALL, loss=loss,
+                                 optimizer=artifacts.OptimType.SGD, artifact_directory=tmp_path)
+    files = {"training": tmp_path / "training_model.onnx", "eval": tmp_path / "eval_model.onnx",
+             "optimizer": tmp_path / "optimizer_model.onnx", "checkpoint": tmp_path / "checkpoint"}
+    batches = oc.batches("mlp_cemean_ignore_sgd", 4)
+    theirs, mine = train(oc.ort_api(), files, batches), train(ours, files, batches)
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-5)
+    for n in theirs[2]:
+        np.testing.assert_allclose(mine[2][n], theirs[2][n], rtol=1e-5, atol=1e-7)
