@@ -181,7 +181,19 @@ def Where(condition, X, Y):
     return np.where(condition, X, Y).astype(np.result_type(X, Y), copy=False)
 
 
-for _name, _fn in {"Equal": np.equal, "Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
+def _text(x: np.ndarray) -> np.ndarray:
+    """STRING tensors hold bytes when read from a file and str when fed: compare them as str."""
+    if x.dtype != object:
+        return x
+    return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v, otypes=[object])(x)
+
+
+@kernel("Equal")
+def Equal(A, B):
+    return np.asarray(np.equal(_text(A), _text(B)), dtype=bool)
+
+
+for _name, _fn in {"Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
                    "GreaterOrEqual": np.greater_equal, "And": np.logical_and, "Or": np.logical_or,
                    "Xor": np.logical_xor}.items():
     kernel(_name)(lambda A, B, _fn=_fn: np.asarray(_fn(A, B)))

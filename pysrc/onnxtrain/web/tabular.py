@@ -1,0 +1,264 @@
+"""Tabular data for the page: parse a CSV, describe its columns, turn it into feature matrices, and build the
+model whose export takes the raw columns (standardisation, imputation and one-hot encoding inside the graph).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+
+MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
+MAX_CATEGORIES = 50
+MAX_CLASSES = 50
+
+
+class DataError(ValueError):
+    """The data cannot be used as it is; the message says what to change."""
+
+
+@dataclass
+class Table:
+    header: list
+    rows: list  # list of lists of str, all of len(header)
+
+
+def parse_csv(data, name: str = "the CSV file") -> Table:
+    """A Table from CSV bytes (UTF-8, with a header row); ragged rows and empty files are refused."""
+    try:
+        text = bytes(data).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{name} is not UTF-8 text (byte {e.start}): save it as CSV UTF-8") from None
+    try:
+        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    rows = [r for r in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in r)]
+    if not rows:
+        raise DataError(f"{name} is empty")
+    header, body = [h.strip() or f"column {i + 1}" for i, h in enumerate(rows[0])], rows[1:]
+    if not body:
+        raise DataError(f"{name} has a header row but no data rows")
+    for i, row in enumerate(body):
+        if len(row) != len(header):
+            raise DataError(f"{name}: row {i + 2} has {len(row)} fields, but the header has {len(header)}")
+    return Table(header, [[c.strip() for c in r] for r in body])
+
+
+def _is_missing(cell: str) -> bool:
+    return cell.lower() in MISSING
+
+
+def _numeric(values: list):
+    """The column as floats (NaN where missing), or None when some present value is not a number."""
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        if _is_missing(v):
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v)
+        except ValueError:
+            return None
+    return out
+
+
+def describe(table: Table) -> dict:
+    """Per column: kind (numeric / categorical), missing count, distinct count; plus a preview."""
+    columns = []
+    for j, name in enumerate(table.header):
+        values = [r[j] for r in table.rows]
+        numbers = _numeric(values)
+        present = [v for v in values if not _is_missing(v)]
+        columns.append({"name": name, "kind": "numeric" if numbers is not None else "categorical",
+                        "missing": len(values) - len(present), "distinct": len(set(present))})
+    return {"columns": columns, "rows": len(table.rows), "preview": table.rows[:8],
+            "suggested_label": table.header[-1]}
+
+
+def detect_task(table: Table, label: str) -> str:
+    values = [r[table.header.index(label)] for r in table.rows if not _is_missing(r[table.header.index(label)])]
+    numbers = _numeric(values)
+    if numbers is None:
+        return "classification"
+    if np.all(numbers == np.round(numbers)) and len(set(values)) <= 20:
+        return "classification"
+    return "regression"
+
+
+@dataclass
+class Preprocessing:
+    """How raw columns become features; fitted on the training rows only."""
+    numeric: list = field(default_factory=list)        # column names
+    mean: list = field(default_factory=list)
+    std: list = field(default_factory=list)
+    categorical: list = field(default_factory=list)    # column names
+    categories: list = field(default_factory=list)     # per categorical column, its category strings
+    classes: list = field(default_factory=list)        # class names (classification)
+    task: str = "classification"
+
+    @property
+    def n_features(self) -> int:
+        return len(self.numeric) + sum(len(c) for c in self.categories)
+
+    def raw_inputs(self, table: Table, rows) -> tuple:
+        """(numeric float32 [n, k] with NaN for missing, categorical object [n, m] of str)."""
+        idx = [table.header.index(c) for c in self.numeric]
+        num = np.array([[np.nan if _is_missing(table.rows[r][j]) else float(table.rows[r][j]) for j in idx]
+                        for r in rows], dtype=np.float32).reshape(len(rows), len(idx))
+        cidx = [table.header.index(c) for c in self.categorical]
+        cat = np.array([[table.rows[r][j] for j in cidx] for r in rows], dtype=object).reshape(len(rows), len(cidx))
+        return num, cat
+
+    def features(self, num: np.ndarray, cat: np.ndarray) -> np.ndarray:
+        """What the preprocessing graph computes, in numpy: impute, standardise, one-hot."""
+        mean, std = np.float32(self.mean), np.float32(self.std)
+        parts = [(np.where(np.isnan(num), mean, num) - mean) / std]
+        for j, cats in enumerate(self.categories):
+            parts.append((cat[:, j:j + 1] == np.array(cats, dtype=object)[None, :]).astype(np.float32))
+        return np.concatenate(parts, axis=1).astype(np.float32)
+
+
+def prepare(table: Table, label: str, task: str, validation: float = 0.2, seed: int = 0) -> dict:
+    """Split the rows, fit the preprocessing on the training part, and return the arrays."""
+    if label not in table.header:
+        raise DataError(f"there is no column named {label!r}")
+    j = table.header.index(label)
+    labelled = [i for i, r in enumerate(table.rows) if not _is_missing(r[j])]
+    dropped = len(table.rows) - len(labelled)
+    if len(labelled) < 4:
+        raise DataError(f"only {len(labelled)} rows have a value in the label column {label!r}; at least 4 are needed")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(labelled)
+    n_val = max(1, int(round(len(order) * validation)))
+    train_rows, val_rows = sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
+    pre = Preprocessing(task=task)
+    for k, name in enumerate(table.header):
+        if k == j:
+            continue
+        values = [table.rows[r][k] for r in train_rows]
+        numbers = _numeric([table.rows[r][k] for r in range(len(table.rows))])
+        if numbers is not None:
+            present = numbers[train_rows][~np.isnan(numbers[train_rows])]
+            mean = float(present.mean()) if present.size else 0.0
+            std = float(present.std()) if present.size else 1.0
+            pre.numeric.append(name)
+            pre.mean.append(mean)
+            pre.std.append(std if std > 0 else 1.0)
+        else:
+            cats = sorted({v for v in values if not _is_missing(v)})
+            if len(cats) > MAX_CATEGORIES:
+                raise DataError(f"column {name!r} has {len(cats)} different text values; at most {MAX_CATEGORIES} can "
+                                f"be one-hot encoded. Remove the column or make it numeric")
+            pre.categorical.append(name)
+            pre.categories.append(cats)
+    if pre.n_features == 0:
+        raise DataError("there are no feature columns besides the label")
+    labels = [table.rows[r][j] for r in range(len(table.rows))]
+    if task == "classification":
+        pre.classes = sorted({labels[r] for r in train_rows}, key=_class_key)
+        if len(pre.classes) < 2:
+            raise DataError(f"the label column {label!r} has only one class ({pre.classes[0]!r}) in the training "
+                            f"rows; a classifier needs at least two")
+        if len(pre.classes) > MAX_CLASSES:
+            raise DataError(f"the label column {label!r} has {len(pre.classes)} classes; use regression or fewer "
+                            f"classes (at most {MAX_CLASSES})")
+        index = {c: i for i, c in enumerate(pre.classes)}
+        y = np.array([index.get(labels[r], -1) for r in range(len(labels))], dtype=np.int64)
+    else:
+        numbers = _numeric(labels)
+        if numbers is None:
+            raise DataError(f"the label column {label!r} has text values, so it cannot be a regression target")
+        y = numbers.astype(np.float32).reshape(-1, 1)
+    num, cat = pre.raw_inputs(table, list(range(len(table.rows))))
+    x = pre.features(num, cat)
+    val_known = [r for r in val_rows if task != "classification" or y[r] >= 0]
+    missing_cells = int(np.isnan(num).sum() + sum(_is_missing(c) for c in cat.ravel()))
+    return {"preprocessing": pre, "x_train": x[train_rows], "y_train": y[train_rows],
+            "x_val": x[val_known], "y_val": y[val_known], "train_rows": train_rows, "val_rows": val_known,
+            "dropped_rows": dropped, "missing_cells": missing_cells}
+
+
+def _class_key(c: str):
+    try:
+        return (0, float(c), c)
+    except ValueError:
+        return (1, 0.0, c)
+
+
+def mlp_model(n_in: int, hidden: list, n_out: int, seed: int = 0) -> Model:
+    """A forward MLP: features [batch, n_in] -> Gemm/Relu ... -> output [batch, n_out]."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev, width = [], [], "features", n_in
+    sizes = list(hidden) + [n_out]
+    for i, size in enumerate(sizes):
+        w, b = f"fc{i + 1}.weight", f"fc{i + 1}.bias"
+        bound = 1 / np.sqrt(width)
+        inits += [Tensor(w, rng.uniform(-bound, bound, (size, width)).astype(np.float32), 1),
+                  Tensor(b, rng.uniform(-bound, bound, size).astype(np.float32), 1)]
+        out = "output" if i == len(sizes) - 1 else f"fc{i + 1}_out"
+        nodes.append(Node("Gemm", [prev, w, b], [out], name=f"fc{i + 1}",
+                          attributes={"transB": Attribute("transB", AttrType.INT, 1)}))
+        if i < len(sizes) - 1:
+            nodes.append(Node("Relu", [out], [f"relu{i + 1}"], name=f"relu{i + 1}"))
+            prev = f"relu{i + 1}"
+        width = size
+    graph = Graph(name="tabular_mlp", nodes=nodes, initializers=inits,
+                  inputs=[ValueInfo("features", TensorType(1, ["batch", n_in]))],
+                  outputs=[ValueInfo("output", TensorType(1, ["batch", n_out]))])
+    return Model(graph=graph, ir_version=8, opset_imports={"": 19}, producer_name="onnxtrain")
+
+
+def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
+    """The exported model with the preprocessing in front: inputs ``numeric`` (float32 [batch, k], NaN for
+    missing) and ``categorical`` (string [batch, m]); for classification also ``probabilities`` and ``label``."""
+    g = inference.graph
+    nodes, inits, parts = [], [], []
+
+    def const(name, value, code):
+        inits.append(Tensor(name, value, code))
+        return name
+
+    inputs = []
+    if pre.numeric:
+        inputs.append(ValueInfo("numeric", TensorType(1, ["batch", len(pre.numeric)])))
+        mean = const("pre.mean", np.float32(pre.mean).reshape(1, -1), 1)
+        std = const("pre.std", np.float32(pre.std).reshape(1, -1), 1)
+        nodes += [Node("IsNaN", ["numeric"], ["pre.missing"], name="pre.missing"),
+                  Node("Where", ["pre.missing", mean, "numeric"], ["pre.imputed"], name="pre.impute"),
+                  Node("Sub", ["pre.imputed", mean], ["pre.centered"], name="pre.center"),
+                  Node("Div", ["pre.centered", std], ["pre.scaled"], name="pre.scale")]
+        parts.append("pre.scaled")
+    if pre.categorical:
+        inputs.append(ValueInfo("categorical", TensorType(8, ["batch", len(pre.categorical)])))
+        for j, cats in enumerate(pre.categories):
+            col = const(f"pre.col{j}", np.array([j], np.int64), 7)
+            values = const(f"pre.categories{j}", np.array([c.encode() for c in cats], dtype=object).reshape(1, -1), 8)
+            nodes += [Node("Gather", ["categorical", col], [f"pre.c{j}"], name=f"pre.column{j}",
+                           attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
+                      Node("Equal", [f"pre.c{j}", values], [f"pre.hot{j}"], name=f"pre.onehot{j}"),
+                      Node("Cast", [f"pre.hot{j}"], [f"pre.onehotf{j}"], name=f"pre.cast{j}",
+                           attributes={"to": Attribute("to", AttrType.INT, 1)})]
+            parts.append(f"pre.onehotf{j}")
+    nodes.append(Node("Concat", parts, ["features"], name="pre.features",
+                      attributes={"axis": Attribute("axis", AttrType.INT, 1)}))
+    outputs = list(g.outputs)
+    tail = []
+    if pre.task == "classification":
+        tail = [Node("Softmax", ["output"], ["probabilities"], name="post.softmax",
+                     attributes={"axis": Attribute("axis", AttrType.INT, -1)}),
+                Node("ArgMax", ["output"], ["label"], name="post.argmax",
+                     attributes={"axis": Attribute("axis", AttrType.INT, 1),
+                                 "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
+        outputs += [ValueInfo("probabilities", TensorType(1, ["batch", len(pre.classes)])),
+                    ValueInfo("label", TensorType(7, ["batch"]))]
+    graph = Graph(name=g.name, nodes=nodes + list(g.nodes) + tail, inputs=inputs, outputs=outputs,
+                  initializers=inits + list(g.initializers), value_info=list(g.value_info),
+                  doc_string="Inputs: numeric columns " + ", ".join(pre.numeric) + "; categorical columns "
+                  + ", ".join(pre.categorical) + ". Classes: " + ", ".join(pre.classes))
+    opset = max(inference.opset("") or 19, 19)  # Equal on strings needs opset 19
+    return Model(graph=graph, ir_version=max(inference.ir_version, 9), opset_imports={"": opset},
+                 producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(pre.classes)})

@@ -1,0 +1,106 @@
+"""The page's tabular flow in CPython: CSV -> preprocessing -> MLP artifacts -> training -> an exported model
+that takes the raw columns and runs in onnxruntime."""
+import csv
+import io
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from sklearn.datasets import load_wine
+
+from onnxtrain import api, artifacts, ir
+from onnxtrain.web import tabular
+
+
+def wine_csv(missing=True) -> bytes:
+    data = load_wine()
+    rng = np.random.default_rng(0)
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(list(data.feature_names) + ["region", "cultivar"])
+    for row, target in zip(data.data, data.target):
+        cells = [f"{v:g}" for v in row]
+        if missing and rng.random() < 0.1:
+            cells[rng.integers(0, len(cells))] = ""
+        region = ["north", "south", "east"][int(row[0] > 13) + int(row[12] > 1000)]
+        w.writerow(cells + [region, f"class_{target}"])
+    return out.getvalue().encode()
+
+
+def train_table(table, label, task, epochs=40):
+    prep = tabular.prepare(table, label, task)
+    pre = prep["preprocessing"]
+    n_out = len(pre.classes) if task == "classification" else 1
+    forward = tabular.mlp_model(pre.n_features, [16], n_out)
+    arts = artifacts.generate_artifacts(
+        forward, requires_grad=[t.name for t in forward.graph.initializers],
+        loss=artifacts.LossType.CrossEntropyLoss if task == "classification" else artifacts.LossType.MSELoss,
+        optimizer=artifacts.OptimType.AdamW)
+    state = api.CheckpointState.load_checkpoint(arts["checkpoint"])
+    module = api.Module(arts["training_model.onnx"], state, arts["eval_model.onnx"])
+    optimizer = api.Optimizer(arts["optimizer_model.onnx"], module)
+    optimizer.set_learning_rate(0.01)
+    x, y = prep["x_train"], prep["y_train"]
+    for _ in range(epochs):
+        for start in range(0, len(x), 32):
+            module(x[start:start + 32], y[start:start + 32])
+            optimizer.step()
+            module.lazy_reset_grad()
+    exported = ir.load(module.export_model_for_inferencing(None, ["output"]))
+    return prep, tabular.with_preprocessing(exported, pre)
+
+
+def test_describe_and_task_detection():
+    table = tabular.parse_csv(wine_csv())
+    info = tabular.describe(table)
+    kinds = {c["name"]: c["kind"] for c in info["columns"]}
+    assert kinds["alcohol"] == "numeric" and kinds["region"] == "categorical" and kinds["cultivar"] == "categorical"
+    assert info["rows"] == 178 and info["suggested_label"] == "cultivar"
+    assert sum(c["missing"] for c in info["columns"]) > 0
+    assert tabular.detect_task(table, "cultivar") == "classification"
+    assert tabular.detect_task(table, "proline") == "regression"
+
+
+def test_exported_model_takes_raw_columns_and_beats_the_baseline():
+    table = tabular.parse_csv(wine_csv())
+    prep, model = train_table(table, "cultivar", "classification")
+    pre = prep["preprocessing"]
+    num, cat = pre.raw_inputs(table, prep["val_rows"])
+    sess = ort.InferenceSession(ir.to_bytes(model), providers=["CPUExecutionProvider"])
+    logits, probs, label = sess.run(None, {"numeric": num, "categorical": cat.astype(str)})
+    # the graph's preprocessing equals the numpy one, and our runtime agrees with onnxruntime
+    from onnxtrain.runtime import Session
+    ours = Session(model).run({"numeric": num, "categorical": cat})
+    np.testing.assert_allclose(ours[0], logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(ours[2], label)
+    accuracy = float(np.mean(label == prep["y_val"]))
+    baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
+    assert accuracy > baseline + 0.3, (accuracy, baseline)
+    np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-5)
+
+
+def test_regression_exports_and_beats_predicting_the_mean():
+    table = tabular.parse_csv(wine_csv(missing=False))
+    prep, model = train_table(table, "proline", "regression", epochs=60)
+    num, cat = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
+    (pred,) = ort.InferenceSession(ir.to_bytes(model), providers=["CPUExecutionProvider"]).run(
+        None, {"numeric": num, "categorical": cat.astype(str)})
+    y = prep["y_val"]
+    assert np.mean(np.abs(pred - y)) < np.mean(np.abs(y - prep["y_train"].mean()))
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"", "is empty"),
+    (b"a,b\n", "no data rows"),
+    (b"a,b\n1,2\n3\n", "row 3 has 1 fields, but the header has 2"),
+    (b"\xff\xfe\x00a", "not UTF-8"),
+])
+def test_bad_csv_files(text, message):
+    with pytest.raises(tabular.DataError, match=message):
+        tabular.parse_csv(text)
+
+
+def test_one_class_label_is_refused():
+    table = tabular.parse_csv(b"x,y\n1,a\n2,a\n3,a\n4,a\n5,a\n")
+    with pytest.raises(tabular.DataError, match="only one class"):
+        tabular.prepare(table, "y", "classification")
