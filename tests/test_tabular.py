@@ -104,3 +104,24 @@ def test_one_class_label_is_refused():
     table = tabular.parse_csv(b"x,y\n1,a\n2,a\n3,a\n4,a\n5,a\n")
     with pytest.raises(tabular.DataError, match="only one class"):
         tabular.prepare(table, "y", "classification")
+
+
+def test_tabular_session_as_the_worker_drives_it():
+    session = tabular.TabularSession(memoryview(wine_csv()))
+    info = session.describe()
+    assert info["task"] == "classification"
+    setup = session.setup("cultivar", "classification", [16])
+    assert setup["classes"] == ["class_0", "class_1", "class_2"] and setup["missing_cells"] > 0
+    epochs = 0
+    while epochs < 15:
+        r = session.step(32, 0.01)
+        epochs += r["epoch_done"]
+    metrics = session.evaluate()
+    assert metrics["accuracy"] > metrics["baseline"] + 0.3
+    assert sum(map(sum, metrics["confusion"])) == setup["validation_rows"]
+    model = session.export_model()
+    pre = session.prep["preprocessing"]
+    num, cat = pre.raw_inputs(session.table, session.prep["val_rows"])
+    label = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+        ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
+    assert [pre.classes[i] for i in label] == session.predict_validation()

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import artifacts
+from ..api import CheckpointState, Module, Optimizer
+from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..runtime import Session
+from .bridge import _buffer, _bytes
 
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
 MAX_CATEGORIES = 50
@@ -262,3 +267,89 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
     opset = max(inference.opset("") or 19, 19)  # Equal on strings needs opset 19
     return Model(graph=graph, ir_version=max(inference.ir_version, 9), opset_imports={"": opset},
                  producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(pre.classes)})
+
+
+class TabularSession:
+    """The CSV flow for the worker: load, set up, train batch by batch, evaluate, export."""
+
+    def __init__(self, data, name: str = "the CSV file"):
+        self.table = parse_csv(_bytes(data), name)
+        self.prep = self.module = self.optimizer = self.state = None
+
+    def describe(self) -> dict:
+        info = describe(self.table)
+        info["task"] = detect_task(self.table, info["suggested_label"])
+        return info
+
+    def detect_task(self, label: str) -> str:
+        return detect_task(self.table, str(label))
+
+    def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0) -> dict:
+        prep = prepare(self.table, str(label), str(task), float(validation), int(seed))
+        pre = prep["preprocessing"]
+        n_out = len(pre.classes) if pre.task == "classification" else 1
+        forward = mlp_model(pre.n_features, [int(h) for h in _buffer(hidden)], n_out, seed)
+        loss = artifacts.LossType.CrossEntropyLoss if pre.task == "classification" else artifacts.LossType.MSELoss
+        self.artifacts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
+                                                      loss=loss, optimizer=artifacts.OptimType.AdamW)
+        self.state = CheckpointState.load_checkpoint(self.artifacts["checkpoint"])
+        self.module = Module(self.artifacts["training_model.onnx"], self.state, self.artifacts["eval_model.onnx"])
+        self.optimizer = Optimizer(self.artifacts["optimizer_model.onnx"], self.module)
+        self.prep, self.rng, self.epoch, self.order, self.position = prep, np.random.default_rng(seed), 0, None, 0
+        return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
+                "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
+                "dropped_rows": prep["dropped_rows"], "missing_cells": prep["missing_cells"],
+                "numeric": pre.numeric, "categorical": pre.categorical,
+                "parameters": self.module.get_parameters_size(True)}
+
+    def step(self, batch_size: int, learning_rate: float) -> dict:
+        """One training batch; ``epoch_done`` is set on the last batch of an epoch."""
+        x, y = self.prep["x_train"], self.prep["y_train"]
+        if self.order is None:
+            self.order, self.position = self.rng.permutation(len(x)), 0
+        rows = self.order[self.position:self.position + int(batch_size)]
+        self.optimizer.set_learning_rate(float(learning_rate))
+        self.module.train()
+        loss = float(np.asarray(self.module(x[rows], y[rows])).reshape(-1)[0])
+        self.optimizer.step()
+        self.module.lazy_reset_grad()
+        self.position += len(rows)
+        done = self.position >= len(x)
+        if done:
+            self.epoch += 1
+            self.order = None
+        return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
+                "batches_per_epoch": -(-len(x) // int(batch_size))}
+
+    def evaluate(self) -> dict:
+        """Loss and accuracy (or mean absolute error) on the validation rows, and a confusion matrix."""
+        pre, x, y = self.prep["preprocessing"], self.prep["x_val"], self.prep["y_val"]
+        out = self._forward(x)
+        result = {"loss": float(np.asarray(self.module.eval()(x, y)).reshape(-1)[0])}
+        if pre.task == "classification":
+            pred = out.argmax(axis=1)
+            k = len(pre.classes)
+            confusion = np.zeros((k, k), dtype=int)
+            np.add.at(confusion, (y, pred), 1)
+            result.update(accuracy=float(np.mean(pred == y)), confusion=confusion.tolist(),
+                          baseline=float(np.max(np.bincount(y, minlength=k)) / len(y)))
+        else:
+            result.update(mae=float(np.mean(np.abs(out - y))), baseline=float(np.mean(np.abs(y - y.mean()))))
+        return result
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        model = self.module.export_model_for_inferencing(None, ["output"])
+        return Session(ir_load(model)).run([x])[0]
+
+    def predict_validation(self) -> list:
+        """The validation rows' predictions (class names or numbers), as the page shows them."""
+        out = self._forward(self.prep["x_val"])
+        pre = self.prep["preprocessing"]
+        if pre.task == "classification":
+            return [pre.classes[i] for i in out.argmax(axis=1)]
+        return [float(v) for v in out.ravel()]
+
+    def export_model(self) -> bytes:
+        exported = ir_load(self.module.export_model_for_inferencing(None, ["output"]))
+        return to_bytes(with_preprocessing(exported, self.prep["preprocessing"]))
+
