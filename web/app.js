@@ -1,4 +1,6 @@
 // The page: talks to the training worker through a small promise-based RPC.
+import { setUpTabular } from "./tabular.js";
+
 const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
 let nextId = 1;
 const pending = new Map();
@@ -22,6 +24,7 @@ export function call(type, args = {}, { transfer = [], onProgress } = {}) {
 
 const ready = call("init");
 window.onnxtrain = { call, ready };
+setUpTabular(call, ready);
 
 const $ = (id) => document.getElementById(id);
 

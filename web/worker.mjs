@@ -8,6 +8,7 @@ let py = null;
 let bridge = null;
 let session = null;
 let cancelled = false;
+let tabular = null;
 
 function toJs(proxy) {
   const value = proxy.toJs({ dict_converter: Object.fromEntries });
@@ -99,6 +100,48 @@ const handlers = {
       list.destroy();
     }
   },
+
+  // ---- the CSV flow -------------------------------------------------------------------------------
+  async tabularLoad({ bytes, name }) {
+    const next = py.pyimport("onnxtrain.web.tabular").TabularSession(new Uint8Array(bytes), name);
+    if (tabular) tabular.destroy();
+    tabular = next;
+    return toJs(tabular.describe());
+  },
+
+  async tabularDetect({ label }) { return tabular.detect_task(label); },
+
+  async tabularSetup({ label, task, hidden, validation = 0.2 }) {
+    return toJs(tabular.setup(label, task, hidden, validation));
+  },
+
+  // Trains until `epochs` epochs are done in total (so a paused run resumes where it stopped).
+  async tabularTrain({ id, epochs, batchSize, lr, schedule = "constant" }) {
+    cancelled = false;
+    let result = null;
+    const t0 = performance.now();
+    let examples = 0;
+    while (!cancelled) {
+      const done = tabular.epoch;
+      if (done >= epochs) break;
+      const progress = done / epochs;
+      const rate = schedule === "linear" ? lr * Math.min(1, (progress + 0.05) / 0.1) * Math.max(0, 1 - progress) : lr;
+      const step = toJs(tabular.step(batchSize, Math.max(rate, lr * 0.01)));
+      examples += step.examples;
+      const message = { id, type: "progress", epoch: step.epoch, epochs, loss: step.loss,
+        examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
+      if (step.epoch_done) {
+        message.metrics = toJs(tabular.evaluate());
+        result = message.metrics;
+      }
+      self.postMessage(message);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    return { epoch: tabular.epoch, cancelled, metrics: result };
+  },
+
+  async tabularExport() { return bytesOf(tabular.export_model()); },
+  async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
 
   async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },
   async saveCheckpoint({ includeOptimizerState = true }) { return bytesOf(session.save_checkpoint(includeOptimizerState)); },

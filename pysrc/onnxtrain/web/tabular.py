@@ -332,7 +332,7 @@ class TabularSession:
             confusion = np.zeros((k, k), dtype=int)
             np.add.at(confusion, (y, pred), 1)
             result.update(accuracy=float(np.mean(pred == y)), confusion=confusion.tolist(),
-                          baseline=float(np.max(np.bincount(y, minlength=k)) / len(y)))
+                          baseline=float(np.max(np.bincount(y.astype(np.intp), minlength=k)) / len(y)))
         else:
             result.update(mae=float(np.mean(np.abs(out - y))), baseline=float(np.mean(np.abs(y - y.mean()))))
         return result

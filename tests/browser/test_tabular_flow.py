@@ -1,0 +1,74 @@
+"""The CSV flow end to end through the page's UI, with the downloaded model checked in onnxruntime."""
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from onnxtrain.web import tabular
+from test_tabular import wine_csv
+
+SHOTS = Path(__file__).resolve().parents[2] / "test-output"
+
+
+def train_through_ui(page, epochs=15):
+    page.select_option("#csv-label", "cultivar")
+    page.fill("#csv-epochs", str(epochs))
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.') "
+                           "|| !document.getElementById('csv-error').hidden", timeout=180_000)
+    assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
+
+
+def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
+    page = site_page.page
+    csv_path = tmp_path / "wine.csv"
+    csv_path.write_bytes(wine_csv())
+    page.set_input_files("#csv-file", str(csv_path))
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    assert "region" in page.text_content("#csv-info") and page.input_value("#csv-task") == "classification"
+    train_through_ui(page)
+    assert "accuracy" in page.text_content("#csv-metrics")
+    assert page.locator("#csv-confusion table").count() == 1 and page.locator("#csv-chart canvas").count() >= 1
+    with page.expect_download() as download:
+        page.click("#csv-download")
+    model = tmp_path / "model.onnx"
+    download.value.save_as(model)
+    assert download.value.suggested_filename == "wine.onnx"
+
+    table = tabular.parse_csv(csv_path.read_bytes())
+    prep = tabular.prepare(table, "cultivar", "classification")
+    pre = prep["preprocessing"]
+    num, cat = pre.raw_inputs(table, prep["val_rows"])
+    label = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
+        ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
+    in_page = site_page.call("tabularPredictValidation")
+    assert [pre.classes[i] for i in label] == in_page
+    accuracy = float(np.mean(label == prep["y_val"]))
+    baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
+    assert accuracy > baseline + 0.3, (accuracy, baseline)
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "csv-laptop.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SHOTS / "csv-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 720})
+
+
+def test_bad_csv_files_show_clear_errors_and_the_page_recovers(site_page, tmp_path):
+    page = site_page.page
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("a,b,c\n1,2,3\n4,5\n")
+    page.set_input_files("#csv-file", str(ragged))
+    page.wait_for_selector("#csv-error:not([hidden])")
+    assert "row 3 has 2 fields, but the header has 3" in page.text_content("#csv-error")
+    one_class = tmp_path / "one.csv"
+    one_class.write_text("x,y\n" + "".join(f"{i},same\n" for i in range(10)))
+    page.set_input_files("#csv-file", str(one_class))
+    page.wait_for_function("() => document.getElementById('csv-error').hidden")
+    page.select_option("#csv-label", "y")
+    page.select_option("#csv-task", "classification")
+    page.click("#csv-train")
+    page.wait_for_selector("#csv-error:not([hidden])")
+    assert "only one class" in page.text_content("#csv-error")
+    page.click("#csv-sample")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Loaded wine.csv')")
+    train_through_ui(page, epochs=3)

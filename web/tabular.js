@@ -1,0 +1,155 @@
+// The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
+import uPlot from "./vendor/uPlot.esm.js";
+
+const $ = (id) => document.getElementById(id);
+let call = null;
+let chart = null;
+const history = { epoch: [], train: [], validation: [], metric: [] };
+let paused = false;
+let fileName = "data.csv";
+
+function showError(err) {
+  $("csv-error").hidden = false;
+  $("csv-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
+}
+
+function clearError() { $("csv-error").hidden = true; }
+
+function table(rows, header) {
+  const esc = (v) => String(v).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
+  const head = header ? `<tr>${header.map((h) => `<th>${esc(h)}</th>`).join("")}</tr>` : "";
+  return `<table>${head}${rows.map((r) => `<tr>${r.map((c, i) => (i === 0 && !header ? `<th>${esc(c)}</th>` : `<td>${esc(c)}</td>`)).join("")}</tr>`).join("")}</table>`;
+}
+
+async function load(bytes, name) {
+  clearError();
+  fileName = name;
+  const info = await call("tabularLoad", { bytes, name }, { transfer: [bytes] });
+  const label = $("csv-label");
+  label.innerHTML = info.columns.map((c) => `<option>${c.name}</option>`).join("");
+  label.value = info.suggested_label;
+  $("csv-task").value = info.task;
+  const missing = info.columns.filter((c) => c.missing).map((c) => `${c.name} (${c.missing})`);
+  $("csv-info").textContent = `${info.rows} rows, ${info.columns.length} columns; ` +
+    `text columns (one-hot encoded): ${info.columns.filter((c) => c.kind === "categorical").map((c) => c.name).join(", ") || "none"}; ` +
+    `missing values (filled with the column mean or left as no category): ${missing.join(", ") || "none"}.`;
+  $("csv-preview").innerHTML = table(info.preview, info.columns.map((c) => c.name));
+  $("csv-setup").hidden = false;
+  $("csv-metrics").textContent = `Loaded ${name}: ${info.rows} rows. Pick the column to predict and press Train.`;
+}
+
+function plot(metricName) {
+  const width = Math.min($("csv-chart").clientWidth || 600, 720);
+  const data = [history.epoch, history.train, history.validation, history.metric];
+  if (!chart) {
+    chart = new uPlot({
+      width, height: 240,
+      scales: { x: { time: false }, metric: { range: (u, lo, hi) => [0, metricName === "accuracy" ? 1 : hi * 1.1] } },
+      axes: [{ label: "epoch" }, { label: "loss" }, { side: 1, scale: "metric", label: metricName, grid: { show: false } }],
+      series: [{ label: "epoch" }, { label: "training loss", stroke: "#2857d8" },
+        { label: "validation loss", stroke: "#d8572a" }, { label: metricName, stroke: "#2a9d5c", scale: "metric" }],
+    }, data, $("csv-chart"));
+  } else {
+    chart.setData(data);
+  }
+}
+
+function showConfusion(metrics, classes) {
+  if (!metrics.confusion) { $("csv-confusion").innerHTML = ""; return; }
+  const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
+  $("csv-confusion").innerHTML = `<p class="metrics">Confusion matrix (rows: true class, columns: predicted)</p>` +
+    table(rows, ["", ...classes]);
+}
+
+async function train() {
+  clearError();
+  for (const b of ["csv-train", "csv-download"]) $(b).disabled = true;
+  $("csv-pause").disabled = $("csv-cancel").disabled = false;
+  try {
+    let setup = window.onnxtrainTabular;
+    if (!paused) {
+      const hidden = $("csv-hidden").value.split(/[ ,]+/).filter(Boolean).map(Number);
+      setup = await call("tabularSetup", { label: $("csv-label").value, task: $("csv-task").value, hidden });
+      window.onnxtrainTabular = setup;
+      for (const k of Object.keys(history)) history[k] = [];
+      if (chart) { chart.destroy(); chart = null; }
+    }
+    paused = false;
+    const metricName = setup.task === "classification" ? "accuracy" : "mean abs. error";
+    const epochs = Number($("csv-epochs").value);
+    const started = performance.now();
+    let lossSum = 0, lossCount = 0;
+    const result = await call("tabularTrain", { epochs, batchSize: Number($("csv-batch").value),
+      lr: Number($("csv-lr").value), schedule: $("csv-schedule").value }, {
+      onProgress: (p) => {
+        lossSum += p.loss; lossCount += 1;
+        const fraction = p.epoch / p.epochs;
+        $("csv-progress").value = fraction;
+        const eta = fraction > 0 ? ((performance.now() - started) / 1000) * (1 / fraction - 1) : 0;
+        if (!p.metrics) return;
+        history.epoch.push(p.epoch);
+        history.train.push(lossSum / lossCount);
+        history.validation.push(p.metrics.loss);
+        history.metric.push(setup.task === "classification" ? p.metrics.accuracy : p.metrics.mae);
+        lossSum = lossCount = 0;
+        const m = setup.task === "classification"
+          ? `accuracy ${(100 * p.metrics.accuracy).toFixed(1)}% (always guessing the most common class: ${(100 * p.metrics.baseline).toFixed(1)}%)`
+          : `mean abs. error ${p.metrics.mae.toPrecision(4)} (predicting the mean: ${p.metrics.baseline.toPrecision(4)})`;
+        $("csv-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · validation ${m} · ` +
+          `${Math.round(p.examplesPerSecond)} examples/s · about ${Math.ceil(eta)} s left`;
+        plot(metricName);
+        showConfusion(p.metrics, setup.classes);
+      },
+    });
+    if (result.cancelled) {
+      $("csv-metrics").textContent += paused ? " · paused" : " · cancelled";
+    } else {
+      $("csv-metrics").textContent = "Done. " + $("csv-metrics").textContent.replace(/ · about \d+ s left/, "");
+    }
+    $("csv-download").disabled = false;
+  } catch (err) {
+    showError(err);
+    paused = false;
+  } finally {
+    $("csv-train").disabled = false;
+    $("csv-train").textContent = paused ? "Resume" : "Train";
+    $("csv-pause").disabled = $("csv-cancel").disabled = true;
+  }
+}
+
+function fitChart() {
+  if (chart) chart.setSize({ width: Math.min($("csv-chart").clientWidth || 600, 720), height: 240 });
+}
+
+export function setUpTabular(rpc, ready) {
+  call = rpc;
+  window.addEventListener("resize", fitChart);
+  const drop = $("drop");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    const file = e.dataTransfer.files[0];
+    if (file) await load(await file.arrayBuffer(), file.name).catch(showError);
+  });
+  $("csv-file").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (file) await load(await file.arrayBuffer(), file.name).catch(showError);
+  });
+  $("csv-sample").onclick = async () => load(await (await fetch("samples/wine.csv")).arrayBuffer(), "wine.csv").catch(showError);
+  $("csv-label").onchange = async () => { $("csv-task").value = await call("tabularDetect", { label: $("csv-label").value }); paused = false; $("csv-train").textContent = "Train"; };
+  $("csv-train").onclick = train;
+  $("csv-pause").onclick = () => { paused = true; call("cancel"); };
+  $("csv-cancel").onclick = () => { paused = false; call("cancel"); };
+  $("csv-download").onclick = async () => {
+    const bytes = await call("tabularExport");
+    const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+    const a = Object.assign(document.createElement("a"), { href: url, download: fileName.replace(/\.csv$/i, "") + ".onnx" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+  ready.then(() => { $("csv-sample").disabled = false; });
+}
