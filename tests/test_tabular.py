@@ -125,3 +125,23 @@ def test_tabular_session_as_the_worker_drives_it():
     label = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
         ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
     assert [pre.classes[i] for i in label] == session.predict_validation()
+
+
+def test_a_saved_run_resumes_exactly():
+    data = wine_csv()
+    a = tabular.TabularSession(data)
+    a.setup("cultivar", "classification", [8])
+    for _ in range(12):  # part of the first epochs
+        a.step(16, 0.01)
+    while not a.step(16, 0.01)["epoch_done"]:
+        pass
+    saved = a.checkpoint()
+    b = tabular.TabularSession(data)
+    b.setup("cultivar", "classification", [8])
+    assert b.restore(saved) == a.epoch
+    # the shuffle order is not saved, so compare the state and one step on the same batch
+    for n, p in a.training.state.parameters:
+        np.testing.assert_array_equal(b.training.state.parameters[n].data, p.data)
+    x, y = a.prep["x_train"][:16], a.prep["y_train"][:16]
+    assert float(a.module(x, y)) == float(b.module(x, y))
+    assert api.CheckpointState.load_checkpoint(saved).properties["epoch"] == a.epoch

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import json
+
 from .. import artifacts
-from ..api import CheckpointState, Module, Optimizer
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
-from .bridge import _buffer, _bytes
+from .bridge import TrainingSession, _buffer, _bytes
 
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
 MAX_CATEGORIES = 50
@@ -274,7 +275,7 @@ class TabularSession:
 
     def __init__(self, data, name: str = "the CSV file"):
         self.table = parse_csv(_bytes(data), name)
-        self.prep = self.module = self.optimizer = self.state = None
+        self.prep = self.training = self.settings = None
 
     def describe(self) -> dict:
         info = describe(self.table)
@@ -290,11 +291,13 @@ class TabularSession:
         n_out = len(pre.classes) if pre.task == "classification" else 1
         forward = mlp_model(pre.n_features, [int(h) for h in _buffer(hidden)], n_out, seed)
         loss = artifacts.LossType.CrossEntropyLoss if pre.task == "classification" else artifacts.LossType.MSELoss
-        self.artifacts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
-                                                      loss=loss, optimizer=artifacts.OptimType.AdamW)
-        self.state = CheckpointState.load_checkpoint(self.artifacts["checkpoint"])
-        self.module = Module(self.artifacts["training_model.onnx"], self.state, self.artifacts["eval_model.onnx"])
-        self.optimizer = Optimizer(self.artifacts["optimizer_model.onnx"], self.module)
+        arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
+                                            loss=loss, optimizer=artifacts.OptimType.AdamW)
+        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                                        arts["optimizer_model.onnx"])
+        self.module, self.optimizer = self.training.module, self.training.optimizer
+        self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
+                         "validation": float(validation), "seed": int(seed)}
         self.prep, self.rng, self.epoch, self.order, self.position = prep, np.random.default_rng(seed), 0, None, 0
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
                 "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
@@ -348,6 +351,20 @@ class TabularSession:
         if pre.task == "classification":
             return [pre.classes[i] for i in out.argmax(axis=1)]
         return [float(v) for v in out.ravel()]
+
+    def checkpoint(self) -> bytes:
+        """Parameters, optimizer state, the finished epoch count and the run's settings."""
+        props = self.training.state.properties
+        props["epoch"] = self.epoch
+        props["onnxtrain.tabular"] = json.dumps(self.settings)
+        return self.training.save_checkpoint(True)
+
+    def restore(self, data) -> int:
+        """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""
+        self.training.load_checkpoint(data)
+        self.module, self.optimizer = self.training.module, self.training.optimizer
+        self.epoch, self.order = int(self.training.state.properties["epoch"]), None
+        return self.epoch
 
     def export_model(self) -> bytes:
         exported = ir_load(self.module.export_model_for_inferencing(None, ["output"]))
