@@ -1,5 +1,6 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
 import uPlot from "./vendor/uPlot.esm.js";
+import { deleteRun, getRun, listRuns, saveRun } from "./runs.js";
 
 const $ = (id) => document.getElementById(id);
 let call = null;
@@ -7,6 +8,8 @@ let chart = null;
 const history = { epoch: [], train: [], validation: [], metric: [] };
 let paused = false;
 let fileName = "data.csv";
+let csvBytes = null;
+let run = null; // the saved run being trained
 
 function showError(err) {
   $("csv-error").hidden = false;
@@ -24,6 +27,7 @@ function table(rows, header) {
 async function load(bytes, name) {
   clearError();
   fileName = name;
+  csvBytes = bytes.slice(0);
   const info = await call("tabularLoad", { bytes, name }, { transfer: [bytes] });
   const label = $("csv-label");
   label.innerHTML = info.columns.map((c) => `<option>${c.name}</option>`).join("");
@@ -73,6 +77,7 @@ async function train() {
       window.onnxtrainTabular = setup;
       for (const k of Object.keys(history)) history[k] = [];
       if (chart) { chart.destroy(); chart = null; }
+      run = { id: Date.now(), name: fileName, csv: csvBytes, settings: settings(), epoch: 0 };
     }
     paused = false;
     const metricName = setup.task === "classification" ? "accuracy" : "mean abs. error";
@@ -99,6 +104,9 @@ async function train() {
           `${Math.round(p.examplesPerSecond)} examples/s · about ${Math.ceil(eta)} s left`;
         plot(metricName);
         showConfusion(p.metrics, setup.classes);
+        Object.assign(run, { checkpoint: p.checkpoint, epoch: p.epoch, history: { ...history },
+          settings: settings(), metrics: $("csv-metrics").textContent });
+        saveRun(run).then(showRuns, showError);
       },
     });
     if (result.cancelled) {
@@ -115,6 +123,49 @@ async function train() {
     $("csv-train").textContent = paused ? "Resume" : "Train";
     $("csv-pause").disabled = $("csv-cancel").disabled = true;
   }
+}
+
+function settings() {
+  return { label: $("csv-label").value, task: $("csv-task").value, hidden: $("csv-hidden").value,
+    epochs: $("csv-epochs").value, batch: $("csv-batch").value, lr: $("csv-lr").value,
+    schedule: $("csv-schedule").value };
+}
+
+async function showRuns() {
+  const runs = await listRuns();
+  $("runs").hidden = runs.length === 0;
+  $("runs-list").innerHTML = "";
+  for (const r of runs) {
+    const li = document.createElement("li");
+    const text = document.createElement("span");
+    text.textContent = `${r.name}: predict ${r.settings.label}, epoch ${r.epoch}/${r.settings.epochs}, ` +
+      `saved ${new Date(r.id).toLocaleString()}`;
+    const resume = Object.assign(document.createElement("button"), { textContent: "Resume", className: "secondary" });
+    resume.onclick = () => resumeRun(r.id).catch(showError);
+    const remove = Object.assign(document.createElement("button"), { textContent: "Delete", className: "secondary" });
+    remove.onclick = async () => { await deleteRun(r.id); showRuns(); };
+    li.append(text, resume, remove);
+    $("runs-list").append(li);
+  }
+}
+
+async function resumeRun(id) {
+  const saved = await getRun(id);
+  await load(saved.csv.slice(0), saved.name);
+  const s = saved.settings;
+  for (const [key, field] of [["label", "csv-label"], ["task", "csv-task"], ["hidden", "csv-hidden"],
+    ["epochs", "csv-epochs"], ["batch", "csv-batch"], ["lr", "csv-lr"], ["schedule", "csv-schedule"]]) {
+    $(field).value = s[key];
+  }
+  const hidden = s.hidden.split(/[ ,]+/).filter(Boolean).map(Number);
+  window.onnxtrainTabular = await call("tabularSetup", { label: s.label, task: s.task, hidden });
+  await call("tabularRestore", { bytes: saved.checkpoint.slice(0) });
+  Object.assign(history, saved.history);
+  if (chart) { chart.destroy(); chart = null; }
+  run = saved;
+  paused = true;
+  $("csv-train").textContent = "Resume";
+  $("csv-metrics").textContent = `Restored ${saved.name} at epoch ${saved.epoch}. ${saved.metrics || ""}`;
 }
 
 function fitChart() {
@@ -152,4 +203,5 @@ export function setUpTabular(rpc, ready) {
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   };
   ready.then(() => { $("csv-sample").disabled = false; });
+  showRuns().catch(showError);
 }

@@ -132,14 +132,16 @@ const handlers = {
         examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
       if (step.epoch_done) {
         message.metrics = toJs(tabular.evaluate());
+        message.checkpoint = bytesOf(tabular.checkpoint());
         result = message.metrics;
       }
-      self.postMessage(message);
+      self.postMessage(message, message.checkpoint ? [message.checkpoint] : []);
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
     return { epoch: tabular.epoch, cancelled, metrics: result };
   },
 
+  async tabularRestore({ bytes }) { return tabular.restore(new Uint8Array(bytes)); },
   async tabularExport() { return bytesOf(tabular.export_model()); },
   async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
 

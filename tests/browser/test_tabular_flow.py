@@ -72,3 +72,35 @@ def test_bad_csv_files_show_clear_errors_and_the_page_recovers(site_page, tmp_pa
     page.click("#csv-sample")
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Loaded wine.csv')")
     train_through_ui(page, epochs=3)
+
+
+def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(browser, site_url):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(site_url)
+    page.evaluate("() => window.onnxtrain.ready")
+    page.click("#csv-sample")
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    page.fill("#csv-epochs", "400")
+    page.click("#csv-train")
+    page.wait_for_function("() => /epoch ([3-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
+                           timeout=120_000)
+    page.click("#csv-pause")
+    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
+    page.reload()
+    page.evaluate("() => window.onnxtrain.ready")
+    page.wait_for_selector("#runs:not([hidden])")
+    assert page.locator("#runs-list li").count() == 1
+    saved_epoch = int(page.text_content("#runs-list li span").split("epoch ")[1].split("/")[0])
+    assert saved_epoch >= 3
+    page.click("#runs-list li button:text('Resume')")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
+    assert page.input_value("#csv-epochs") == "400"
+    page.fill("#csv-epochs", str(saved_epoch + 2))
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.')",
+                           timeout=120_000)
+    assert f"epoch {saved_epoch + 2}/{saved_epoch + 2}" in page.text_content("#csv-metrics")
+    page.click("#runs-list li button:text('Delete')")
+    page.wait_for_selector("#runs", state="hidden")
+    context.close()
