@@ -247,10 +247,22 @@ def build_site() -> Path:
     (tmp / "vendor").mkdir()
     for f in UPLOT[2]:
         shutil.copy2(uplot / f, tmp / "vendor" / Path(f).name)
+    write_precache(tmp)
     shutil.rmtree(SITE, ignore_errors=True)
     tmp.rename(SITE)
     log(f"site assembled in {SITE.relative_to(ROOT)}/")
     return SITE
+
+
+def write_precache(site: Path) -> None:
+    """The service worker's file list (relative URLs) and a version that changes with any file."""
+    files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and p.name != "sw.js")
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode() + b"\0" + (site / name).read_bytes())
+    (site / "precache.json").write_text(json.dumps(["./"] + files))
+    sw = site / "sw.js"
+    sw.write_text(sw.read_text().replace("__PRECACHE_VERSION__", digest.hexdigest()[:16]))
 
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):

@@ -22,6 +22,10 @@ export function call(type, args = {}, { transfer = [], onProgress } = {}) {
   });
 }
 
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.register("sw.js").catch(() => {}); // optional: only speeds up and enables offline use
+}
+
 const ready = call("init");
 window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
