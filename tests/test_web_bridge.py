@@ -88,3 +88,25 @@ def test_generate_artifacts_through_the_bridge():
     assert "optimizer_model.onnx" in out
     with pytest.raises(ValueError, match=r"unknown LossType 'HingeLoss'; choose one of \['MSELoss'"):
         generate_artifacts(model, ["fc2.weight"], None, "HingeLoss", None)
+
+
+def test_describe_model_and_npz_data(tmp_path):
+    import io
+    from onnxtrain.web import describe_model
+    info = describe_model(oc.mlp(n_in=4, hidden=3, n_out=2).SerializeToString())
+    assert [p["name"] for p in info["parameters"]] == oc.MLP_ALL and info["ops_without_gradient"] == []
+    with pytest.raises(ValueError, match="not an ONNX model"):
+        describe_model(b"hello")
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    buf = io.BytesIO()
+    np.savez(buf, input=np.concatenate([x] * 5), labels=np.concatenate([y] * 5))
+    info = s.set_npz(buf.getvalue(), validation=0.25)
+    assert info["rows"] == 40 and info["validation_rows"] == 10
+    while not s.step(8, 0.01)["epoch_done"]:
+        pass
+    assert s.epoch == 1 and np.isfinite(s.validation_loss())
+    buf = io.BytesIO()
+    np.savez(buf, features=x)
+    with pytest.raises(ValueError, match=r"needs arrays named \['input', 'labels'\]; missing"):
+        s.set_npz(buf.getvalue())

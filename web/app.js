@@ -1,4 +1,5 @@
 // The page: talks to the training worker through a small promise-based RPC.
+import { setUpOwnModel } from "./own_model.js";
 import { setUpTabular } from "./tabular.js";
 
 const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
@@ -29,6 +30,7 @@ if ("serviceWorker" in navigator) {
 const ready = call("init");
 window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
+setUpOwnModel(call, ready, download);
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,7 +39,7 @@ function showError(err) {
   $("error").textContent = String(err.message || err).trim().split("\n").slice(-3).join("\n");
 }
 
-function download(buffer, name) {
+export function download(buffer, name) {
   const url = URL.createObjectURL(new Blob([buffer], { type: "application/octet-stream" }));
   const a = Object.assign(document.createElement("a"), { href: url, download: name });
   document.body.append(a);

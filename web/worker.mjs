@@ -29,6 +29,32 @@ function pyInputs(inputs) {
   return list;
 }
 
+// Trains `target` (a TabularSession or TrainingSession holding its data) until `epochs` epochs are done in
+// total, so a paused run resumes where it stopped; `atEpochEnd` adds metrics (and a checkpoint) to the
+// progress message of an epoch's last batch.
+async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "constant" }, atEpochEnd) {
+  if (!target) throw new Error("load a model and data before training");
+  cancelled = false;
+  let metrics = null;
+  const t0 = performance.now();
+  let examples = 0;
+  while (!cancelled && target.epoch < epochs) {
+    const progress = target.epoch / epochs;
+    const rate = schedule === "linear" ? lr * Math.min(1, (progress + 0.05) / 0.1) * Math.max(0, 1 - progress) : lr;
+    const step = toJs(target.step(batchSize, Math.max(rate, lr * 0.01)));
+    examples += step.examples;
+    const message = { id, type: "progress", epoch: step.epoch, epochs, loss: step.loss,
+      examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
+    if (step.epoch_done) {
+      Object.assign(message, atEpochEnd());
+      metrics = message.metrics;
+    }
+    self.postMessage(message, message.checkpoint ? [message.checkpoint] : []);
+    await new Promise((resolve) => setTimeout(resolve, 0)); // let pause and cancel messages in
+  }
+  return { epoch: target.epoch, cancelled, metrics };
+}
+
 const handlers = {
   async init() {
     const t0 = performance.now();
@@ -115,30 +141,14 @@ const handlers = {
     return toJs(tabular.setup(label, task, hidden, validation));
   },
 
-  // Trains until `epochs` epochs are done in total (so a paused run resumes where it stopped).
-  async tabularTrain({ id, epochs, batchSize, lr, schedule = "constant" }) {
-    cancelled = false;
-    let result = null;
-    const t0 = performance.now();
-    let examples = 0;
-    while (!cancelled) {
-      const done = tabular.epoch;
-      if (done >= epochs) break;
-      const progress = done / epochs;
-      const rate = schedule === "linear" ? lr * Math.min(1, (progress + 0.05) / 0.1) * Math.max(0, 1 - progress) : lr;
-      const step = toJs(tabular.step(batchSize, Math.max(rate, lr * 0.01)));
-      examples += step.examples;
-      const message = { id, type: "progress", epoch: step.epoch, epochs, loss: step.loss,
-        examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
-      if (step.epoch_done) {
-        message.metrics = toJs(tabular.evaluate());
-        message.checkpoint = bytesOf(tabular.checkpoint());
-        result = message.metrics;
-      }
-      self.postMessage(message, message.checkpoint ? [message.checkpoint] : []);
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    }
-    return { epoch: tabular.epoch, cancelled, metrics: result };
+  async tabularTrain(args) {
+    return trainEpochs(tabular, args, () => ({ metrics: toJs(tabular.evaluate()), checkpoint: bytesOf(tabular.checkpoint()) }));
+  },
+
+  async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
+  async dataNpz({ bytes, validation = 0.1 }) { return toJs(session.set_npz(new Uint8Array(bytes), validation)); },
+  async sessionTrain(args) {
+    return trainEpochs(session, args, () => ({ metrics: { loss: session.validation_loss() } }));
   },
 
   async tabularRestore({ bytes }) { return tabular.restore(new Uint8Array(bytes)); },

@@ -48,6 +48,25 @@ def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntr
         additional_output_names=names(additional_output_names))
 
 
+def describe_model(model) -> dict:
+    """A forward model's inputs, outputs and parameters (initializers), for the page's checklist."""
+    from .. import ir
+    from ..autodiff import GRADIENT_RULES, NO_GRADIENT
+    try:
+        m = ir.load(_bytes(model))
+    except ir.ModelDecodeError as e:
+        raise ValueError(f"this file is not an ONNX model ({e})") from None
+    g = m.graph
+    shape = lambda vi: None if vi.type is None or getattr(vi.type, "shape", None) is None else \
+        ["?" if d is None else d for d in vi.type.shape]  # noqa: E731
+    return {"inputs": [{"name": v.name, "shape": shape(v)} for v in g.inputs],
+            "outputs": [{"name": v.name, "shape": shape(v)} for v in g.outputs],
+            "parameters": [{"name": t.name, "shape": list(t.data.shape), "count": int(t.data.size),
+                            "float": t.data.dtype.kind == "f"} for t in g.initializers],
+            "ops_without_gradient": sorted({n.op_type for n in g.nodes}
+                                           - set(GRADIENT_RULES) - NO_GRADIENT - {"Constant"})}
+
+
 def _describe(value) -> dict:
     value = np.asarray(value)
     return {"shape": list(value.shape), "dtype": value.dtype.name, "data": value.ravel().tolist()}
@@ -55,6 +74,8 @@ def _describe(value) -> dict:
 
 class TrainingSession:
     """Module + Optimizer over a CheckpointState, built from the four artifacts' bytes."""
+
+    epoch = 0
 
     def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None):
         self.state = CheckpointState.load_checkpoint(_bytes(checkpoint))
@@ -85,6 +106,63 @@ class TrainingSession:
         self.module.lazy_reset_grad()
         return float(np.asarray(loss).reshape(-1)[0])  # a custom loss may have shape [1]
 
+    # ---- training on data held here, batch by batch ---------------------------------------------------
+
+    def set_data(self, train: list, validation: list = None, seed: int = 0) -> None:
+        """Arrays (one per training-model user input, rows along axis 0) to draw batches from."""
+        names = self.module.train().input_names()
+        if len(train) != len(names):
+            raise ValueError(f"the training model takes {len(names)} inputs {names}, but {len(train)} arrays came")
+        rows = {len(a) for a in train}
+        if len(rows) != 1:
+            raise ValueError(f"the arrays for {names} have different numbers of rows: {[len(a) for a in train]}")
+        self.train_data, self.validation_data = list(train), list(validation) if validation else None
+        self.rng, self.order, self.position, self.epoch = np.random.default_rng(seed), None, 0, 0
+
+    def set_npz(self, data, validation: float = 0.1, seed: int = 0) -> dict:
+        """Data from a .npz file with one array per training-model input, named like the inputs."""
+        import io
+        names = self.module.train().input_names()
+        try:
+            archive = np.load(io.BytesIO(_bytes(data)), allow_pickle=False)
+        except Exception as e:
+            raise ValueError(f"the data file is not a readable .npz archive: {e}") from None
+        missing = [n for n in names if n not in archive.files]
+        if missing:
+            raise ValueError(f"the .npz file needs arrays named {names}; missing {missing} (it has {archive.files})")
+        arrays = [archive[n] for n in names]
+        n = len(arrays[0])
+        order = np.random.default_rng(seed).permutation(n)
+        n_val = int(round(n * validation)) if n >= 10 else 0
+        val, train = order[:n_val], order[n_val:]
+        self.set_data([a[train] for a in arrays], [a[val] for a in arrays] if n_val else None, seed)
+        return {"rows": n, "train_rows": len(train), "validation_rows": int(n_val),
+                "inputs": {k: [list(a.shape), a.dtype.name] for k, a in zip(names, arrays)}}
+
+    def step(self, batch_size: int, learning_rate: float) -> dict:
+        """One batch of the held data; ``epoch_done`` is set on an epoch's last batch."""
+        n = len(self.train_data[0])
+        if self.order is None:
+            self.order, self.position = self.rng.permutation(n), 0
+        rows = self.order[self.position:self.position + int(batch_size)]
+        self.set_learning_rate(learning_rate)
+        loss = self.train_step([a[rows] for a in self.train_data])
+        self.position += len(rows)
+        done = self.position >= n
+        if done:
+            self.epoch += 1
+            self.order = None
+        return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
+                "batches_per_epoch": -(-n // int(batch_size))}
+
+    def validation_loss(self):
+        """The eval model's loss on the held validation data (None without validation data)."""
+        if not self.validation_data:
+            return None
+        self.module.eval()
+        out = self.module(*self.validation_data)
+        return float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
+
     def eval_step(self, inputs) -> list:
         self.module.eval()
         out = self.module(*self._inputs(inputs))
@@ -95,7 +173,8 @@ class TrainingSession:
         return self.module.get_contiguous_parameters(trainable_only).tobytes()
 
     def set_learning_rate(self, lr: float) -> None:
-        self.optimizer.set_learning_rate(float(lr))
+        if self.optimizer is not None:
+            self.optimizer.set_learning_rate(float(lr))
 
     def save_checkpoint(self, include_optimizer_state: bool = True) -> bytes:
         return CheckpointState.save_checkpoint(self.state, None, include_optimizer_state=include_optimizer_state)

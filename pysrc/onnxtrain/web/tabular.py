@@ -298,7 +298,8 @@ class TabularSession:
         self.module, self.optimizer = self.training.module, self.training.optimizer
         self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
                          "validation": float(validation), "seed": int(seed)}
-        self.prep, self.rng, self.epoch, self.order, self.position = prep, np.random.default_rng(seed), 0, None, 0
+        self.prep = prep
+        self.training.set_data([prep["x_train"], prep["y_train"]], None, seed)
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
                 "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
                 "dropped_rows": prep["dropped_rows"], "missing_cells": prep["missing_cells"],
@@ -306,23 +307,11 @@ class TabularSession:
                 "parameters": self.module.get_parameters_size(True)}
 
     def step(self, batch_size: int, learning_rate: float) -> dict:
-        """One training batch; ``epoch_done`` is set on the last batch of an epoch."""
-        x, y = self.prep["x_train"], self.prep["y_train"]
-        if self.order is None:
-            self.order, self.position = self.rng.permutation(len(x)), 0
-        rows = self.order[self.position:self.position + int(batch_size)]
-        self.optimizer.set_learning_rate(float(learning_rate))
-        self.module.train()
-        loss = float(np.asarray(self.module(x[rows], y[rows])).reshape(-1)[0])
-        self.optimizer.step()
-        self.module.lazy_reset_grad()
-        self.position += len(rows)
-        done = self.position >= len(x)
-        if done:
-            self.epoch += 1
-            self.order = None
-        return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
-                "batches_per_epoch": -(-len(x) // int(batch_size))}
+        return self.training.step(batch_size, learning_rate)
+
+    @property
+    def epoch(self) -> int:
+        return self.training.epoch
 
     def evaluate(self) -> dict:
         """Loss and accuracy (or mean absolute error) on the validation rows, and a confusion matrix."""
@@ -355,7 +344,7 @@ class TabularSession:
     def checkpoint(self) -> bytes:
         """Parameters, optimizer state, the finished epoch count and the run's settings."""
         props = self.training.state.properties
-        props["epoch"] = self.epoch
+        props["epoch"] = self.training.epoch
         props["onnxtrain.tabular"] = json.dumps(self.settings)
         return self.training.save_checkpoint(True)
 
@@ -363,8 +352,8 @@ class TabularSession:
         """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""
         self.training.load_checkpoint(data)
         self.module, self.optimizer = self.training.module, self.training.optimizer
-        self.epoch, self.order = int(self.training.state.properties["epoch"]), None
-        return self.epoch
+        self.training.epoch, self.training.order = int(self.training.state.properties["epoch"]), None
+        return self.training.epoch
 
     def export_model(self) -> bytes:
         exported = ir_load(self.module.export_model_for_inferencing(None, ["output"]))

@@ -1,0 +1,93 @@
+"""Train your own model in the page: a forward model (artifacts generated there) or ORT's artifacts."""
+import io
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+import ort_cases as oc
+
+
+def npz(tmp_path, name="data.npz", n=120, classes=5):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, 20)).astype(np.float32)
+    labels = np.argmax(x[:, :classes], axis=1).astype(np.int64)
+    path = tmp_path / name
+    buf = io.BytesIO()
+    np.savez(buf, input=x, labels=labels)
+    path.write_bytes(buf.getvalue())
+    return path, x, labels
+
+
+def train_and_download(page, tmp_path, epochs=8):
+    page.fill("#own-epochs", str(epochs))
+    page.fill("#own-lr", "0.01")
+    page.click("#own-train")
+    page.wait_for_function("() => /^(Done|Cancelled)/.test(document.getElementById('own-metrics').textContent) "
+                           "|| !document.getElementById('own-error').hidden", timeout=120_000)
+    assert page.is_hidden("#own-error"), page.text_content("#own-error")
+    with page.expect_download() as download:
+        page.click("#own-download")
+    path = tmp_path / "trained.onnx"
+    download.value.save_as(path)
+    return path
+
+
+def accuracy(model_path, x, labels):
+    out = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"]).run(["output"], {"input": x})[0]
+    return float(np.mean(out.argmax(axis=1) == labels))
+
+
+def test_forward_model_head_only(site_page, tmp_path):
+    page = site_page.page
+    forward = tmp_path / "mlp.onnx"
+    forward.write_bytes(oc.mlp(n_in=20, hidden=16, n_out=5).SerializeToString())
+    page.set_input_files("#own-files", str(forward))
+    page.wait_for_selector("#own-generate:not([hidden])")
+    assert page.locator("input[name=own-param]").count() == 4
+    page.uncheck("input[value='fc1.weight']")
+    page.uncheck("input[value='fc1.bias']")
+    page.click("#own-prepare")
+    page.wait_for_selector("#own-data:not([hidden])")
+    assert "input, labels" in page.text_content("#own-inputs")
+    data, x, labels = npz(tmp_path)
+    page.set_input_files("#own-npz", str(data))
+    page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    before = accuracy(forward, x, labels)
+    trained = train_and_download(page, tmp_path)
+    assert accuracy(trained, x, labels) > before + 0.2
+    weights = {i.name: i for i in onnx.load(str(trained)).graph.initializer}
+    original = {i.name: i for i in onnx.load(str(forward)).graph.initializer}
+    np.testing.assert_array_equal(numpy_helper.to_array(weights["fc1.weight"]),
+                                  numpy_helper.to_array(original["fc1.weight"]))  # frozen stays frozen
+
+
+def test_ort_artifacts_upload(site_page, tmp_path):
+    page = site_page.page
+    files = oc.files("mlp_ce_adamw")
+    page.set_input_files("#own-files", [str(files[k]) for k in ("training", "eval", "optimizer", "checkpoint")])
+    page.wait_for_selector("#own-data:not([hidden])")
+    data, x, labels = npz(tmp_path)
+    page.set_input_files("#own-npz", str(data))
+    page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    trained = train_and_download(page, tmp_path)
+    assert accuracy(trained, x, labels) > 0.5
+
+
+def test_bad_files_are_named(site_page, tmp_path):
+    page = site_page.page
+    junk = tmp_path / "notes.onnx"
+    junk.write_text("this is not a model")
+    page.set_input_files("#own-files", str(junk))
+    page.wait_for_selector("#own-error:not([hidden])")
+    assert "this file is not an ONNX model" in page.text_content("#own-error")
+    model = oc.mlp(n_in=20, hidden=16, n_out=5)
+    model.graph.node[1].op_type = "Cos"
+    odd = tmp_path / "cos.onnx"
+    odd.write_bytes(model.SerializeToString())
+    page.set_input_files("#own-files", str(odd))
+    page.wait_for_function("() => document.getElementById('own-error').textContent.includes('Cos')")
+    page.click("#own-prepare")
+    page.wait_for_function("() => document.getElementById('own-error').textContent.includes("
+                           "'The gradient builder has not been registered: Cos for node relu1')")
