@@ -1,4 +1,5 @@
 // The page: talks to the training worker through a small promise-based RPC.
+import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { setUpTabular } from "./tabular.js";
 
@@ -31,6 +32,7 @@ const ready = call("init");
 window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
 setUpOwnModel(call, ready, download);
+setUpImages(call, ready, download);
 
 const $ = (id) => document.getElementById(id);
 

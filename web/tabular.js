@@ -18,7 +18,7 @@ function showError(err) {
 
 function clearError() { $("csv-error").hidden = true; }
 
-function table(rows, header) {
+export function table(rows, header) {
   const esc = (v) => String(v).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
   const head = header ? `<tr>${header.map((h) => `<th>${esc(h)}</th>`).join("")}</tr>` : "";
   return `<table>${head}${rows.map((r) => `<tr>${r.map((c, i) => (i === 0 && !header ? `<th>${esc(c)}</th>` : `<td>${esc(c)}</td>`)).join("")}</tr>`).join("")}</table>`;
@@ -58,10 +58,10 @@ function plot(metricName) {
   }
 }
 
-function showConfusion(metrics, classes) {
-  if (!metrics.confusion) { $("csv-confusion").innerHTML = ""; return; }
+export function showConfusion(metrics, classes, target = "csv-confusion") {
+  if (!metrics.confusion) { $(target).innerHTML = ""; return; }
   const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
-  $("csv-confusion").innerHTML = `<p class="metrics">Confusion matrix (rows: true class, columns: predicted)</p>` +
+  $(target).innerHTML = `<p class="metrics">Confusion matrix (rows: true class, columns: predicted)</p>` +
     table(rows, ["", ...classes]);
 }
 

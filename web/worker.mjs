@@ -9,6 +9,38 @@ let bridge = null;
 let session = null;
 let cancelled = false;
 let tabular = null;
+let images = null;
+
+// Decode and resize images to size x size RGBA; files that are not images are skipped and counted.
+async function decodeImages(files, size) {
+  const canvas = new OffscreenCanvas(size, size);
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  const pixels = [];
+  const labels = [];
+  const classes = [];
+  const skipped = [];
+  for (const file of files) {
+    const parts = file.path.split("/").filter(Boolean);
+    const label = parts.length >= 2 ? parts[parts.length - 2] : "unlabelled";
+    let bitmap;
+    try {
+      bitmap = await createImageBitmap(new Blob([file.bytes]));
+    } catch {
+      skipped.push(file.path);
+      continue;
+    }
+    context.clearRect(0, 0, size, size);
+    context.drawImage(bitmap, 0, 0, size, size);
+    bitmap.close();
+    pixels.push(context.getImageData(0, 0, size, size).data);
+    if (!classes.includes(label)) classes.push(label);
+    labels.push(label);
+  }
+  classes.sort();
+  const all = new Uint8Array(pixels.length * size * size * 4);
+  pixels.forEach((p, i) => all.set(p, i * size * size * 4));
+  return { all, labels: labels.map((l) => classes.indexOf(l)), classes, skipped, count: pixels.length };
+}
 
 function toJs(proxy) {
   const value = proxy.toJs({ dict_converter: Object.fromEntries });
@@ -144,6 +176,20 @@ const handlers = {
   async tabularTrain(args) {
     return trainEpochs(tabular, args, () => ({ metrics: toJs(tabular.evaluate()), checkpoint: bytesOf(tabular.checkpoint()) }));
   },
+
+  async imagesLoad({ files, size = 32 }) {
+    const decoded = await decodeImages(files, size);
+    if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
+    const next = py.pyimport("onnxtrain.web.images").ImageSession(decoded.all, [decoded.count, size],
+      decoded.labels, decoded.classes);
+    if (images) images.destroy();
+    images = next;
+    return { ...toJs(images.info), skipped: decoded.skipped };
+  },
+  async imagesTrain(args) {
+    return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()) }));
+  },
+  async imagesExport() { return bytesOf(images.export_model()); },
 
   async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
   async dataNpz({ bytes, validation = 0.1 }) { return toJs(session.set_npz(new Uint8Array(bytes), validation)); },

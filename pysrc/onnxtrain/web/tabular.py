@@ -195,6 +195,15 @@ def _class_key(c: str):
         return (1, 0.0, c)
 
 
+def classification_metrics(logits: np.ndarray, y: np.ndarray, n_classes: int) -> dict:
+    """Accuracy, the most-common-class baseline and the confusion matrix (rows: true class)."""
+    pred = logits.argmax(axis=1)
+    confusion = np.zeros((n_classes, n_classes), dtype=int)
+    np.add.at(confusion, (y.astype(np.intp), pred.astype(np.intp)), 1)
+    return {"accuracy": float(np.mean(pred == y)), "confusion": confusion.tolist(),
+            "baseline": float(np.max(np.bincount(y.astype(np.intp), minlength=n_classes)) / len(y))}
+
+
 def mlp_model(n_in: int, hidden: list, n_out: int, seed: int = 0) -> Model:
     """A forward MLP: features [batch, n_in] -> Gemm/Relu ... -> output [batch, n_out]."""
     rng = np.random.default_rng(seed)
@@ -319,12 +328,7 @@ class TabularSession:
         out = self._forward(x)
         result = {"loss": float(np.asarray(self.module.eval()(x, y)).reshape(-1)[0])}
         if pre.task == "classification":
-            pred = out.argmax(axis=1)
-            k = len(pre.classes)
-            confusion = np.zeros((k, k), dtype=int)
-            np.add.at(confusion, (y, pred), 1)
-            result.update(accuracy=float(np.mean(pred == y)), confusion=confusion.tolist(),
-                          baseline=float(np.max(np.bincount(y.astype(np.intp), minlength=k)) / len(y)))
+            result.update(classification_metrics(out, y, len(pre.classes)))
         else:
             result.update(mae=float(np.mean(np.abs(out - y))), baseline=float(np.mean(np.abs(y - y.mean()))))
         return result

@@ -1,0 +1,114 @@
+"""Image folders for the page: decoded pixels in, a small CNN trained, an export that takes RGB images
+(float32 [batch, 3, H, W], values 0..1) and normalises them itself."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import artifacts
+from ..ir import load as ir_load, to_bytes
+from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..runtime import Session
+from .bridge import TrainingSession, _buffer, _bytes
+from .tabular import DataError, classification_metrics
+
+
+def _ints(name, values):
+    return Attribute(name, AttrType.INTS, list(values))
+
+
+def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Model:
+    """input [batch, 3, size, size] -> (Conv 3x3, Relu, MaxPool 2) per entry of ``channels`` -> Gemm."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, prev, c_in, side = [], [], "input", 3, size
+    for i, c_out in enumerate(channels):
+        w, b = f"conv{i + 1}.weight", f"conv{i + 1}.bias"
+        bound = 1 / np.sqrt(c_in * 9)
+        inits += [Tensor(w, rng.uniform(-bound, bound, (c_out, c_in, 3, 3)).astype(np.float32), 1),
+                  Tensor(b, np.zeros(c_out, np.float32), 1)]
+        nodes += [Node("Conv", [prev, w, b], [f"conv{i + 1}_out"], name=f"conv{i + 1}",
+                       attributes={"kernel_shape": _ints("kernel_shape", [3, 3]), "pads": _ints("pads", [1] * 4)}),
+                  Node("Relu", [f"conv{i + 1}_out"], [f"relu{i + 1}_out"], name=f"relu{i + 1}"),
+                  Node("MaxPool", [f"relu{i + 1}_out"], [f"pool{i + 1}_out"], name=f"pool{i + 1}",
+                       attributes={"kernel_shape": _ints("kernel_shape", [2, 2]), "strides": _ints("strides", [2, 2])})]
+        prev, c_in, side = f"pool{i + 1}_out", c_out, side // 2
+    flat = c_in * side * side
+    bound = 1 / np.sqrt(flat)
+    inits += [Tensor("fc.weight", rng.uniform(-bound, bound, (n_classes, flat)).astype(np.float32), 1),
+              Tensor("fc.bias", np.zeros(n_classes, np.float32), 1)]
+    nodes += [Node("Flatten", [prev], ["flat"], name="flatten", attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
+              Node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], name="fc",
+                   attributes={"transB": Attribute("transB", AttrType.INT, 1)})]
+    graph = Graph(name="image_cnn", nodes=nodes, initializers=inits,
+                  inputs=[ValueInfo("input", TensorType(1, ["batch", 3, size, size]))],
+                  outputs=[ValueInfo("output", TensorType(1, ["batch", n_classes]))])
+    return Model(graph=graph, ir_version=8, opset_imports={"": 17}, producer_name="onnxtrain")
+
+
+class ImageSession:
+    """The image-folder flow for the worker."""
+
+    def __init__(self, pixels, shape, labels, classes, validation: float = 0.2, seed: int = 0):
+        n, size = [int(d) for d in _buffer(shape)][:2]
+        rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(n, size, size, 4)
+        self.classes = [str(c) for c in _buffer(classes)]
+        y = np.array([int(v) for v in _buffer(labels)], dtype=np.int64)
+        counts = np.bincount(y.astype(np.intp), minlength=len(self.classes))
+        if len(self.classes) < 2 or (counts == 0).any():
+            raise DataError("an image folder needs at least two class subfolders with images in each "
+                            f"(found {dict(zip(self.classes, counts.tolist()))})")
+        x = rgba[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255
+        order = np.random.default_rng(seed).permutation(n)
+        n_val = max(1, int(round(n * validation)))
+        val, train = order[:n_val], order[n_val:]
+        self.mean = x[train].mean(axis=(0, 2, 3)).astype(np.float32)
+        self.std = (x[train].std(axis=(0, 2, 3)) + 1e-3).astype(np.float32)
+        norm = (x - self.mean[None, :, None, None]) / self.std[None, :, None, None]
+        self.size = size
+        forward = cnn_model(size, len(self.classes), seed=seed)
+        arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
+                                            loss=artifacts.LossType.CrossEntropyLoss,
+                                            optimizer=artifacts.OptimType.AdamW)
+        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                                        arts["optimizer_model.onnx"])
+        self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)
+        self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
+                     "size": size, "parameters": self.training.module.get_parameters_size(True)}
+
+    @property
+    def epoch(self) -> int:
+        return self.training.epoch
+
+    def step(self, batch_size: int, learning_rate: float) -> dict:
+        return self.training.step(batch_size, learning_rate)
+
+    def evaluate(self) -> dict:
+        x, y = self.training.validation_data
+        logits = Session(ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))).run([x])[0]
+        return {"loss": self.training.validation_loss(), **classification_metrics(logits, y, len(self.classes))}
+
+    def checkpoint(self) -> bytes:
+        self.training.state.properties["epoch"] = self.training.epoch
+        return self.training.save_checkpoint(True)
+
+    def export_model(self) -> bytes:
+        """The trained CNN behind a normalisation of RGB input in 0..1, with probabilities and labels."""
+        inner = ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))
+        g = inner.graph
+        mean = Tensor("pre.mean", self.mean.reshape(1, 3, 1, 1), 1)
+        std = Tensor("pre.std", self.std.reshape(1, 3, 1, 1), 1)
+        for node in g.nodes:
+            node.inputs = ["pre.normalized" if i == "input" else i for i in node.inputs]
+        nodes = [Node("Sub", ["image", "pre.mean"], ["pre.centered"], name="pre.center"),
+                 Node("Div", ["pre.centered", "pre.std"], ["pre.normalized"], name="pre.scale")] + list(g.nodes) + [
+            Node("Softmax", ["output"], ["probabilities"], name="post.softmax"),
+            Node("ArgMax", ["output"], ["label"], name="post.argmax",
+                 attributes={"axis": Attribute("axis", AttrType.INT, 1),
+                             "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
+        graph = Graph(name=g.name, nodes=nodes, initializers=[mean, std] + list(g.initializers),
+                      inputs=[ValueInfo("image", TensorType(1, ["batch", 3, self.size, self.size]))],
+                      outputs=list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
+                                                 ValueInfo("label", TensorType(7, ["batch"]))],
+                      doc_string=f"Input 'image': float32 [batch, 3, {self.size}, {self.size}], RGB, values 0..1 "
+                                 f"(resized to {self.size}x{self.size}). Classes: {', '.join(self.classes)}")
+        return to_bytes(Model(graph=graph, ir_version=inner.ir_version, opset_imports=dict(inner.opset_imports),
+                              producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(self.classes)}))

@@ -1,0 +1,60 @@
+// "Train on a folder of images": decode in the worker, train a small CNN, download a model that takes RGB.
+import { showConfusion } from "./tabular.js";
+
+const $ = (id) => document.getElementById(id);
+let call = null;
+let classes = [];
+
+function showError(err) {
+  $("img-error").hidden = false;
+  $("img-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
+}
+
+async function load(fileList) {
+  $("img-error").hidden = true;
+  const files = await Promise.all([...fileList].map(async (f) => ({ path: f.webkitRelativePath || f.name,
+    bytes: await f.arrayBuffer() })));
+  const info = await call("imagesLoad", { files, size: Number($("img-size").value) },
+    { transfer: files.map((f) => f.bytes) });
+  classes = info.classes;
+  $("img-info").textContent = `${info.images} images in ${info.classes.length} classes (${info.classes.join(", ")}), ` +
+    `${info.train} for training and ${info.validation} for validation, ${info.size}×${info.size} pixels` +
+    (info.skipped.length ? `; skipped ${info.skipped.length} files that are not images` : "") + ".";
+  $("img-setup").hidden = false;
+  $("img-metrics").textContent = "";
+}
+
+async function train() {
+  $("img-error").hidden = true;
+  $("img-train").disabled = true;
+  $("img-cancel").disabled = false;
+  try {
+    const epochs = Number($("img-epochs").value);
+    const result = await call("imagesTrain", { epochs, batchSize: Number($("img-batch").value),
+      lr: Number($("img-lr").value) }, {
+      onProgress: (p) => {
+        $("img-progress").value = p.epoch / p.epochs;
+        if (!p.metrics) return;
+        $("img-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · validation accuracy ` +
+          `${(100 * p.metrics.accuracy).toFixed(1)}% (most common class: ${(100 * p.metrics.baseline).toFixed(1)}%) · ` +
+          `${Math.round(p.examplesPerSecond)} images/s`;
+        showConfusion(p.metrics, classes, "img-confusion");
+      },
+    });
+    $("img-metrics").textContent = (result.cancelled ? "Cancelled. " : "Done. ") + $("img-metrics").textContent;
+    $("img-download").disabled = false;
+  } catch (err) {
+    showError(err);
+  } finally {
+    $("img-train").disabled = false;
+    $("img-cancel").disabled = true;
+  }
+}
+
+export function setUpImages(rpc, ready, download) {
+  call = rpc;
+  $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
+  $("img-train").onclick = train;
+  $("img-cancel").onclick = () => call("cancel");
+  $("img-download").onclick = async () => download(await call("imagesExport"), "images.onnx");
+}
