@@ -207,6 +207,24 @@ for row, target in zip(data.data, data.target):
 """
 
 
+DIGITS = """
+import sys, numpy as np
+from sklearn.datasets import load_digits
+from onnxtrain.web.digits import pretrain
+digits = load_digits()
+open(sys.argv[1] + "/model.onnx", "wb").write(pretrain(digits.data, digits.target))
+pick = np.random.default_rng(0).permutation(len(digits.data))[:300]
+np.savez(sys.argv[1] + "/replay.npz", x=(digits.data[pick] / 16).astype(np.float32), y=digits.target[pick])
+"""
+
+
+def pretrained_digits(dest: Path) -> None:
+    """The digit classifier the drawing flow personalises, pretrained here by onnxtrain itself."""
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(venv_python()), "-c", DIGITS, str(dest)], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT / "pysrc")))
+
+
 def sample_data(dest: Path) -> None:
     """The sample CSV the page offers: scikit-learn's bundled wine data."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -243,6 +261,7 @@ def build_site() -> Path:
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     demo_artifacts(tmp / "artifacts" / "mlp")
     sample_data(tmp / "samples")
+    pretrained_digits(tmp / "artifacts" / "digits")
     uplot = npm_package(UPLOT[0], UPLOT[1])
     (tmp / "vendor").mkdir()
     for f in UPLOT[2]:

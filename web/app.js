@@ -1,4 +1,5 @@
 // The page: talks to the training worker through a small promise-based RPC.
+import { setUpDigits } from "./digits.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { setUpTabular } from "./tabular.js";
@@ -33,6 +34,7 @@ window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
 setUpOwnModel(call, ready, download);
 setUpImages(call, ready, download);
+setUpDigits(call, ready, download);
 
 const $ = (id) => document.getElementById(id);
 

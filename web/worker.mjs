@@ -10,6 +10,7 @@ let session = null;
 let cancelled = false;
 let tabular = null;
 let images = null;
+let digits = null;
 
 // Decode and resize images to size x size RGBA; files that are not images are skipped and counted.
 async function decodeImages(files, size) {
@@ -190,6 +191,17 @@ const handlers = {
     return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()) }));
   },
   async imagesExport() { return bytesOf(images.export_model()); },
+
+  async digitsLoad({ model, replay }) {
+    if (digits) digits.destroy();
+    digits = py.pyimport("onnxtrain.web.digits").DigitsSession(new Uint8Array(model), new Uint8Array(replay));
+    return toJs(digits.classes);
+  },
+  async digitsPredict({ pixels }) { return toJs(digits.predict(pixels)); },
+  async digitsAddClass({ name }) { return digits.add_class(name); },
+  async digitsAddExample({ pixels, label }) { return toJs(digits.add_example(pixels, label)); },
+  async digitsFineTune({ epochs, lr, headOnly }) { return toJs(digits.fine_tune(epochs, lr, headOnly)); },
+  async digitsExport() { return bytesOf(digits.export_model()); },
 
   async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
   async dataNpz({ bytes, validation = 0.1 }) { return toJs(session.set_npz(new Uint8Array(bytes), validation)); },

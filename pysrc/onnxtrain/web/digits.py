@@ -1,0 +1,121 @@
+"""Personalising a pretrained digit classifier: 8x8 drawings (values 0..16, as scikit-learn's digits), new
+classes added to the head, fine-tuning of the head or the whole model, live predictions."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .. import artifacts
+from ..ir import load as ir_load, to_bytes
+from ..ir.model import Attribute, AttrType, Node, Tensor, TensorType, ValueInfo
+from ..runtime import Session
+from .bridge import TrainingSession, _buffer, _bytes
+from .tabular import DataError, mlp_model
+
+HEAD = ("fc2.weight", "fc2.bias")
+
+
+def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0) -> bytes:
+    """A 64-32-10 MLP trained with onnxtrain on digits ``x`` [n, 64] (0..16), ``y`` [n]; the forward model."""
+    forward = mlp_model(64, [32], 10, seed)
+    forward.graph.inputs[0].name = "features"
+    arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
+                                        loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW)
+    session = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                              arts["optimizer_model.onnx"])
+    session.set_data([(x / 16).astype(np.float32), y.astype(np.int64)], None, seed)
+    while session.epoch < epochs:
+        session.step(32, 0.003)
+    return _with_weights(forward, session)
+
+
+def _with_weights(forward, session: TrainingSession) -> bytes:
+    values = {n: p.data.copy() for n, p in session.state.parameters}
+    for i, t in enumerate(forward.graph.initializers):
+        if t.name in values:
+            forward.graph.initializers[i] = Tensor(t.name, values[t.name], 1)
+    return to_bytes(forward)
+
+
+class DigitsSession:
+    """The pretrained model plus the user's examples."""
+
+    def __init__(self, model, replay=None, classes=None):
+        self.model = ir_load(_bytes(model))
+        self.classes = [str(c) for c in _buffer(classes)] if classes is not None else [str(i) for i in range(10)]
+        self.examples, self.labels = [], []
+        self.replay = None
+        if replay is not None:
+            archive = np.load(io.BytesIO(_bytes(replay)))
+            self.replay = (archive["x"].astype(np.float32), archive["y"].astype(np.int64))
+        self._session = Session(self.model)
+
+    def add_class(self, name: str) -> int:
+        name = str(name).strip()
+        if not name or name in self.classes:
+            raise DataError(f"a class needs a new, non-empty name ({name!r} is taken or empty)")
+        inits = {t.name: t for t in self.model.graph.initializers}
+        w, b = inits["fc2.weight"], inits["fc2.bias"]
+        rng = np.random.default_rng(len(self.classes))
+        w.data = np.vstack([w.data, rng.normal(0, 0.01, (1, w.data.shape[1])).astype(np.float32)])
+        b.data = np.concatenate([b.data, np.float32([b.data.min()])])
+        self.classes.append(name)
+        self.model.graph.outputs[0].type.shape[-1] = len(self.classes)
+        self._session = Session(self.model)
+        return len(self.classes) - 1
+
+    def add_example(self, pixels, label: int) -> dict:
+        x = np.asarray(_buffer(pixels), dtype=np.float32).reshape(64)
+        self.examples.append(x / 16)
+        self.labels.append(int(label))
+        return {c: self.labels.count(i) for i, c in enumerate(self.classes)}
+
+    def predict(self, pixels) -> list:
+        """Class probabilities for one 8x8 drawing."""
+        x = np.asarray(_buffer(pixels), dtype=np.float32).reshape(1, 64) / 16
+        logits = self._session.run([x])[0][0].astype(np.float64)
+        p = np.exp(logits - logits.max())
+        return (p / p.sum()).tolist()
+
+    def fine_tune(self, epochs: int = 20, learning_rate: float = 0.01, head_only: bool = True) -> dict:
+        if not self.examples:
+            raise DataError("draw and add a few examples first")
+        x, y = np.stack(self.examples), np.array(self.labels, dtype=np.int64)
+        if self.replay is not None:  # keep the original digits in mind while learning the new examples
+            rx, ry = self.replay
+            x, y = np.concatenate([np.repeat(x, 8, axis=0), rx]), np.concatenate([np.repeat(y, 8), ry])
+        names = [t.name for t in self.model.graph.initializers]
+        trainable = list(HEAD) if head_only else names
+        arts = artifacts.generate_artifacts(self.model, requires_grad=trainable,
+                                            frozen_params=[n for n in names if n not in trainable],
+                                            loss=artifacts.LossType.CrossEntropyLoss,
+                                            optimizer=artifacts.OptimType.AdamW)
+        session = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                                  arts["optimizer_model.onnx"])
+        session.set_data([x, y], None, 0)
+        losses = []
+        while session.epoch < int(epochs):
+            losses.append(session.step(32, float(learning_rate))["loss"])
+        self.model = ir_load(_with_weights(self.model, session))
+        self._session = Session(self.model)
+        return {"first_loss": losses[0], "last_loss": losses[-1], "examples": len(self.examples)}
+
+    def export_model(self) -> bytes:
+        """The classifier taking ``pixels`` float32 [batch, 64] (8x8, values 0..16) -> probabilities, label."""
+        g = self.model.graph
+        scale = Tensor("pre.scale", np.float32([16.0]), 1)
+        nodes = [Node("Div", ["pixels", "pre.scale"], ["features"], name="pre.scale")] + list(g.nodes) + [
+            Node("Softmax", ["output"], ["probabilities"], name="post.softmax"),
+            Node("ArgMax", ["output"], ["label"], name="post.argmax",
+                 attributes={"axis": Attribute("axis", AttrType.INT, 1),
+                             "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
+        model = ir_load(to_bytes(self.model))
+        model.graph.nodes = nodes
+        model.graph.initializers = [scale] + list(g.initializers)
+        model.graph.inputs = [ValueInfo("pixels", TensorType(1, ["batch", 64]))]
+        model.graph.outputs = list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
+                                                 ValueInfo("label", TensorType(7, ["batch"]))]
+        model.metadata_props = {"onnxtrain.classes": "\t".join(self.classes)}
+        model.graph.doc_string = "Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high)."
+        return to_bytes(model)

@@ -1,0 +1,47 @@
+"""Drawing on the pad with the mouse: live predictions, a new class, fine-tuning, and the download."""
+import numpy as np
+import onnxruntime as ort
+
+
+def draw(page, strokes):
+    box = page.locator("#pad").bounding_box()
+    for stroke in strokes:
+        x0, y0 = stroke[0]
+        page.mouse.move(box["x"] + x0, box["y"] + y0)
+        page.mouse.down()
+        for x, y in stroke[1:]:
+            page.mouse.move(box["x"] + x, box["y"] + y, steps=8)
+        page.mouse.up()
+
+
+ONE = [[(100, 25), (100, 175)]]
+CROSS = [[(40, 40), (160, 160)], [(160, 40), (40, 160)]]
+
+
+def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
+    page = site_page.page
+    page.wait_for_function("() => !document.getElementById('digit-add').disabled", timeout=60_000)
+    draw(page, ONE)
+    page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like')")
+    page.fill("#digit-new", "X")
+    page.click("#digit-new-add")
+    page.wait_for_function("() => document.getElementById('digit-class').selectedOptions[0].textContent === 'X'")
+    for shift in (-12, -6, 0, 6, 12):
+        page.click("#digit-clear")
+        draw(page, [[(x + shift, y) for x, y in s] for s in CROSS])
+        page.click("#digit-add")
+        page.wait_for_function(f"() => document.getElementById('digit-counts').textContent.includes('X: {shift // 6 + 3}')")
+    page.click("#digit-train")
+    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
+                           timeout=120_000)
+    assert page.is_hidden("#digit-error")
+    page.click("#digit-clear")
+    draw(page, CROSS)
+    page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like: X')")
+    cross = np.array(page.evaluate("() => window.onnxtrainDigits.pixels()"), np.float32).reshape(1, 64)
+    with page.expect_download() as download:
+        page.click("#digit-download")
+    path = tmp_path / "digits.onnx"
+    download.value.save_as(path)
+    label = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(["label"], {"pixels": cross})[0]
+    assert label[0] == 10  # the new class comes after the ten digits
