@@ -61,3 +61,5 @@ def site_page(browser, site_url):
     wrapped.info = page.evaluate("() => window.onnxtrain.ready")
     yield wrapped
     context.close()
+    # whatever the module's tests did in the page, nothing left the machine
+    assert wrapped.requests and wrapped.off_origin() == []
