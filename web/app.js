@@ -3,6 +3,7 @@ import { setUpDigits } from "./digits.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { setUpTabular } from "./tabular.js";
+import { $, download, errorShower } from "./ui.js";
 
 const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
 let nextId = 1;
@@ -32,25 +33,11 @@ if ("serviceWorker" in navigator) {
 const ready = call("init");
 window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
-setUpOwnModel(call, ready, download);
-setUpImages(call, ready, download);
-setUpDigits(call, ready, download);
+setUpOwnModel(call, ready);
+setUpImages(call, ready);
+setUpDigits(call, ready);
 
-const $ = (id) => document.getElementById(id);
-
-function showError(err) {
-  $("error").hidden = false;
-  $("error").textContent = String(err.message || err).trim().split("\n").slice(-3).join("\n");
-}
-
-export function download(buffer, name) {
-  const url = URL.createObjectURL(new Blob([buffer], { type: "application/octet-stream" }));
-  const a = Object.assign(document.createElement("a"), { href: url, download: name });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
+const showError = errorShower("error");
 
 // Synthetic data: 20 features; the label is the index of the largest of the first five.
 function makeBatch(batch, rng) {

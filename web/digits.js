@@ -1,5 +1,5 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
-const $ = (id) => document.getElementById(id);
+import { $, download, errorShower } from "./ui.js";
 let call = null;
 let classes = [];
 let drawing = false;
@@ -15,10 +15,7 @@ export function pixels() {
   return Array.from({ length: 64 }, (_, i) => (data[i * 4] / 255) * 16);
 }
 
-function showError(err) {
-  $("digit-error").hidden = false;
-  $("digit-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
-}
+const showError = errorShower("digit-error");
 
 function fillClasses(selected) {
   $("digit-class").innerHTML = classes.map((c, i) => `<option value="${i}">${c}</option>`).join("");
@@ -59,7 +56,7 @@ function setUpPad() {
   pad.addEventListener("pointerleave", stop);
 }
 
-export function setUpDigits(rpc, ready, download) {
+export function setUpDigits(rpc, ready) {
   call = rpc;
   setUpPad();
   ready.then(async () => {

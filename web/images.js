@@ -1,14 +1,11 @@
 // "Train on a folder of images": decode in the worker, train a small CNN, download a model that takes RGB.
+import { $, download, errorShower } from "./ui.js";
 import { showConfusion } from "./tabular.js";
 
-const $ = (id) => document.getElementById(id);
 let call = null;
 let classes = [];
 
-function showError(err) {
-  $("img-error").hidden = false;
-  $("img-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
-}
+const showError = errorShower("img-error");
 
 async function load(fileList) {
   $("img-error").hidden = true;
@@ -51,7 +48,7 @@ async function train() {
   }
 }
 
-export function setUpImages(rpc, ready, download) {
+export function setUpImages(rpc, ready) {
   call = rpc;
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
   $("img-train").onclick = train;

@@ -1,14 +1,11 @@
 // "Train your own ONNX model": a forward model (artifacts generated in the page) or ORT's four artifacts,
+import { $, download, errorShower } from "./ui.js";
 // trained on a .npz file, exported as a plain ONNX model.
-const $ = (id) => document.getElementById(id);
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
 let call = null;
 let model = null;
 
-function showError(err) {
-  $("own-error").hidden = false;
-  $("own-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
-}
+const showError = errorShower("own-error");
 
 async function ready(describe) {
   $("own-data").hidden = false;
@@ -79,7 +76,7 @@ async function train() {
   }
 }
 
-export function setUpOwnModel(rpc, runtimeReady, download) {
+export function setUpOwnModel(rpc, runtimeReady) {
   call = rpc;
   $("own-files").addEventListener("change", (e) => runtimeReady.then(() => chooseFiles([...e.target.files])).catch(showError));
   $("own-prepare").onclick = () => prepare().catch(showError);

@@ -1,8 +1,8 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
+import { $, download, errorShower } from "./ui.js";
 import uPlot from "./vendor/uPlot.esm.js";
 import { deleteRun, getRun, listRuns, saveRun } from "./runs.js";
 
-const $ = (id) => document.getElementById(id);
 let call = null;
 let chart = null;
 const history = { epoch: [], train: [], validation: [], metric: [] };
@@ -11,10 +11,7 @@ let fileName = "data.csv";
 let csvBytes = null;
 let run = null; // the saved run being trained
 
-function showError(err) {
-  $("csv-error").hidden = false;
-  $("csv-error").textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
-}
+const showError = errorShower("csv-error");
 
 function clearError() { $("csv-error").hidden = true; }
 
@@ -193,15 +190,7 @@ export function setUpTabular(rpc, ready) {
   $("csv-train").onclick = train;
   $("csv-pause").onclick = () => { paused = true; call("cancel"); };
   $("csv-cancel").onclick = () => { paused = false; call("cancel"); };
-  $("csv-download").onclick = async () => {
-    const bytes = await call("tabularExport");
-    const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
-    const a = Object.assign(document.createElement("a"), { href: url, download: fileName.replace(/\.csv$/i, "") + ".onnx" });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  };
+  $("csv-download").onclick = async () => download(await call("tabularExport"), fileName.replace(/\.csv$/i, "") + ".onnx");
   ready.then(() => { $("csv-sample").disabled = false; });
   showRuns().catch(showError);
 }

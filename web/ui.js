@@ -1,0 +1,20 @@
+// Small helpers shared by the page's sections.
+export const $ = (id) => document.getElementById(id);
+
+// Show the last line of an error (Python's message, without the traceback) in the element `id`.
+export function errorShower(id) {
+  return (err) => {
+    $(id).hidden = false;
+    $(id).textContent = String(err.message || err).trim().split("\n").filter(Boolean).slice(-1)[0];
+  };
+}
+
+// Save bytes as a file, without the network (a Blob URL).
+export function download(buffer, name) {
+  const url = URL.createObjectURL(new Blob([buffer], { type: "application/octet-stream" }));
+  const a = Object.assign(document.createElement("a"), { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
