@@ -6,6 +6,7 @@ import contextvars
 import copy
 
 from ..autodiff.builder import GraphBuilder
+from ..ir import load
 from ..ir.model import Graph, Model
 
 _CURRENT = contextvars.ContextVar("onnxblock_model", default=None)
@@ -59,8 +60,9 @@ def building(model: Model):
 @contextlib.contextmanager
 def base(model, model_path=None):
     """Build on a copy of ``model`` (an IR Model, ONNX bytes or a path), as ORT's onnxblock.base does."""
-    from ..api.module import load_model
-    with building(copy.deepcopy(load_model(model, "base model"))) as b:
+    if not isinstance(model, Model):
+        model = load(model.SerializeToString() if hasattr(model, "SerializeToString") else model)
+    with building(copy.deepcopy(model)) as b:
         yield b.model
 
 

@@ -169,11 +169,9 @@ def Clip_1(input, *, min=-3.4028234663852886e38, max=3.4028234663852886e38):
 
 @kernel("Clip", since=11)
 def Clip_11(input, min=None, max=None):
-    lo = None if min is None else min
-    hi = None if max is None else max
-    if lo is None and hi is None:
+    if min is None and max is None:
         return input
-    return _like(input, np.clip(input, lo, hi))
+    return _like(input, np.clip(input, min, max))
 
 
 @kernel("Where")

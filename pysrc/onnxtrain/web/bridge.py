@@ -6,10 +6,13 @@ typed array arrives as a JsProxy, whose ``to_py()`` gives a memoryview.
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
-from .. import artifacts
+from .. import artifacts, ir
 from ..api import CheckpointState, Module, Optimizer
+from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
           "bool": np.bool_}
@@ -50,8 +53,6 @@ def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntr
 
 def describe_model(model) -> dict:
     """A forward model's inputs, outputs and parameters (initializers), for the page's checklist."""
-    from .. import ir
-    from ..autodiff import GRADIENT_RULES, NO_GRADIENT
     try:
         m = ir.load(_bytes(model))
     except ir.ModelDecodeError as e:
@@ -121,7 +122,6 @@ class TrainingSession:
 
     def set_npz(self, data, validation: float = 0.1, seed: int = 0) -> dict:
         """Data from a .npz file with one array per training-model input, named like the inputs."""
-        import io
         names = self.module.train().input_names()
         try:
             archive = np.load(io.BytesIO(_bytes(data)), allow_pickle=False)
