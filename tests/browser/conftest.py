@@ -9,6 +9,19 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import build  # noqa: E402
 
+SHOTS = ROOT / "test-output"
+
+
+def screenshot(page, selector: str, name: str) -> None:
+    """Save a flow's final screen (a laptop-width and a phone-width picture) under test-output/."""
+    SHOTS.mkdir(exist_ok=True)
+    page.locator(selector).screenshot(path=str(SHOTS / f"{name}-laptop.png"))
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.locator(selector).screenshot(path=str(SHOTS / f"{name}-phone.png"))
+    page.set_viewport_size(size)
+
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -2,6 +2,8 @@
 import numpy as np
 import onnxruntime as ort
 
+from browser.conftest import screenshot
+
 
 def draw(page, strokes):
     box = page.locator("#pad").bounding_box()
@@ -38,6 +40,7 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
     page.click("#digit-clear")
     draw(page, CROSS)
     page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like: X')")
+    screenshot(page, "#digits", "digits")
     cross = np.array(page.evaluate("() => window.onnxtrainDigits.pixels()"), np.float32).reshape(1, 64)
     with page.expect_download() as download:
         page.click("#digit-download")

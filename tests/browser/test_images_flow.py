@@ -5,6 +5,7 @@ import zlib
 import numpy as np
 import onnxruntime as ort
 
+from browser.conftest import screenshot
 from test_images import synthetic
 
 
@@ -38,6 +39,7 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     page.wait_for_function("() => /^(Done|Cancelled)/.test(document.getElementById('img-metrics').textContent) "
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
+    screenshot(page, "#images", "images")
     with page.expect_download() as download:
         page.click("#img-download")
     path = tmp_path / "images.onnx"

@@ -7,6 +7,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 import ort_cases as oc
+from browser.conftest import screenshot
 
 
 def npz(tmp_path, name="data.npz", n=120, classes=5):
@@ -56,6 +57,7 @@ def test_forward_model_head_only(site_page, tmp_path):
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
     before = accuracy(forward, x, labels)
     trained = train_and_download(page, tmp_path)
+    screenshot(page, "#own", "own-model")
     assert accuracy(trained, x, labels) > before + 0.2
     weights = {i.name: i for i in onnx.load(str(trained)).graph.initializer}
     original = {i.name: i for i in onnx.load(str(forward)).graph.initializer}
@@ -72,6 +74,7 @@ def test_ort_artifacts_upload(site_page, tmp_path):
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
     trained = train_and_download(page, tmp_path)
+    screenshot(page, "#own", "ort-artifacts")
     assert accuracy(trained, x, labels) > 0.5
 
 

@@ -1,13 +1,10 @@
 """The CSV flow end to end through the page's UI, with the downloaded model checked in onnxruntime."""
-from pathlib import Path
-
 import numpy as np
 import onnxruntime as ort
 
+from browser.conftest import screenshot
 from onnxtrain.web import tabular
 from test_tabular import wine_csv
-
-SHOTS = Path(__file__).resolve().parents[2] / "test-output"
 
 
 def train_through_ui(page, epochs=15):
@@ -46,11 +43,7 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     accuracy = float(np.mean(label == prep["y_val"]))
     baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
     assert accuracy > baseline + 0.3, (accuracy, baseline)
-    SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / "csv-laptop.png"), full_page=True)
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.screenshot(path=str(SHOTS / "csv-phone.png"), full_page=True)
-    page.set_viewport_size({"width": 1280, "height": 720})
+    screenshot(page, "#csv", "csv")
 
 
 def test_bad_csv_files_show_clear_errors_and_the_page_recovers(site_page, tmp_path):
