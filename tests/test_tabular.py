@@ -145,3 +145,21 @@ def test_a_saved_run_resumes_exactly():
     x, y = a.prep["x_train"][:16], a.prep["y_train"][:16]
     assert float(a.module(x, y)) == float(b.module(x, y))
     assert api.CheckpointState.load_checkpoint(saved).properties["epoch"] == a.epoch
+
+
+def test_predict_rows_of_another_csv():
+    session = tabular.TabularSession(wine_csv())
+    session.setup("cultivar", "classification", [16])
+    while session.epoch < 10:
+        session.step(32, 0.01)
+    unlabelled = b"\n".join(line.rsplit(b",", 1)[0] for line in wine_csv().splitlines()[:21])
+    result = session.predict_csv(unlabelled)
+    assert len(result["predictions"]) == 20 and set(result["predictions"]) <= {"class_0", "class_1", "class_2"}
+    table = tabular.parse_csv(wine_csv())
+    pre = session.prep["preprocessing"]
+    num, cat = pre.raw_inputs(table, list(range(20)))
+    label = ort.InferenceSession(session.export_model(), providers=["CPUExecutionProvider"]).run(
+        ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
+    assert [pre.classes[i] for i in label] == result["predictions"]
+    with pytest.raises(tabular.DataError, match=r"lacks the columns \['alcohol'"):
+        session.predict_csv(b"x,y\n1,2\n")

@@ -4,6 +4,7 @@ import { $, download, errorShower } from "./ui.js";
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
 let call = null;
 let model = null;
+let generated = null; // the artifacts made in the page, offered for download
 
 const showError = errorShower("own-error");
 
@@ -18,6 +19,8 @@ async function chooseFiles(files) {
   $("own-error").hidden = true;
   $("own-generate").hidden = $("own-data").hidden = true;
   const byName = Object.fromEntries(files.map((f) => [f.name, f]));
+  generated = null;
+  $("own-artifacts").hidden = true;
   if (ARTIFACTS.every((n) => byName[n])) {
     const [training, evalModel, optimizer, checkpoint] = await Promise.all(ARTIFACTS.map((n) => byName[n].arrayBuffer()));
     await ready(await call("load", { training, evalModel, optimizer, checkpoint }));
@@ -47,6 +50,8 @@ async function prepare() {
   const frozenParams = [...document.querySelectorAll("input[name=own-param]:not(:checked)")].map((c) => c.value);
   const art = await call("generateArtifacts", { model: model.slice(0), requiresGrad, frozenParams,
     loss: $("own-loss").value, optimizer: $("own-optimizer").value });
+  generated = Object.fromEntries(Object.entries(art).map(([k, v]) => [k, v.slice(0)]));
+  $("own-artifacts").hidden = false;
   await ready(await call("load", { training: art["training_model.onnx"], evalModel: art["eval_model.onnx"],
     optimizer: art["optimizer_model.onnx"], checkpoint: art.checkpoint }));
 }
@@ -94,5 +99,6 @@ export function setUpOwnModel(rpc, runtimeReady) {
     const names = $("own-outputs").value.split(/[ ,]+/).filter(Boolean);
     try { download(await call("exportModel", { outputNames: names }), "model.onnx"); } catch (err) { showError(err); }
   };
+  $("own-artifacts").onclick = () => { for (const name of ARTIFACTS) download(generated[name], name); };
   $("own-checkpoint").onclick = async () => download(await call("saveCheckpoint", { includeOptimizerState: true }), "checkpoint");
 }

@@ -112,6 +112,7 @@ async function train() {
       $("csv-metrics").textContent = "Done. " + $("csv-metrics").textContent.replace(/ · about \d+ s left/, "");
     }
     $("csv-download").disabled = false;
+    $("csv-try").hidden = false;
   } catch (err) {
     showError(err);
     paused = false;
@@ -190,6 +191,13 @@ export function setUpTabular(rpc, ready) {
   $("csv-train").onclick = train;
   $("csv-pause").onclick = () => { paused = true; call("cancel"); };
   $("csv-cancel").onclick = () => { paused = false; call("cancel"); };
+  $("csv-try-file").addEventListener("change", async (e) => {
+    try {
+      const r = await call("tabularPredictCsv", { bytes: await e.target.files[0].arrayBuffer() });
+      const rows = r.rows.map((row, i) => [r.predictions[i] + (r.confidence ? ` (${(100 * r.confidence[i]).toFixed(0)}%)` : ""), ...row]);
+      $("csv-try-result").innerHTML = table(rows, ["prediction", ...r.header]);
+    } catch (err) { showError(err); }
+  });
   $("csv-download").onclick = async () => download(await call("tabularExport"), fileName.replace(/\.csv$/i, "") + ".onnx");
   ready.then(() => { $("csv-sample").disabled = false; });
   showRuns().catch(showError);

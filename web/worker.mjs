@@ -211,6 +211,7 @@ const handlers = {
 
   async tabularRestore({ bytes }) { return tabular.restore(new Uint8Array(bytes)); },
   async tabularExport() { return bytesOf(tabular.export_model()); },
+  async tabularPredictCsv({ bytes }) { return toJs(tabular.predict_csv(new Uint8Array(bytes))); },
   async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
 
   async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },

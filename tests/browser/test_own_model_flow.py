@@ -52,6 +52,14 @@ def test_forward_model_head_only(site_page, tmp_path):
     page.click("#own-prepare")
     page.wait_for_selector("#own-data:not([hidden])")
     assert "input, labels" in page.text_content("#own-inputs")
+    saved = {}
+    page.on("download", lambda d: saved.__setitem__(d.suggested_filename, d.path()))
+    page.click("#own-artifacts")
+    page.wait_for_function("() => true")
+    page.wait_for_timeout(500)
+    assert sorted(saved) == ["checkpoint", "eval_model.onnx", "optimizer_model.onnx", "training_model.onnx"]
+    state = oc.ort_api().CheckpointState.load_checkpoint(str(saved["checkpoint"]))
+    assert sorted(n for n, p in state.parameters if p.requires_grad) == ["fc2.bias", "fc2.weight"]
     data, x, labels = npz(tmp_path)
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")

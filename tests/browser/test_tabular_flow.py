@@ -43,6 +43,15 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     accuracy = float(np.mean(label == prep["y_val"]))
     baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
     assert accuracy > baseline + 0.3, (accuracy, baseline)
+    unlabelled = tmp_path / "new_rows.csv"
+    unlabelled.write_bytes(b"\n".join(line.rsplit(b",", 1)[0] for line in csv_path.read_bytes().splitlines()[:11]))
+    page.set_input_files("#csv-try-file", str(unlabelled))
+    page.wait_for_function("() => document.querySelector('#csv-try-result table') || !document.getElementById('csv-error').hidden")
+    assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
+    assert page.locator("#csv-try-result tr").count() == 11
+    first = page.text_content("#csv-try-result tr:nth-child(2) td")
+    assert first.split(" (")[0] == pre.classes[ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
+        ["label"], {"numeric": pre.raw_inputs(table, [0])[0], "categorical": pre.raw_inputs(table, [0])[1].astype(str)})[0][0]]
     screenshot(page, "#csv", "csv")
 
 

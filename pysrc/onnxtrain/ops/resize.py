@@ -43,12 +43,12 @@ def resize_matrix(in_len: int, out_len: int, scale: float, mode: str, coordinate
     x = _source_coordinates(out_len, in_len, scale, coordinate_mode)
     rows = np.arange(out_len)
     if mode == "nearest":
-        np.add.at(m, (rows, np.clip(_nearest(x, nearest_mode), 0, in_len - 1).astype(np.int64)), 1.0)
+        np.add.at(m, (rows, np.clip(_nearest(x, nearest_mode), 0, in_len - 1).astype(np.intp)), 1.0)
     elif mode == "linear":
         lo = np.floor(x)
         frac = x - lo
         for idx, w in ((lo, 1 - frac), (lo + 1, frac)):
-            np.add.at(m, (rows, np.clip(idx, 0, in_len - 1).astype(np.int64)), w)
+            np.add.at(m, (rows, np.clip(idx, 0, in_len - 1).astype(np.intp)), w)
     else:
         raise NotImplementedError(f"Resize: mode {mode!r} is not supported (nearest and linear are)")
     return m

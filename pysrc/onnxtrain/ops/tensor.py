@@ -37,7 +37,7 @@ def _indices(op: str, indices, size: int):
     if idx.size and (idx.min() < -size or idx.max() >= size):
         raise IndexError(f"{op}: index {int(idx.max() if idx.max() >= size else idx.min())} is out of range "
                          f"for an axis of size {size}")
-    return np.where(idx < 0, idx + size, idx)
+    return np.where(idx < 0, idx + size, idx).astype(np.intp)  # np.take needs intp (int32 on wasm32)
 
 
 @kernel("Gather")

@@ -359,6 +359,30 @@ class TabularSession:
         self.training.epoch, self.training.order = int(self.training.state.properties["epoch"]), None
         return self.training.epoch
 
+    def predict_csv(self, data, limit: int = 100) -> dict:
+        """Predictions of the exported model (preprocessing included) for the rows of another CSV with the
+        same feature columns (the label column may be missing)."""
+        table = parse_csv(_bytes(data), "the CSV file to predict")
+        pre = self.prep["preprocessing"]
+        missing = [c for c in pre.numeric + pre.categorical if c not in table.header]
+        if missing:
+            raise DataError(f"the CSV file to predict lacks the columns {missing}")
+        rows = list(range(min(len(table.rows), int(limit))))
+        num, cat = pre.raw_inputs(table, rows)
+        feeds = {}
+        if pre.numeric:
+            feeds["numeric"] = num
+        if pre.categorical:
+            feeds["categorical"] = cat
+        outputs = Session(ir_load(self.export_model())).run(feeds)
+        if pre.task == "classification":
+            labels = [pre.classes[i] for i in outputs[2]]
+            confidence = [float(p.max()) for p in outputs[1]]
+        else:
+            labels, confidence = [float(v) for v in outputs[0].ravel()], None
+        return {"header": table.header, "rows": [table.rows[r] for r in rows], "predictions": labels,
+                "confidence": confidence}
+
     def export_model(self) -> bytes:
         exported = ir_load(self.module.export_model_for_inferencing(None, ["output"]))
         return to_bytes(with_preprocessing(exported, self.prep["preprocessing"]))
