@@ -110,3 +110,22 @@ def test_describe_model_and_npz_data(tmp_path):
     np.savez(buf, features=x)
     with pytest.raises(ValueError, match=r"needs arrays named \['input', 'labels'\]; missing"):
         s.set_npz(buf.getvalue())
+
+
+def test_out_of_memory_suggests_a_smaller_batch_and_changes_nothing():
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    s.set_data([x, y])
+    before = {n: p.data.copy() for n, p in s.state.parameters}
+    steps = s.module._train.plan.steps
+    original = steps[1].fn
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Unable to allocate 40.0 GiB for an array")
+    steps[1].fn = exhausted
+    with pytest.raises(MemoryError, match="ran out of memory training a batch of 8 rows: choose a smaller batch"):
+        s.step(8, 0.01)
+    for n, p in s.state.parameters:
+        np.testing.assert_array_equal(p.data, before[n])
+    steps[1].fn = original
+    assert s.step(8, 0.01)["epoch_done"] and s.epoch == 1

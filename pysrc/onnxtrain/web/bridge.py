@@ -146,7 +146,13 @@ class TrainingSession:
             self.order, self.position = self.rng.permutation(n), 0
         rows = self.order[self.position:self.position + int(batch_size)]
         self.set_learning_rate(learning_rate)
-        loss = self.train_step([a[rows] for a in self.train_data])
+        try:
+            loss = self.train_step([a[rows] for a in self.train_data])
+        except Exception as e:
+            if isinstance(e, MemoryError) or isinstance(e.__cause__, MemoryError):
+                raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
+                                  f"size (nothing was changed, training can go on)") from e
+            raise
         self.position += len(rows)
         done = self.position >= n
         if done:
