@@ -69,6 +69,8 @@ class Module:
                               if vi.name in entries}
         self._train_layout = _feed_layout(names, self._train_user_inputs, entries)
         self._train_user_outputs = [n for n in self._train.output_names if not n.endswith(GRAD_FLAG_SUFFIX)]
+        self._train_user_output_index = [i for i, n in enumerate(self._train.output_names)
+                                         if not n.endswith(GRAD_FLAG_SUFFIX)]
         self._reset = np.array([True])
         self._keep = np.array([False])
         if not state.is_nominal:
@@ -95,7 +97,8 @@ class Module:
             flag = self._keep if self._accumulate else self._reset
             feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) if kind else flag
                      for kind, key in self._train_layout]
-            outputs = self._train.run(feeds, self._train_user_outputs)
+            everything = self._train.run(feeds)
+            outputs = [everything[i] for i in self._train_user_output_index]
             self._accumulate = True
         else:
             if self._eval is None:
