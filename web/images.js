@@ -24,7 +24,7 @@ async function load(fileList) {
 async function train() {
   $("img-error").hidden = true;
   $("img-train").disabled = true;
-  $("img-cancel").disabled = false;
+  $("img-pause").disabled = false;
   try {
     const epochs = Number($("img-epochs").value);
     const result = await call("imagesTrain", { epochs, batchSize: Number($("img-batch").value),
@@ -38,13 +38,14 @@ async function train() {
         showConfusion(p.metrics, classes, "img-confusion");
       },
     });
-    $("img-metrics").textContent = (result.cancelled ? "Cancelled. " : "Done. ") + $("img-metrics").textContent;
+    $("img-metrics").textContent = (result.cancelled ? "Paused. " : "Done. ") + $("img-metrics").textContent;
+    $("img-train").textContent = result.cancelled ? "Resume" : "Train";
     $("img-download").disabled = false;
   } catch (err) {
     showError(err);
   } finally {
     $("img-train").disabled = false;
-    $("img-cancel").disabled = true;
+    $("img-pause").disabled = true;
   }
 }
 
@@ -52,6 +53,6 @@ export function setUpImages(rpc, ready) {
   call = rpc;
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
   $("img-train").onclick = train;
-  $("img-cancel").onclick = () => call("cancel");
+  $("img-pause").onclick = () => call("cancel");
   $("img-download").onclick = async () => download(await call("imagesExport"), "images.onnx");
 }

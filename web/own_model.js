@@ -59,7 +59,7 @@ async function prepare() {
 async function train() {
   $("own-error").hidden = true;
   $("own-train").disabled = true;
-  $("own-cancel").disabled = false;
+  $("own-pause").disabled = false;
   try {
     const epochs = Number($("own-epochs").value);
     const result = await call("sessionTrain", { epochs, batchSize: Number($("own-batch").value),
@@ -71,13 +71,14 @@ async function train() {
           `${Math.round(p.examplesPerSecond)} examples/s`;
       },
     });
-    $("own-metrics").textContent = (result.cancelled ? "Cancelled. " : "Done. ") + $("own-metrics").textContent;
+    $("own-metrics").textContent = (result.cancelled ? "Paused. " : "Done. ") + $("own-metrics").textContent;
+    $("own-train").textContent = result.cancelled ? "Resume" : "Train";
     $("own-download").disabled = $("own-checkpoint").disabled = false;
   } catch (err) {
     showError(err);
   } finally {
     $("own-train").disabled = false;
-    $("own-cancel").disabled = true;
+    $("own-pause").disabled = true;
   }
 }
 
@@ -94,7 +95,7 @@ export function setUpOwnModel(rpc, runtimeReady) {
     } catch (err) { showError(err); }
   });
   $("own-train").onclick = train;
-  $("own-cancel").onclick = () => call("cancel");
+  $("own-pause").onclick = () => call("cancel");
   $("own-download").onclick = async () => {
     const names = $("own-outputs").value.split(/[ ,]+/).filter(Boolean);
     try { download(await call("exportModel", { outputNames: names }), "model.onnx"); } catch (err) { showError(err); }

@@ -25,7 +25,7 @@ def train_and_download(page, tmp_path, epochs=8):
     page.fill("#own-epochs", str(epochs))
     page.fill("#own-lr", "0.01")
     page.click("#own-train")
-    page.wait_for_function("() => /^(Done|Cancelled)/.test(document.getElementById('own-metrics').textContent) "
+    page.wait_for_function("() => /^Done/.test(document.getElementById('own-metrics').textContent) "
                            "|| !document.getElementById('own-error').hidden", timeout=120_000)
     assert page.is_hidden("#own-error"), page.text_content("#own-error")
     with page.expect_download() as download:
