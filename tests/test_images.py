@@ -33,6 +33,7 @@ def test_cnn_learns_and_the_export_takes_rgb():
         session.step(16, 0.01)
     metrics = session.evaluate()
     assert metrics["accuracy"] > metrics["baseline"] + 0.3
+    assert int(np.argmax(session.predict(pixels[-1].tobytes()))) == labels[-1]
     model = session.export_model()
     rgb = pixels[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255
     label = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(["label"], {"image": rgb})[0]

@@ -54,5 +54,13 @@ export function setUpImages(rpc, ready) {
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
   $("img-train").onclick = train;
   $("img-pause").onclick = () => call("cancel");
+  $("img-try").addEventListener("change", async (e) => {
+    try {
+      const f = e.target.files[0];
+      const p = await call("imagesPredict", { file: { path: f.name, bytes: await f.arrayBuffer() } });
+      const best = p.indexOf(Math.max(...p));
+      $("img-prediction").textContent = `Looks like: ${classes[best]} (${(100 * p[best]).toFixed(0)}%)`;
+    } catch (err) { showError(err); }
+  });
   $("img-download").onclick = async () => download(await call("imagesExport"), "images.onnx");
 }

@@ -190,6 +190,11 @@ const handlers = {
   async imagesTrain(args) {
     return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()) }));
   },
+  async imagesPredict({ file }) {
+    const decoded = await decodeImages([file], images.size);
+    if (decoded.count === 0) throw new Error(`${file.path} is not an image`);
+    return toJs(images.predict(decoded.all));
+  },
   async imagesExport() { return bytesOf(images.export_model()); },
 
   async digitsLoad({ model, replay }) {

@@ -86,6 +86,15 @@ class ImageSession:
         logits = Session(ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))).run([x])[0]
         return {"loss": self.training.validation_loss(), **classification_metrics(logits, y, len(self.classes))}
 
+    def predict(self, pixels) -> list:
+        """Class probabilities for one RGBA image of the session's size (uint8 bytes)."""
+        rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(1, self.size, self.size, 4)
+        x = (rgba[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255 - self.mean[None, :, None, None]) \
+            / self.std[None, :, None, None]
+        logits = Session(ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))).run([x])[0][0]
+        p = np.exp(logits - logits.max())
+        return (p / p.sum()).tolist()
+
     def checkpoint(self) -> bytes:
         self.training.state.properties["epoch"] = self.training.epoch
         return self.training.save_checkpoint(True)
