@@ -1,8 +1,12 @@
 // "Train on a folder of images": decode in the worker, train a small CNN, download a model that takes RGB.
+import { TrainingChart } from "./chart.js";
 import { $, download, errorShower } from "./ui.js";
 import { showConfusion } from "./tabular.js";
 
 let call = null;
+let chart = null;
+let lossSum = 0;
+let lossCount = 0;
 let classes = [];
 
 const showError = errorShower("img-error");
@@ -19,6 +23,8 @@ async function load(fileList) {
     (info.skipped.length ? `; skipped ${info.skipped.length} files that are not images` : "") + ".";
   $("img-setup").hidden = false;
   $("img-metrics").textContent = "";
+  $("img-train").textContent = "Train";
+  chart.reset();
 }
 
 async function train() {
@@ -31,7 +37,10 @@ async function train() {
       lr: Number($("img-lr").value) }, {
       onProgress: (p) => {
         $("img-progress").value = p.epoch / p.epochs;
+        lossSum += p.loss; lossCount += 1;
         if (!p.metrics) return;
+        chart.add(p.epoch, lossSum / lossCount, p.metrics.loss, p.metrics.accuracy);
+        lossSum = lossCount = 0;
         $("img-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · validation accuracy ` +
           `${(100 * p.metrics.accuracy).toFixed(1)}% (most common class: ${(100 * p.metrics.baseline).toFixed(1)}%) · ` +
           `${Math.round(p.examplesPerSecond)} images/s`;
@@ -51,6 +60,7 @@ async function train() {
 
 export function setUpImages(rpc, ready) {
   call = rpc;
+  chart = new TrainingChart($("img-chart"), "accuracy");
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
   $("img-train").onclick = train;
   $("img-pause").onclick = () => call("cancel");

@@ -1,8 +1,12 @@
 // "Train your own ONNX model": a forward model (artifacts generated in the page) or ORT's four artifacts,
+import { TrainingChart } from "./chart.js";
 import { $, download, errorShower } from "./ui.js";
 // trained on a .npz file, exported as a plain ONNX model.
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
 let call = null;
+let chart = null;
+let lossSum = 0;
+let lossCount = 0;
 let model = null;
 let generated = null; // the artifacts made in the page, offered for download
 
@@ -10,6 +14,8 @@ const showError = errorShower("own-error");
 
 async function ready(describe) {
   $("own-data").hidden = false;
+  $("own-train").textContent = "Train";
+  chart.reset();
   $("own-inputs").textContent = `Training inputs: ${describe.train_inputs.join(", ")}. ` +
     `The .npz file needs one array with each of these names (rows along the first axis). ` +
     `${describe.trainable_parameters} trainable parameters.`;
@@ -66,6 +72,11 @@ async function train() {
       lr: Number($("own-lr").value) }, {
       onProgress: (p) => {
         $("own-progress").value = p.epoch / p.epochs;
+        lossSum += p.loss; lossCount += 1;
+        if (p.metrics) {
+          chart.add(p.epoch, lossSum / lossCount, p.metrics.loss);
+          lossSum = lossCount = 0;
+        }
         const val = p.metrics && p.metrics.loss !== null ? ` · validation loss ${p.metrics.loss.toFixed(4)}` : "";
         $("own-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · loss ${p.loss.toFixed(4)}${val} · ` +
           `${Math.round(p.examplesPerSecond)} examples/s`;
@@ -84,6 +95,7 @@ async function train() {
 
 export function setUpOwnModel(rpc, runtimeReady) {
   call = rpc;
+  chart = new TrainingChart($("own-chart"));
   $("own-files").addEventListener("change", (e) => runtimeReady.then(() => chooseFiles([...e.target.files])).catch(showError));
   $("own-prepare").onclick = () => prepare().catch(showError);
   $("own-npz").addEventListener("change", async (e) => {

@@ -1,11 +1,10 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
 import { $, download, errorShower } from "./ui.js";
-import uPlot from "./vendor/uPlot.esm.js";
+import { TrainingChart } from "./chart.js";
 import { deleteRun, getRun, listRuns, saveRun } from "./runs.js";
 
 let call = null;
 let chart = null;
-const history = { epoch: [], train: [], validation: [], metric: [] };
 let paused = false;
 let fileName = "data.csv";
 let csvBytes = null;
@@ -39,22 +38,6 @@ async function load(bytes, name) {
   $("csv-metrics").textContent = `Loaded ${name}: ${info.rows} rows. Pick the column to predict and press Train.`;
 }
 
-function plot(metricName) {
-  const width = Math.min($("csv-chart").clientWidth || 600, 720);
-  const data = [history.epoch, history.train, history.validation, history.metric];
-  if (!chart) {
-    chart = new uPlot({
-      width, height: 240,
-      scales: { x: { time: false }, metric: { range: (u, lo, hi) => [0, metricName === "accuracy" ? 1 : hi * 1.1] } },
-      axes: [{ label: "epoch" }, { label: "loss" }, { side: 1, scale: "metric", label: metricName, grid: { show: false } }],
-      series: [{ label: "epoch" }, { label: "training loss", stroke: "#2857d8" },
-        { label: "validation loss", stroke: "#d8572a" }, { label: metricName, stroke: "#2a9d5c", scale: "metric" }],
-    }, data, $("csv-chart"));
-  } else {
-    chart.setData(data);
-  }
-}
-
 export function showConfusion(metrics, classes, target = "csv-confusion") {
   if (!metrics.confusion) { $(target).innerHTML = ""; return; }
   const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
@@ -72,12 +55,10 @@ async function train() {
       const hidden = $("csv-hidden").value.split(/[ ,]+/).filter(Boolean).map(Number);
       setup = await call("tabularSetup", { label: $("csv-label").value, task: $("csv-task").value, hidden });
       window.onnxtrainTabular = setup;
-      for (const k of Object.keys(history)) history[k] = [];
-      if (chart) { chart.destroy(); chart = null; }
+      chart.reset(setup.task === "classification" ? "accuracy" : "mean abs. error");
       run = { id: Date.now(), name: fileName, csv: csvBytes, settings: settings(), epoch: 0 };
     }
     paused = false;
-    const metricName = setup.task === "classification" ? "accuracy" : "mean abs. error";
     const epochs = Number($("csv-epochs").value);
     const started = performance.now();
     let lossSum = 0, lossCount = 0;
@@ -89,19 +70,16 @@ async function train() {
         $("csv-progress").value = fraction;
         const eta = fraction > 0 ? ((performance.now() - started) / 1000) * (1 / fraction - 1) : 0;
         if (!p.metrics) return;
-        history.epoch.push(p.epoch);
-        history.train.push(lossSum / lossCount);
-        history.validation.push(p.metrics.loss);
-        history.metric.push(setup.task === "classification" ? p.metrics.accuracy : p.metrics.mae);
+        chart.add(p.epoch, lossSum / lossCount, p.metrics.loss,
+          setup.task === "classification" ? p.metrics.accuracy : p.metrics.mae);
         lossSum = lossCount = 0;
         const m = setup.task === "classification"
           ? `accuracy ${(100 * p.metrics.accuracy).toFixed(1)}% (always guessing the most common class: ${(100 * p.metrics.baseline).toFixed(1)}%)`
           : `mean abs. error ${p.metrics.mae.toPrecision(4)} (predicting the mean: ${p.metrics.baseline.toPrecision(4)})`;
         $("csv-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · validation ${m} · ` +
           `${Math.round(p.examplesPerSecond)} examples/s · about ${Math.ceil(eta)} s left`;
-        plot(metricName);
         showConfusion(p.metrics, setup.classes);
-        Object.assign(run, { checkpoint: p.checkpoint, epoch: p.epoch, history: { ...history },
+        Object.assign(run, { checkpoint: p.checkpoint, epoch: p.epoch, history: { ...chart.history },
           settings: settings(), metrics: $("csv-metrics").textContent });
         saveRun(run).then(showRuns, showError);
       },
@@ -158,21 +136,16 @@ async function resumeRun(id) {
   const hidden = s.hidden.split(/[ ,]+/).filter(Boolean).map(Number);
   window.onnxtrainTabular = await call("tabularSetup", { label: s.label, task: s.task, hidden });
   await call("tabularRestore", { bytes: saved.checkpoint.slice(0) });
-  Object.assign(history, saved.history);
-  if (chart) { chart.destroy(); chart = null; }
+  chart.reset(s.task === "classification" ? "accuracy" : "mean abs. error", saved.history);
   run = saved;
   paused = true;
   $("csv-train").textContent = "Resume";
   $("csv-metrics").textContent = `Restored ${saved.name} at epoch ${saved.epoch}. ${saved.metrics || ""}`;
 }
 
-function fitChart() {
-  if (chart) chart.setSize({ width: Math.min($("csv-chart").clientWidth || 600, 720), height: 240 });
-}
-
 export function setUpTabular(rpc, ready) {
   call = rpc;
-  window.addEventListener("resize", fitChart);
+  chart = new TrainingChart($("csv-chart"));
   const drop = $("drop");
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));

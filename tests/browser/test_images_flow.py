@@ -39,6 +39,7 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent) "
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
+    assert page.locator("#img-chart canvas").count() >= 1
     page.set_input_files("#img-try", str(root / "green" / f"{int(np.flatnonzero(labels == 2)[0])}.png"))
     page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
     assert page.text_content("#img-prediction").startswith("Looks like: green")

@@ -30,6 +30,7 @@ def train_and_download(page, tmp_path, epochs=8):
     assert page.is_hidden("#own-error"), page.text_content("#own-error")
     with page.expect_download() as download:
         page.click("#own-download")
+    assert page.locator("#own-chart canvas").count() >= 1
     path = tmp_path / "trained.onnx"
     download.value.save_as(path)
     return path
