@@ -34,7 +34,7 @@ async function train() {
   try {
     const epochs = Number($("img-epochs").value);
     const result = await call("imagesTrain", { epochs, batchSize: Number($("img-batch").value),
-      lr: Number($("img-lr").value) }, {
+      lr: Number($("img-lr").value), schedule: $("img-schedule").value }, {
       onProgress: (p) => {
         $("img-progress").value = p.epoch / p.epochs;
         lossSum += p.loss; lossCount += 1;

@@ -69,7 +69,7 @@ async function train() {
   try {
     const epochs = Number($("own-epochs").value);
     const result = await call("sessionTrain", { epochs, batchSize: Number($("own-batch").value),
-      lr: Number($("own-lr").value) }, {
+      lr: Number($("own-lr").value), schedule: $("own-schedule").value }, {
       onProgress: (p) => {
         $("own-progress").value = p.epoch / p.epochs;
         lossSum += p.loss; lossCount += 1;

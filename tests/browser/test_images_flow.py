@@ -35,6 +35,7 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     info = page.text_content("#img-info")
     assert "48 images in 3 classes (blue, green, red)" in info and "skipped 2 files" in info
     page.fill("#img-epochs", "8")
+    page.select_option("#img-schedule", "linear")
     page.click("#img-train")
     page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent) "
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
