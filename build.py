@@ -141,7 +141,8 @@ def npm_package(name: str, version: str) -> Path:
     tgz = CACHE / "npm" / f"{name}-{version}.tgz"
     if not tgz.exists():
         tgz.parent.mkdir(parents=True, exist_ok=True)
-        run(["npm", "pack", f"{name}@{version}", "--pack-destination", tgz.parent], stdout=subprocess.DEVNULL)
+        run(["npm", "pack", "--loglevel=error", f"{name}@{version}", "--pack-destination", tgz.parent],
+            stdout=subprocess.DEVNULL)
     tmp = folder.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(tgz) as tar:

@@ -63,7 +63,8 @@ async function loadDemo() {
   const files = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
   const [training, evalModel, optimizer, checkpoint] = await Promise.all(
     files.map(async (f) => (await fetch(`artifacts/mlp/${f}`)).arrayBuffer()));
-  return call("load", { training, evalModel, optimizer, checkpoint });
+  return call("load", { training, evalModel, optimizer, checkpoint },
+    { transfer: [training, evalModel, optimizer, checkpoint] });
 }
 
 async function train() {
@@ -78,6 +79,7 @@ async function train() {
     const batches = Array.from({ length: steps }, () => makeBatch(batch, rng));
     $("status").textContent = "Training…";
     const result = await call("train", { batches }, {
+      transfer: batches.flat().map((input) => input.data.buffer),
       onProgress: (p) => {
         $("progress").value = p.step / p.steps;
         $("metrics").textContent = `step ${p.step}/${p.steps} · loss ${p.loss.toFixed(4)} · ` +

