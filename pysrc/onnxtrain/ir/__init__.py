@@ -12,11 +12,13 @@ from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, 
 
 __all__ = ["Attribute", "AttrType", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "Node",
            "OptionalType", "SequenceType", "SparseTensorType", "Tensor", "TensorType", "ValueInfo",
-           "decode_model", "dtypes", "encode_model", "load", "save", "to_bytes", "atomic_write"]
+           "decode_model", "dtypes", "encode_model", "load", "save", "to_bytes"]
 
 
 def load(source) -> Model:
-    """A Model from a file path or from the model's bytes."""
+    """A Model from a file path (str or PathLike; external data is read relative to its folder) or
+    from the model's bytes (bytes, bytearray, memoryview).  Tensor data may be read-only views of
+    the bytes (see codec)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return decode_model(source)
     path = os.fspath(source)
@@ -32,9 +34,10 @@ def load(source) -> Model:
 
 
 def to_bytes(model: Model) -> bytes:
+    """The model as ModelProto bytes."""
     return encode_model(model)
 
 
 def save(model: Model, path) -> None:
-    """Write ``model`` to ``path`` atomically."""
+    """Write ``model`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
     atomic_write(path, encode_model(model))

@@ -1,10 +1,14 @@
-"""ModelProto bytes <-> the IR, field numbers as in onnx.proto (onnx 1.16).
+"""ModelProto bytes <-> the IR, with the field numbers of onnx.proto (onnx 1.16).
 
-Decoded raw_data arrays are read-only views of the input bytes when the
-alignment allows; callers copy before writing into them.
+Decoding does not copy tensor payloads: raw_data (and packed float/double
+data) become read-only numpy views of the input buffer when their offset is
+aligned for the dtype (otherwise an aligned copy).  Callers copy before
+mutating.  A bytearray passed in is not copied either, so it must not be
+changed while the model is in use.  Unknown fields are skipped.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -13,24 +17,67 @@ from . import dtypes
 from .errors import ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
-from .wire import (FIXED32, LEN, VARINT, Reader, Writer, fixed32_to_float, read_packed_fixed,
-                   read_packed_varints, read_string, to_signed64)
+from .wire import (FIXED32, FIXED64, LEN, VARINT, Reader, Writer, array_view, fixed32_to_float, fixed64_to_double,
+                   read_packed_fixed, read_packed_varints, read_string, to_signed64)
 
-EXTERNAL = 1
+EXTERNAL = 1  # TensorProto.DataLocation
 OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"  # recorded in Model.empty_fields
+
+FIELDS = {
+    "ModelProto": {1: "ir_version", 2: "producer_name", 3: "producer_version", 4: "domain", 5: "model_version",
+                   6: "doc_string", 7: "graph", 8: "opset_import", 14: "metadata_props", 20: "training_info",
+                   25: "functions", 26: "configuration"},
+    "GraphProto": {1: "node", 2: "name", 5: "initializer", 10: "doc_string", 11: "input", 12: "output",
+                   13: "value_info", 14: "quantization_annotation", 15: "sparse_initializer", 16: "metadata_props"},
+    "NodeProto": {1: "input", 2: "output", 3: "name", 4: "op_type", 5: "attribute", 6: "doc_string", 7: "domain",
+                  8: "overload", 9: "metadata_props"},
+    "AttributeProto": {1: "name", 2: "f", 3: "i", 4: "s", 5: "t", 6: "g", 7: "floats", 8: "ints", 9: "strings",
+                       10: "tensors", 11: "graphs", 13: "doc_string", 14: "tp", 15: "type_protos", 20: "type",
+                       21: "ref_attr_name", 22: "sparse_tensor", 23: "sparse_tensors"},
+    "ValueInfoProto": {1: "name", 2: "type", 3: "doc_string", 4: "metadata_props"},
+    "TypeProto": {1: "tensor_type", 4: "sequence_type", 5: "map_type", 6: "denotation", 8: "sparse_tensor_type",
+                  9: "optional_type"},
+    "TypeProto.Tensor": {1: "elem_type", 2: "shape"},
+    "TypeProto.SparseTensor": {1: "elem_type", 2: "shape"},
+    "TypeProto.Sequence": {1: "elem_type"},
+    "TypeProto.Optional": {1: "elem_type"},
+    "TypeProto.Map": {1: "key_type", 2: "value_type"},
+    "TensorShapeProto": {1: "dim"},
+    "TensorShapeProto.Dimension": {1: "dim_value", 2: "dim_param", 3: "denotation"},
+    "TensorProto": {1: "dims", 2: "data_type", 3: "segment", 4: "float_data", 5: "int32_data", 6: "string_data",
+                    7: "int64_data", 8: "name", 9: "raw_data", 10: "double_data", 11: "uint64_data",
+                    12: "doc_string", 13: "external_data", 14: "data_location", 16: "metadata_props"},
+    "OperatorSetIdProto": {1: "domain", 2: "version"},
+    "StringStringEntryProto": {1: "key", 2: "value"},
+    "FunctionProto": {1: "name", 4: "input", 5: "output", 6: "attribute", 7: "node", 8: "doc_string",
+                      9: "opset_import", 10: "domain", 11: "attribute_proto", 12: "value_info", 13: "overload",
+                      14: "metadata_props"},
+}
+
+# The TensorProto field that holds each data type's values when raw_data is not used.
+_TYPED_FIELD = {dtypes.FLOAT: 4, dtypes.COMPLEX64: 4, dtypes.DOUBLE: 10, dtypes.COMPLEX128: 10, dtypes.INT64: 7,
+                dtypes.UINT32: 11, dtypes.UINT64: 11, dtypes.STRING: 6}
+_TYPED_FIELD.update((code, 5) for code in dtypes.NAMES if code not in _TYPED_FIELD)  # int32_data
+
+# The first byte of every ModelProto field key (fields 20, 25, 26 take two bytes).
+_MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xCA, 0xD2}
+MAX_DEPTH = 64  # nested graphs / types
 
 
 class _Decoder:
     def __init__(self, data, base_dir):
-        self.buf = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
-        self.base_dir = base_dir
+        self.buf = memoryview(data).cast("B")
+        self.base_dir = None if base_dir is None else os.fspath(base_dir)
         self.depth = 0
 
+    def fields(self, span, message):
+        return Reader(self.buf, span[0], span[1], message, FIELDS[message]).fields()
+
     def s(self, span, message, field):
-        return read_string(self.buf, span, message, field)
+        return read_string(self.buf, span, f"{message}.{field}")
 
     def set_str(self, obj, attr, span, message):
-        value = read_string(self.buf, span, message, attr)
+        value = self.s(span, message, attr)
         setattr(obj, attr, value)
         if not value:
             obj.empty_fields.add(attr)
@@ -38,26 +85,29 @@ class _Decoder:
     def raw(self, span):
         return bytes(self.buf[span[0]:span[1]])
 
-    def _ints(self, wire, value, message, field, out):
+    def ints(self, wire, value, what, out: list):
+        """A repeated int64 field, packed or not."""
         if wire == LEN:
-            out.extend(read_packed_varints(self.buf, value, message, field))
+            out.extend(read_packed_varints(self.buf, value, what).view(np.int64).tolist())
         elif wire == VARINT:
             out.append(to_signed64(value))
         else:
-            raise ModelDecodeError(f"{message}.{field}: wrong wire type {wire}")
+            raise ModelDecodeError(f"{what}: wrong wire type {wire} for an integer field")
 
-    def _enter(self, message):
+    def nest(self, message):
         self.depth += 1
-        if self.depth > 64:
-            raise ModelDecodeError(f"{message}: nesting deeper than 64 levels")
+        if self.depth > MAX_DEPTH:
+            raise ModelDecodeError(f"{message}: nested more than {MAX_DEPTH} levels deep")
 
     # ---- messages -----------------------------------------------------------------------------
 
     def model(self, span) -> Model:
         m = Model(graph=None, ir_version=0, opset_imports={})
-        for n, w, v in Reader(self.buf, span[0], span[1], "ModelProto").fields():
+        for n, w, v in self.fields(span, "ModelProto"):
             if n == 1 and w == VARINT:
                 m.ir_version = to_signed64(v)
+                if not v:
+                    m.empty_fields.add("ir_version")
             elif n == 2 and w == LEN:
                 self.set_str(m, "producer_name", v, "ModelProto")
             elif n == 3 and w == LEN:
@@ -66,6 +116,8 @@ class _Decoder:
                 self.set_str(m, "domain", v, "ModelProto")
             elif n == 5 and w == VARINT:
                 m.model_version = to_signed64(v)
+                if not v:
+                    m.empty_fields.add("model_version")
             elif n == 6 and w == LEN:
                 self.set_str(m, "doc_string", v, "ModelProto")
             elif n == 7 and w == LEN:
@@ -76,7 +128,7 @@ class _Decoder:
                 if not has_domain:
                     m.empty_fields.add(OPSET_DOMAIN_ABSENT)
             elif n == 14 and w == LEN:
-                self.entry(v, m.metadata_props, "ModelProto.metadata_props")
+                self.entry(v, m.metadata_props)
             elif n == 20 and w == LEN:
                 m.training_info.append(self.raw(v))
             elif n == 25 and w == LEN:
@@ -89,26 +141,26 @@ class _Decoder:
 
     def opset(self, span):
         domain, version, has_domain = "", 0, False
-        for n, w, v in Reader(self.buf, span[0], span[1], "OperatorSetIdProto").fields():
+        for n, w, v in self.fields(span, "OperatorSetIdProto"):
             if n == 1 and w == LEN:
                 domain, has_domain = self.s(v, "OperatorSetIdProto", "domain"), True
             elif n == 2 and w == VARINT:
                 version = to_signed64(v)
         return domain, version, has_domain
 
-    def entry(self, span, into: dict, message: str):
+    def entry(self, span, into: dict):
         key = value = ""
-        for n, w, v in Reader(self.buf, span[0], span[1], message).fields():
+        for n, w, v in self.fields(span, "StringStringEntryProto"):
             if n == 1 and w == LEN:
-                key = self.s(v, message, "key")
+                key = self.s(v, "StringStringEntryProto", "key")
             elif n == 2 and w == LEN:
-                value = self.s(v, message, "value")
+                value = self.s(v, "StringStringEntryProto", "value")
         into[key] = value
 
     def graph(self, span) -> Graph:
-        self._enter("GraphProto")
+        self.nest("GraphProto")
         g = Graph()
-        for n, w, v in Reader(self.buf, span[0], span[1], "GraphProto").fields():
+        for n, w, v in self.fields(span, "GraphProto"):
             if w != LEN:
                 continue
             if n == 1:
@@ -130,34 +182,35 @@ class _Decoder:
             elif n == 15:
                 g.sparse_initializers.append(self.raw(v))
             elif n == 16:
-                self.entry(v, g.metadata_props, "GraphProto.metadata_props")
+                self.entry(v, g.metadata_props)
         self.depth -= 1
         return g
 
     def node(self, span) -> Node:
+        M = "NodeProto"
         node = Node("", [], [])
-        for n, w, v in Reader(self.buf, span[0], span[1], "NodeProto").fields():
+        for n, w, v in self.fields(span, M):
             if w != LEN:
                 continue
             if n == 1:
-                node.inputs.append(self.s(v, "NodeProto", "input"))
+                node.inputs.append(self.s(v, M, "input"))
             elif n == 2:
-                node.outputs.append(self.s(v, "NodeProto", "output"))
+                node.outputs.append(self.s(v, M, "output"))
             elif n == 3:
-                self.set_str(node, "name", v, "NodeProto")
+                self.set_str(node, "name", v, M)
             elif n == 4:
-                self.set_str(node, "op_type", v, "NodeProto")
+                self.set_str(node, "op_type", v, M)
             elif n == 5:
                 a = self.attribute(v)
                 node.attributes[a.name] = a
             elif n == 6:
-                self.set_str(node, "doc_string", v, "NodeProto")
+                self.set_str(node, "doc_string", v, M)
             elif n == 7:
-                self.set_str(node, "domain", v, "NodeProto")
+                self.set_str(node, "domain", v, M)
             elif n == 8:
-                self.set_str(node, "overload", v, "NodeProto")
+                self.set_str(node, "overload", v, M)
             elif n == 9:
-                self.entry(v, node.metadata_props, "NodeProto.metadata_props")
+                self.entry(v, node.metadata_props)
         return node
 
     def attribute(self, span) -> Attribute:
@@ -165,7 +218,7 @@ class _Decoder:
         a = Attribute("", AttrType.UNDEFINED)
         single = {}
         floats, ints, strings, tensors, graphs, sparse, types = [], [], [], [], [], [], []
-        for n, w, v in Reader(self.buf, span[0], span[1], M).fields():
+        for n, w, v in self.fields(span, M):
             if n == 1 and w == LEN:
                 self.set_str(a, "name", v, M)
             elif n == 20 and w == VARINT:
@@ -188,13 +241,12 @@ class _Decoder:
                 single[AttrType.SPARSE_TENSOR] = self.raw(v)
             elif n == 14 and w == LEN:
                 single[AttrType.TYPE_PROTO] = self.type_proto(v)
-            elif n == 7:
-                if w == LEN:
-                    floats.extend(float(x) for x in read_packed_fixed(self.buf, v, "<f4", M, "floats"))
-                elif w == FIXED32:
-                    floats.append(fixed32_to_float(v))
+            elif n == 7 and w == LEN:
+                floats.extend(read_packed_fixed(self.buf, v, "<f4", f"{M}.floats").tolist())
+            elif n == 7 and w == FIXED32:
+                floats.append(fixed32_to_float(v))
             elif n == 8:
-                self._ints(w, v, M, "ints", ints)
+                self.ints(w, v, f"{M}.ints", ints)
             elif n == 9 and w == LEN:
                 strings.append(self.raw(v))
             elif n == 10 and w == LEN:
@@ -211,46 +263,53 @@ class _Decoder:
             a.value = plural[a.type]
         elif a.type in single:
             a.value = single[a.type]
-        elif a.type == AttrType.UNDEFINED and not a.ref_attr_name:
-            raise ModelDecodeError(f"AttributeProto '{a.name}' has no type")
+        elif a.ref_attr_name:
+            a.value = None  # a function-body reference to the caller's attribute
+        elif a.type == AttrType.UNDEFINED:
+            raise ModelDecodeError(f"{M} '{a.name}' has no type")
+        elif a.type in (AttrType.FLOAT, AttrType.INT, AttrType.STRING):  # a writer that omitted a zero value
+            a.value = {AttrType.FLOAT: 0.0, AttrType.INT: 0, AttrType.STRING: b""}[a.type]
         else:
-            a.value = {AttrType.FLOAT: 0.0, AttrType.INT: 0, AttrType.STRING: b""}.get(a.type)
+            raise ModelDecodeError(f"{M} '{a.name}' of type {a.type} has no value")
         return a
 
     def value_info(self, span) -> ValueInfo:
+        M = "ValueInfoProto"
         vi = ValueInfo("")
-        for n, w, v in Reader(self.buf, span[0], span[1], "ValueInfoProto").fields():
+        for n, w, v in self.fields(span, M):
             if w != LEN:
                 continue
             if n == 1:
-                self.set_str(vi, "name", v, "ValueInfoProto")
+                self.set_str(vi, "name", v, M)
             elif n == 2:
                 vi.type = self.type_proto(v)
             elif n == 3:
-                self.set_str(vi, "doc_string", v, "ValueInfoProto")
+                self.set_str(vi, "doc_string", v, M)
             elif n == 4:
-                self.entry(v, vi.metadata_props, "ValueInfoProto.metadata_props")
+                self.entry(v, vi.metadata_props)
         return vi
 
     def type_proto(self, span):
-        self._enter("TypeProto")
+        """A TypeProto; one with no value case set becomes TensorType(elem_type=None)."""
+        self.nest("TypeProto")
         result, denotation = None, ""
-        for n, w, v in Reader(self.buf, span[0], span[1], "TypeProto").fields():
+        for n, w, v in self.fields(span, "TypeProto"):
             if w != LEN:
                 continue
             if n == 1:
-                result = self.tensor_type(v, TensorType)
+                result = self.tensor_type(v, TensorType, "TypeProto.Tensor")
             elif n == 8:
-                result = self.tensor_type(v, SparseTensorType)
+                result = self.tensor_type(v, SparseTensorType, "TypeProto.SparseTensor")
             elif n in (4, 9):
+                M = "TypeProto.Sequence" if n == 4 else "TypeProto.Optional"
                 elem = None
-                for n2, w2, v2 in Reader(self.buf, v[0], v[1], "TypeProto.Sequence").fields():
+                for n2, w2, v2 in self.fields(v, M):
                     if n2 == 1 and w2 == LEN:
                         elem = self.type_proto(v2)
                 result = SequenceType(elem) if n == 4 else OptionalType(elem)
             elif n == 5:
                 key, value = 0, None
-                for n2, w2, v2 in Reader(self.buf, v[0], v[1], "TypeProto.Map").fields():
+                for n2, w2, v2 in self.fields(v, "TypeProto.Map"):
                     if n2 == 1 and w2 == VARINT:
                         key = v2
                     elif n2 == 2 and w2 == LEN:
@@ -259,15 +318,14 @@ class _Decoder:
             elif n == 6:
                 denotation = self.s(v, "TypeProto", "denotation")
         if result is None:
-            result = TensorType(0, None)
-            result.elem_type = None  # a TypeProto with no value case set
+            result = TensorType(None, None)
         result.denotation = denotation
         self.depth -= 1
         return result
 
-    def tensor_type(self, span, cls):
+    def tensor_type(self, span, cls, message):
         t = cls(0, None)
-        for n, w, v in Reader(self.buf, span[0], span[1], "TypeProto.Tensor").fields():
+        for n, w, v in self.fields(span, message):
             if n == 1 and w == VARINT:
                 t.elem_type = v
             elif n == 2 and w == LEN:
@@ -278,11 +336,11 @@ class _Decoder:
 
     def shape(self, span):
         dims, denotations = [], []
-        for n, w, v in Reader(self.buf, span[0], span[1], "TensorShapeProto").fields():
+        for n, w, v in self.fields(span, "TensorShapeProto"):
             if n != 1 or w != LEN:
                 continue
             dim, den = None, ""
-            for n2, w2, v2 in Reader(self.buf, v[0], v[1], "TensorShapeProto.Dimension").fields():
+            for n2, w2, v2 in self.fields(v, "TensorShapeProto.Dimension"):
                 if n2 == 1 and w2 == VARINT:
                     dim = to_signed64(v2)
                 elif n2 == 2 and w2 == LEN:
@@ -295,135 +353,154 @@ class _Decoder:
 
     def tensor(self, span) -> Tensor:
         M = "TensorProto"
-        dims, data_type, name, doc = [], 0, "", ""
-        name_present = doc_present = False
-        raw = None
-        typed = {}
-        strings = []
-        external, location = {}, 0
-        metadata = {}
-        for n, w, v in Reader(self.buf, span[0], span[1], M).fields():
+        t = Tensor("", None, 0)
+        dims, raw, strings, typed, external = [], None, [], {}, {}
+        location = None
+        for n, w, v in self.fields(span, M):
             if n == 1:
-                self._ints(w, v, M, "dims", dims)
+                self.ints(w, v, f"{M}.dims", dims)
             elif n == 2 and w == VARINT:
-                data_type = v
+                t.data_type = v
             elif n == 3:
                 raise ModelDecodeError(f"{M}.segment: segmented tensors are not supported")
             elif n == 8 and w == LEN:
-                name, name_present = self.s(v, M, "name"), True
+                self.set_str(t, "name", v, M)
             elif n == 12 and w == LEN:
-                doc, doc_present = self.s(v, M, "doc_string"), True
+                self.set_str(t, "doc_string", v, M)
             elif n == 9 and w == LEN:
                 raw = v
             elif n == 6 and w == LEN:
+                typed.setdefault(6, [])
                 strings.append(self.raw(v))
-            elif n == 4:
-                part = typed.setdefault(4, [])
-                if w == LEN:
-                    part.append(read_packed_fixed(self.buf, v, "<f4", M, "float_data"))
-                elif w == FIXED32:
-                    part.append(np.array([fixed32_to_float(v)], "<f4"))
-            elif n == 10:
-                part = typed.setdefault(10, [])
-                if w == LEN:
-                    part.append(read_packed_fixed(self.buf, v, "<f8", M, "double_data"))
-                else:
-                    part.append(np.frombuffer(v.to_bytes(8, "little"), "<f8"))
-            elif n in (5, 7, 11):
-                vals = []
-                self._ints(w, v, M, {5: "int32_data", 7: "int64_data", 11: "uint64_data"}[n], vals)
-                typed.setdefault(n, []).append(vals)
+            elif n == 4 and w == LEN:
+                typed.setdefault(4, []).append(read_packed_fixed(self.buf, v, "<f4", f"{M}.float_data"))
+            elif n == 4 and w == FIXED32:
+                typed.setdefault(4, []).append(np.array([fixed32_to_float(v)], "<f4"))
+            elif n == 10 and w == LEN:
+                typed.setdefault(10, []).append(read_packed_fixed(self.buf, v, "<f8", f"{M}.double_data"))
+            elif n == 10 and w == FIXED64:
+                typed.setdefault(10, []).append(np.array([fixed64_to_double(v)], "<f8"))
+            elif n in (5, 7, 11) and w in (LEN, VARINT):
+                what = f"{M}.{FIELDS[M][n]}"
+                part = read_packed_varints(self.buf, v, what) if w == LEN else np.array([v], np.uint64)
+                typed.setdefault(n, []).append(part)
             elif n == 13 and w == LEN:
-                self.entry(v, external, f"{M}.external_data")
+                self.entry(v, external)
             elif n == 14 and w == VARINT:
                 location = v
             elif n == 16 and w == LEN:
-                self.entry(v, metadata, f"{M}.metadata_props")
+                self.entry(v, t.metadata_props)
+        label = f"{M} '{t.name}'"
         if any(d < 0 for d in dims):
-            raise ModelDecodeError(f"{M} '{name}': negative dimension in {dims}")
-        try:
-            dtype = dtypes.to_numpy(data_type)
-        except ValueError:
-            raise ModelDecodeError(f"{M} '{name}': unknown data_type {data_type}") from None
-        count = int(np.prod(dims, dtype=np.int64)) if dims else 1
-        shape = tuple(dims)
-        if data_type in dtypes.PACKED_4BIT:
-            count, shape = (count + 1) // 2, ((count + 1) // 2,)
+            raise ModelDecodeError(f"{label}: negative dimension in dims {dims}")
+        if t.data_type not in _TYPED_FIELD:
+            raise ModelDecodeError(f"{label}: unknown data_type {t.data_type}")
+        count = math.prod(dims)
         if location == EXTERNAL:
-            data = self.external(name, external, dtype, count)
-            ext = dict(external)
+            flat = self.external(label, external, t.data_type, count)
+            t.external_data = dict(external)
+            # what onnx.load leaves after reading external data: the data inline, data_location DEFAULT
+            t.empty_fields.add("data_location")
         else:
-            ext = None
-            if data_type == dtypes.STRING:
-                data = np.empty(len(strings), dtype=object)
-                data[:] = strings
-            elif raw is not None:
-                size = raw[1] - raw[0]
-                if size != count * dtype.itemsize:
-                    raise ModelDecodeError(f"{M} '{name}': raw_data has {size} bytes, but dims {dims} of "
-                                           f"{dtypes.name(data_type)} need {count * dtype.itemsize}")
-                data = np.frombuffer(self.buf, dtype=dtype, count=count, offset=raw[0])
+            if location == 0:
+                t.empty_fields.add("data_location")
+            if raw is not None:
+                flat = self.raw_values(label, raw, t.data_type, count)
+                if raw[0] == raw[1]:
+                    t.empty_fields.add("raw_data")
             else:
-                data = self.typed_data(name, data_type, dtype, typed)
-            if data.size != count:
-                raise ModelDecodeError(f"{M} '{name}': holds {data.size} values, but dims {dims} need {count}")
-        if data_type not in dtypes.PACKED_4BIT:
-            data = data.reshape(shape)
-        tensor = Tensor(name, data, data_type, doc_string=doc, metadata_props=metadata, external_data=ext,
-                        typed_storage=raw is None and bool(typed))
-        tensor.empty_fields.update(f for f, present in (("name", name_present), ("doc_string", doc_present))
-                                   if present and not getattr(tensor, f))
-        return tensor
+                flat = self.typed_values(label, t.data_type, typed, strings, count)
+                t.typed_storage = bool(typed)
+            if flat.size != count:
+                raise ModelDecodeError(f"{label}: holds {flat.size} values, but dims {dims} need {count}")
+        try:
+            t.data = flat.reshape(dims)
+        except ValueError as e:  # e.g. more dimensions than numpy supports
+            raise ModelDecodeError(f"{label}: dims {dims}: {e}") from None
+        return t
+
+    def raw_values(self, label, span, data_type, count) -> np.ndarray:
+        size = span[1] - span[0]
+        if data_type == dtypes.STRING:
+            raise ModelDecodeError(f"{label}: a string tensor cannot use raw_data")
+        if size != dtypes.storage_size(data_type, count):
+            raise ModelDecodeError(f"{label}: raw_data has {size} bytes, but {count} {dtypes.name(data_type)} values "
+                                   f"need {dtypes.storage_size(data_type, count)}")
+        if data_type in dtypes.PACKED_4BIT:
+            return dtypes.unpack_4bit(np.frombuffer(self.buf, np.uint8, size, span[0]), count)
+        return array_view(self.buf, span[0], count, dtypes.to_numpy(data_type))
 
     @staticmethod
-    def typed_data(name, data_type, dtype, typed) -> np.ndarray:
-        if not typed:
+    def typed_values(label, data_type, typed, strings, count) -> np.ndarray:
+        expected = _TYPED_FIELD[data_type]
+        wrong = [FIELDS["TensorProto"][n] for n in typed if n != expected]
+        if wrong:
+            raise ModelDecodeError(f"{label}: a {dtypes.name(data_type)} tensor cannot hold {', '.join(wrong)}")
+        dtype = dtypes.to_numpy(data_type)
+        if expected == 6:
+            values = np.empty(len(strings), dtype=object)
+            values[:] = strings
+            return values
+        parts = typed.get(expected)
+        if not parts:
             return np.zeros(0, dtype)
-        if 4 in typed:
-            values = np.concatenate(typed[4])
-        elif 10 in typed:
-            values = np.concatenate(typed[10])
-        else:
-            field = next(iter(typed))
-            if field == 11:
-                values = np.array([x & 0xFFFFFFFFFFFFFFFF for part in typed[field] for x in part], dtype=np.uint64)
-            else:
-                values = np.array([x for part in typed[field] for x in part], dtype=np.int64)
-        if data_type in (dtypes.FLOAT16, dtypes.BFLOAT16):
-            return values.astype(np.uint16).view(dtype)
+        values = parts[0] if len(parts) == 1 else np.concatenate(parts)
         if data_type in (dtypes.COMPLEX64, dtypes.COMPLEX128):
-            return values.view(dtype)  # float_data/double_data hold (real, imaginary) pairs
+            if values.size % 2:
+                raise ModelDecodeError(f"{label}: odd number of values for (real, imaginary) pairs")
+            return values.view(dtype)
+        if expected in (4, 10, 11):
+            return values.astype(dtype, copy=False)
+        # int32_data: sign-extended varints; float16/bfloat16/float8 hold their bit patterns in the low bits
+        values = values.view(np.int64)
+        if data_type in dtypes.PACKED_4BIT:
+            n = count if values.size == dtypes.storage_size(data_type, count) else 2 * values.size
+            return dtypes.unpack_4bit(values.astype(np.uint8), n)
+        if data_type == dtypes.FLOAT16:
+            return values.astype(np.uint16).view(dtype)
         return values.astype(dtype)
 
-    def external(self, name, info, dtype, count) -> np.ndarray:
+    def external(self, label, info, data_type, count) -> np.ndarray:
         location = info.get("location")
         if not location:
-            raise ModelDecodeError(f"TensorProto '{name}': external data without a location")
+            raise ModelDecodeError(f"{label}: external data without a location")
         if self.base_dir is None:
-            raise ModelDecodeError(f"TensorProto '{name}' keeps its data in the external file '{location}': load "
-                                   f"the model from its path, not from bytes")
+            raise ModelDecodeError(f"{label} keeps its data in the external file '{location}': load the model from "
+                                   f"its path (or pass base_dir), not from bytes")
+        if data_type == dtypes.STRING:
+            raise ModelDecodeError(f"{label}: a string tensor cannot use external data")
+        if os.path.isabs(location) or os.path.normpath(location).split(os.sep)[0] == os.pardir:
+            raise ModelDecodeError(f"{label}: external data location '{location}' is outside the model's folder")
         path = os.path.join(self.base_dir, location)
-        offset = int(info.get("offset", 0) or 0)
-        size = count * dtype.itemsize
-        length = int(info.get("length", size) or size)
-        if length != size:
-            raise ModelDecodeError(f"TensorProto '{name}': external length {length} does not match its "
-                                   f"dims ({size} bytes)")
+        size = dtypes.storage_size(data_type, count)
+        try:
+            offset = int(info.get("offset") or 0)
+            length = int(info.get("length") or size)
+        except ValueError:
+            raise ModelDecodeError(f"{label}: external data offset/length are not integers: {info}") from None
+        if offset < 0 or length != size:
+            raise ModelDecodeError(f"{label}: external data offset {offset}, length {length}, but its dims need "
+                                   f"{size} bytes")
         try:
             with open(path, "rb") as f:
+                available = os.fstat(f.fileno()).st_size - offset
+                if available < size:
+                    raise ModelDecodeError(f"{label}: external data file {path} has only {max(available, 0)} bytes "
+                                           f"at offset {offset}, {size} needed")
                 f.seek(offset)
                 data = f.read(size)
         except OSError as e:
-            raise ModelDecodeError(f"TensorProto '{name}': cannot read external data file {path}: {e}") from None
+            raise ModelDecodeError(f"{label}: cannot read external data file {path}: {e.strerror or e}") from None
         if len(data) != size:
-            raise ModelDecodeError(f"TensorProto '{name}': external data file {path} has only {len(data)} bytes "
-                                   f"at offset {offset}, {size} needed")
-        return np.frombuffer(data, dtype=dtype, count=count)
+            raise ModelDecodeError(f"{label}: external data file {path} ended early")
+        if data_type in dtypes.PACKED_4BIT:
+            return dtypes.unpack_4bit(np.frombuffer(data, np.uint8), count)
+        return np.frombuffer(data, dtype=dtypes.to_numpy(data_type), count=count)
 
     def function(self, span) -> Function:
         M = "FunctionProto"
         f = Function("")
-        for n, w, v in Reader(self.buf, span[0], span[1], M).fields():
+        for n, w, v in self.fields(span, M):
             if w != LEN:
                 continue
             if n == 1:
@@ -450,17 +527,23 @@ class _Decoder:
             elif n == 12:
                 f.value_info.append(self.value_info(v))
             elif n == 14:
-                self.entry(v, f.metadata_props, f"{M}.metadata_props")
+                self.entry(v, f.metadata_props)
         return f
 
 
 def decode_model(data, base_dir: str | None = None) -> Model:
-    """Decode ModelProto bytes; ``base_dir`` is where external tensor data files live."""
+    """Decode ModelProto bytes (bytes, bytearray or memoryview); ``base_dir`` is the folder that
+    external tensor data locations are relative to.  Raises ModelDecodeError on malformed input."""
     dec = _Decoder(data, base_dir)
     try:
         return dec.model((0, len(dec.buf)))
+    except ModelDecodeError as e:
+        if len(dec.buf) and dec.buf[0] in _MODEL_KEY_BYTES:
+            raise
+        head = bytes(dec.buf[:8]).hex(" ")
+        raise ModelDecodeError(f"not an ONNX model (it starts with bytes {head}): {e}") from None
     except RecursionError:
-        raise ModelDecodeError("ModelProto: nesting too deep") from None
+        raise ModelDecodeError("ModelProto: nested too deeply") from None
 
 
 # ---- encoding -----------------------------------------------------------------------------------
@@ -484,69 +567,82 @@ def _opsets(w: Writer, number: int, opsets: dict, omit_default_domain: bool = Fa
 
 def _str(w: Writer, number: int, obj, attr: str) -> None:
     text = getattr(obj, attr)
-    if text or attr in getattr(obj, "empty_fields", ()):
+    if text or attr in obj.empty_fields:
         w.string(number, text)
 
 
-_TYPED_FIELD = {dtypes.FLOAT: 4, dtypes.COMPLEX64: 4, dtypes.DOUBLE: 10, dtypes.COMPLEX128: 10, dtypes.INT64: 7,
-                dtypes.UINT32: 11, dtypes.UINT64: 11, dtypes.INT32: 5, dtypes.INT16: 5, dtypes.INT8: 5,
-                dtypes.UINT16: 5, dtypes.UINT8: 5, dtypes.BOOL: 5, dtypes.FLOAT16: 5, dtypes.BFLOAT16: 5}
+def _int(w: Writer, number: int, obj, attr: str) -> None:
+    value = getattr(obj, attr)
+    if value or attr in obj.empty_fields:
+        w.varint(number, value)
 
 
-def _write_typed(w: Writer, data_type: int, data: np.ndarray) -> None:
+def _bytes_list(w: Writer, number: int, items) -> None:
+    for s in items:
+        w.bytes_(number, s if isinstance(s, (bytes, bytearray)) else str(s).encode("utf-8"))
+
+
+def _write_typed(w: Writer, data_type: int, flat: np.ndarray) -> None:
     number = _TYPED_FIELD[data_type]
-    flat = np.ascontiguousarray(data).ravel()
     if number == 4:
-        w.packed_floats(4, flat.view("<f4") if data_type == dtypes.COMPLEX64 else flat)
+        w.packed_fixed(4, flat.view("<f4") if data_type == dtypes.COMPLEX64 else flat, "<f4")
     elif number == 10:
-        if flat.size:
-            w.bytes_(10, np.ascontiguousarray(flat.view("<f8") if data_type == dtypes.COMPLEX128 else flat,
-                                              dtype="<f8").tobytes())
-    elif data_type in (dtypes.FLOAT16, dtypes.BFLOAT16):
+        w.packed_fixed(10, flat.view("<f8") if data_type == dtypes.COMPLEX128 else flat, "<f8")
+    elif number == 11:
+        w.packed_varints(11, flat.astype(np.uint64))
+    elif data_type in dtypes.PACKED_4BIT:  # packed bytes; onnx.helper writes int4 pairs as int8
+        packed = dtypes.pack_4bit(flat)
+        w.packed_varints(5, packed.view(np.int8) if data_type == dtypes.INT4 else packed)
+    elif data_type == dtypes.FLOAT16:
         w.packed_varints(5, flat.view("<u2"))
     else:
-        w.packed_varints(number, flat.astype(np.int64) if number != 11 else flat.astype(np.uint64))
+        w.packed_varints(number, flat)
 
 
 def encode_tensor(t: Tensor) -> Writer:
     w = Writer()
     data = np.asarray(t.data)
-    dims = list(data.shape) if t.data_type not in dtypes.PACKED_4BIT else list(t.dims)
-    w.packed_varints(1, dims)
+    w.packed_varints(1, data.shape)
     w.varint(2, t.data_type)
     _str(w, 8, t, "name")
     if t.data_type == dtypes.STRING:
-        for s in data.ravel():
-            w.bytes_(6, s if isinstance(s, (bytes, bytearray)) else str(s).encode("utf-8"))
-    elif t.typed_storage and t.data_type in _TYPED_FIELD:
-        _write_typed(w, t.data_type, data)
+        _bytes_list(w, 6, data.ravel())
     else:
-        w.bytes_(9, np.ascontiguousarray(data, dtype=dtypes.to_numpy(t.data_type)).tobytes())
+        flat = np.ascontiguousarray(data, dtype=dtypes.to_numpy(t.data_type)).ravel()
+        if t.typed_storage:
+            _write_typed(w, t.data_type, flat)
+        elif flat.size or "raw_data" in t.empty_fields:
+            w.bytes_(9, (dtypes.pack_4bit(flat) if t.data_type in dtypes.PACKED_4BIT else flat).tobytes())
     _str(w, 12, t, "doc_string")
+    if "data_location" in t.empty_fields:
+        w.varint(14, 0)
     _entries(w, 16, t.metadata_props)
+    return w
+
+
+def _encode_shape(shape: list, denotations) -> Writer:
+    w = Writer()
+    for d, den in zip(shape, denotations or [""] * len(shape)):
+        dim = Writer()
+        if isinstance(d, str):
+            dim.string(2, d)
+        elif d is not None:
+            dim.varint(1, d)
+        if den:
+            dim.string(3, den)
+        w.message(1, dim)
     return w
 
 
 def _encode_type(t) -> Writer:
     w = Writer()
     if isinstance(t, (TensorType, SparseTensorType)):
-        inner = Writer()
-        if t.elem_type is not None:
-            inner.varint(1, t.elem_type)
-        if t.shape is not None:
-            shape = Writer()
-            dens = getattr(t, "dim_denotations", None) or [""] * len(t.shape)
-            for d, den in zip(t.shape, dens):
-                dim = Writer()
-                if isinstance(d, str):
-                    dim.string(2, d)
-                elif d is not None:
-                    dim.varint(1, d)
-                if den:
-                    dim.string(3, den)
-                shape.message(1, dim)
-            inner.message(2, shape)
-        if t.elem_type is not None or t.shape is not None or isinstance(t, SparseTensorType):
+        if t.elem_type is not None:  # None: a TypeProto with no value case
+            inner = Writer()
+            if t.elem_type:
+                inner.varint(1, t.elem_type)
+            if t.shape is not None:
+                inner.message(2, _encode_shape(t.shape, getattr(t, "dim_denotations", None)))
             w.message(8 if isinstance(t, SparseTensorType) else 1, inner)
     elif isinstance(t, (SequenceType, OptionalType)):
         inner = Writer()
@@ -559,7 +655,10 @@ def _encode_type(t) -> Writer:
         if t.value_type is not None:
             inner.message(2, _encode_type(t.value_type))
         w.message(5, inner)
-    _str(w, 6, t, "denotation")
+    else:
+        raise TypeError(f"not an ONNX type: {t!r}")
+    if t.denotation:
+        w.string(6, t.denotation)
     return w
 
 
@@ -578,12 +677,14 @@ def _encode_attribute(a: Attribute) -> Writer:
     w.string(1, a.name)
     _str(w, 13, a, "doc_string")
     v, t = a.value, a.type
-    if t == AttrType.FLOAT:
+    if v is None:
+        pass  # a reference (ref_attr_name) without a value
+    elif t == AttrType.FLOAT:
         w.float32(2, v)
     elif t == AttrType.INT:
         w.varint(3, v)
     elif t == AttrType.STRING:
-        w.bytes_(4, v if isinstance(v, (bytes, bytearray)) else str(v).encode("utf-8"))
+        _bytes_list(w, 4, [v])
     elif t == AttrType.TENSOR:
         w.message(5, encode_tensor(v))
     elif t == AttrType.GRAPH:
@@ -593,12 +694,11 @@ def _encode_attribute(a: Attribute) -> Writer:
     elif t == AttrType.TYPE_PROTO:
         w.message(14, _encode_type(v))
     elif t == AttrType.FLOATS:
-        w.packed_floats(7, v)
+        w.packed_fixed(7, v, "<f4")
     elif t == AttrType.INTS:
         w.packed_varints(8, v)
     elif t == AttrType.STRINGS:
-        for s in v:
-            w.bytes_(9, s if isinstance(s, (bytes, bytearray)) else str(s).encode("utf-8"))
+        _bytes_list(w, 9, v)
     elif t == AttrType.TENSORS:
         for x in v:
             w.message(10, encode_tensor(x))
@@ -677,14 +777,15 @@ def _encode_function(f: Function) -> Writer:
 
 
 def encode_model(model: Model) -> bytes:
-    """ModelProto bytes; tensors are written as raw_data (STRING tensors as string_data)."""
+    """ModelProto bytes.  Tensors are written as raw_data (little-endian), STRING tensors as
+    string_data, and tensors decoded from typed fields (float_data, int32_data, ...) back to those;
+    tensors read from external files are written inline.  Repeated fields keep their order."""
     w = Writer()
-    w.varint(1, model.ir_version)
+    _int(w, 1, model, "ir_version")
     _str(w, 2, model, "producer_name")
     _str(w, 3, model, "producer_version")
     _str(w, 4, model, "domain")
-    if model.model_version:
-        w.varint(5, model.model_version)
+    _int(w, 5, model, "model_version")
     _str(w, 6, model, "doc_string")
     w.message(7, _encode_graph(model.graph))
     _opsets(w, 8, model.opset_imports, OPSET_DOMAIN_ABSENT in model.empty_fields)

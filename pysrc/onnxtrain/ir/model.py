@@ -4,7 +4,7 @@ Values are referred to by name, as in ONNX itself.  Tensor payloads are numpy
 arrays.  Every field a training artifact uses is modelled; fields this
 package does not interpret (training_info, sparse initializers, unknown
 future fields) are kept as raw protobuf bytes so that decode -> encode loses
-nothing.  ``empty_fields`` records the string fields a file set to "" explicitly
+nothing.  ``empty_fields`` records the fields a file set to "" or 0 explicitly
 (proto2 keeps their presence), so that they are written back.
 """
 from __future__ import annotations
@@ -20,8 +20,9 @@ class Tensor:
     """An ONNX TensorProto.  ``data`` has the tensor's shape.
 
     ``data_type`` is the ONNX TensorProto.DataType code; for types numpy lacks
-    (bfloat16, float8) ``data`` holds the raw bit patterns (uint16/uint8).
-    STRING tensors hold an object array of ``bytes``.
+    (bfloat16, float8, 4-bit) ``data`` holds the raw bit patterns (uint16/uint8;
+    one uint8 per 4-bit element, see ir.dtypes).  STRING tensors hold an object
+    array of ``bytes``.  Decoded data may be a read-only view: copy before writing.
     """
     name: str
     data: np.ndarray
@@ -48,7 +49,7 @@ Dim = Union[int, str, None]  # a fixed size, a symbolic name (dim_param), or unk
 
 @dataclass
 class TensorType:
-    elem_type: int
+    elem_type: int  # None only for a decoded TypeProto that has no type set at all
     shape: Optional[list] = None  # None: rank unknown; else one Dim per axis
     denotation: str = ""
     dim_denotations: Optional[list] = None  # per-axis denotation strings, when present
@@ -117,7 +118,8 @@ class AttrType:
 class Attribute:
     """An AttributeProto.  ``value`` by type: FLOAT float, INT int, STRING bytes,
     TENSOR Tensor, GRAPH Graph, TYPE_PROTO Type, SPARSE_TENSOR raw bytes,
-    and lists of those for the plural types."""
+    and lists of those for the plural types; None for a function-body
+    reference (``ref_attr_name``) that carries no value."""
     name: str
     type: int
     value: Any = None

@@ -1,4 +1,10 @@
-"""The protobuf wire format: a bounds-checked field reader and a writer."""
+"""The protobuf wire format: a bounds-checked field reader and a writer.
+
+Every length is checked against the bytes that are really left before
+anything is sliced or allocated, so corrupt input raises ModelDecodeError
+(naming the message, the field and the offset) instead of hanging or
+asking for a huge buffer.
+"""
 from __future__ import annotations
 
 import struct
@@ -8,23 +14,30 @@ import numpy as np
 from .errors import ModelDecodeError
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
-MAX_DEPTH = 64
+_WIRE_NAMES = {3: "start-group", 4: "end-group", 6: "invalid (6)", 7: "invalid (7)"}
 
 
 class Reader:
-    """Iterates over the fields of one message in ``buf[start:end]``."""
+    """Iterates over the fields of one message held in ``buf[start:end]``.
 
-    __slots__ = ("buf", "pos", "end", "message")
+    ``names`` maps field numbers to names for error messages.
+    """
 
-    def __init__(self, buf: memoryview, start: int, end: int, message: str):
-        self.buf, self.pos, self.end, self.message = buf, start, end, message
+    __slots__ = ("buf", "pos", "end", "message", "names")
 
-    def _varint(self, field: str) -> int:
+    def __init__(self, buf: memoryview, start: int, end: int, message: str, names: dict | None = None):
+        self.buf, self.pos, self.end, self.message, self.names = buf, start, end, message, names or {}
+
+    def where(self, number: int) -> str:
+        """``Message.field`` for error messages."""
+        return f"{self.message}.{self.names.get(number, f'<field {number}>')}"
+
+    def varint(self, what: str) -> int:
         buf, pos, end = self.buf, self.pos, self.end
         result = shift = 0
         while True:
             if pos >= end:
-                raise ModelDecodeError(f"{self.message}.{field}: truncated varint at offset {pos}")
+                raise ModelDecodeError(f"{what}: truncated varint at offset {pos}")
             b = buf[pos]
             pos += 1
             result |= (b & 0x7F) << shift
@@ -32,74 +45,108 @@ class Reader:
                 break
             shift += 7
             if shift >= 70:
-                raise ModelDecodeError(f"{self.message}.{field}: varint longer than 10 bytes at offset {pos}")
+                raise ModelDecodeError(f"{what}: varint longer than 10 bytes at offset {self.pos}")
         self.pos = pos
-        return result
+        return result & 0xFFFFFFFFFFFFFFFF
 
     def fields(self):
-        """Yield (field number, wire type, value): an int for VARINT/FIXED*, (start, end) for LEN."""
+        """Yield (field number, wire type, value): an int for VARINT and FIXED32/64, the (start, end)
+        span of the payload for LEN."""
         while self.pos < self.end:
-            key = self._varint("<key>")
+            key_at = self.pos
+            key = self.varint(f"{self.message}: field key")
             number, wire = key >> 3, key & 7
             if number == 0:
-                raise ModelDecodeError(f"{self.message}: field number 0 at offset {self.pos} (not a protobuf message?)")
+                raise ModelDecodeError(f"{self.message}: field number 0 at offset {key_at} (corrupt data, or not "
+                                       f"an ONNX model)")
             if wire == VARINT:
-                yield number, wire, self._varint(f"<field {number}>")
+                yield number, wire, self.varint(self.where(number))
             elif wire == LEN:
-                length = self._varint(f"<field {number}>")
+                length = self.varint(self.where(number))
                 start = self.pos
                 if length > self.end - start:
-                    raise ModelDecodeError(f"{self.message}: field {number} has length {length}, which exceeds the "
-                                           f"{self.end - start} bytes left at offset {start}")
+                    raise ModelDecodeError(f"{self.where(number)}: length {length} exceeds the {self.end - start} "
+                                           f"bytes left at offset {start}")
                 self.pos = start + length
                 yield number, wire, (start, start + length)
-            elif wire in (FIXED32, FIXED64):
+            elif wire == FIXED32 or wire == FIXED64:
                 size = 4 if wire == FIXED32 else 8
-                if self.pos + size > self.end:
-                    raise ModelDecodeError(f"{self.message}: field {number} truncated at offset {self.pos}")
+                if size > self.end - self.pos:
+                    raise ModelDecodeError(f"{self.where(number)}: {size}-byte value truncated at offset {self.pos}")
                 value = int.from_bytes(self.buf[self.pos:self.pos + size], "little")
                 self.pos += size
                 yield number, wire, value
             else:
-                raise ModelDecodeError(f"{self.message}: field {number} has unsupported wire type {wire} at "
-                                       f"offset {self.pos} (not an ONNX model, or corrupt)")
+                raise ModelDecodeError(f"{self.where(number)}: unsupported wire type {_WIRE_NAMES[wire]} at offset "
+                                       f"{key_at} (corrupt data, or not an ONNX model)")
 
 
 def to_signed64(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def read_string(buf: memoryview, span, message: str, field: str) -> str:
-    try:
-        return bytes(buf[span[0]:span[1]]).decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ModelDecodeError(f"{message}.{field}: not valid UTF-8 at byte {span[0] + e.start}") from None
-
-
-def read_packed_varints(buf: memoryview, span, message: str, field: str) -> list:
-    r = Reader(buf, span[0], span[1], message)
-    out = []
-    while r.pos < r.end:
-        out.append(to_signed64(r._varint(field)))
-    return out
-
-
-def read_packed_fixed(buf: memoryview, span, dtype: str, message: str, field: str) -> np.ndarray:
-    size = np.dtype(dtype).itemsize
-    if (span[1] - span[0]) % size:
-        raise ModelDecodeError(f"{message}.{field}: packed length {span[1] - span[0]} is not a multiple of {size}")
-    return np.frombuffer(buf, dtype=dtype, count=(span[1] - span[0]) // size, offset=span[0])
-
-
 def fixed32_to_float(v: int) -> float:
     return struct.unpack("<f", v.to_bytes(4, "little"))[0]
 
 
+def fixed64_to_double(v: int) -> float:
+    return struct.unpack("<d", v.to_bytes(8, "little"))[0]
+
+
+def read_string(buf: memoryview, span, what: str) -> str:
+    try:
+        return str(buf[span[0]:span[1]], "utf-8")
+    except UnicodeDecodeError as e:
+        raise ModelDecodeError(f"{what}: not valid UTF-8 at offset {span[0] + e.start}") from None
+
+
+def read_packed_varints(buf: memoryview, span, what: str) -> np.ndarray:
+    """The varints in ``buf[span]`` as uint64 (view as int64 for signed fields), decoded without a
+    per-value Python loop."""
+    b = np.frombuffer(buf, np.uint8, span[1] - span[0], span[0])
+    if b.size and b[-1] & 0x80:
+        raise ModelDecodeError(f"{what}: truncated varint at the end of the packed field at offset {span[0]}")
+    ends = np.flatnonzero(b < 0x80)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    if lengths.size and lengths.max() > 10:
+        at = span[0] + int(starts[np.argmax(lengths > 10)])
+        raise ModelDecodeError(f"{what}: varint longer than 10 bytes at offset {at}")
+    if b.size == ends.size:  # every value fits in one byte
+        return b.astype(np.uint64)
+    position = np.arange(b.size) - np.repeat(starts, lengths)
+    with np.errstate(over="ignore"):  # bits beyond 64 are dropped, as protobuf does
+        parts = (b & 0x7F).astype(np.uint64) << (7 * position).astype(np.uint64)
+    return np.bitwise_or.reduceat(parts, starts) if starts.size else parts[:0]
+
+
+def read_packed_fixed(buf: memoryview, span, dtype: str, what: str) -> np.ndarray:
+    """A read-only view of the fixed-size values in ``buf[span]``."""
+    size = np.dtype(dtype).itemsize
+    if (span[1] - span[0]) % size:
+        raise ModelDecodeError(f"{what}: packed length {span[1] - span[0]} is not a multiple of {size}")
+    return array_view(buf, span[0], (span[1] - span[0]) // size, np.dtype(dtype))
+
+
+def array_view(buf: memoryview, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
+    """``count`` values of ``dtype`` at ``buf[offset]``: a read-only view of the buffer when the
+    offset is aligned for the dtype, else an aligned copy.  The caller has checked the bounds."""
+    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
+    if offset % dtype.alignment:
+        return arr.copy()
+    arr.flags.writeable = False
+    return arr
+
+
 # ---- writing ------------------------------------------------------------------------------------
 
-def _varint_bytes(v: int) -> bytes:
+def varint_bytes(v: int) -> bytes:
     if v < 0:
         v += 1 << 64
+    if v < 0x80:
+        return bytes((v,))
     out = bytearray()
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
@@ -108,8 +155,26 @@ def _varint_bytes(v: int) -> bytes:
     return bytes(out)
 
 
+def encode_varints(values) -> bytes:
+    """Packed varint encoding of integers (negative ones as 64-bit two's complement), vectorised."""
+    v = np.asarray(values)
+    v = v.astype(np.int64).view(np.uint64) if v.dtype.kind != "u" else v.astype(np.uint64)
+    v = v.ravel()
+    if v.size == 0:
+        return b""
+    nbytes = np.ones(v.size, np.int64)
+    for k in range(1, 10):
+        nbytes += v >= np.uint64(1 << (7 * k))
+    ends = np.cumsum(nbytes)
+    owner = np.repeat(np.arange(v.size), nbytes)
+    position = np.arange(int(ends[-1])) - np.repeat(ends - nbytes, nbytes)
+    out = ((v[owner] >> (7 * position).astype(np.uint64)) & np.uint64(0x7F)).astype(np.uint8)
+    out[position < nbytes[owner] - 1] |= 0x80
+    return out.tobytes()
+
+
 class Writer:
-    """Appends fields to a growing buffer."""
+    """Appends the fields of one message."""
 
     __slots__ = ("parts",)
 
@@ -117,14 +182,15 @@ class Writer:
         self.parts = []
 
     def varint(self, number: int, value: int) -> None:
-        self.parts.append(_varint_bytes(number << 3 | VARINT) + _varint_bytes(int(value)))
+        self.parts.append(varint_bytes(number << 3 | VARINT) + varint_bytes(int(value)))
 
     def float32(self, number: int, value: float) -> None:
-        self.parts.append(_varint_bytes(number << 3 | FIXED32) + struct.pack("<f", value))
+        self.parts.append(varint_bytes(number << 3 | FIXED32) + struct.pack("<f", value))
 
     def bytes_(self, number: int, data) -> None:
-        self.parts.append(_varint_bytes(number << 3 | LEN) + _varint_bytes(len(data)))
-        self.parts.append(bytes(data) if not isinstance(data, bytes) else data)
+        data = data if isinstance(data, bytes) else bytes(data)
+        self.parts.append(varint_bytes(number << 3 | LEN) + varint_bytes(len(data)))
+        self.parts.append(data)
 
     def string(self, number: int, text: str) -> None:
         self.bytes_(number, text.encode("utf-8"))
@@ -133,12 +199,13 @@ class Writer:
         self.bytes_(number, sub.getvalue())
 
     def packed_varints(self, number: int, values) -> None:
+        """Nothing is written for an empty list (as protobuf does)."""
         if len(values):
-            self.bytes_(number, b"".join(_varint_bytes(int(v)) for v in values))
+            self.bytes_(number, encode_varints(values))
 
-    def packed_floats(self, number: int, values) -> None:
+    def packed_fixed(self, number: int, values, dtype: str) -> None:
         if len(values):
-            self.bytes_(number, np.asarray(values, dtype="<f4").tobytes())
+            self.bytes_(number, np.ascontiguousarray(values, dtype=dtype).tobytes())
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)
