@@ -263,14 +263,9 @@ class _Decoder:
             a.value = plural[a.type]
         elif a.type in single:
             a.value = single[a.type]
-        elif a.ref_attr_name:
-            a.value = None  # a function-body reference to the caller's attribute
-        elif a.type == AttrType.UNDEFINED:
+        elif a.type == AttrType.UNDEFINED and not a.ref_attr_name:
             raise ModelDecodeError(f"{M} '{a.name}' has no type")
-        elif a.type in (AttrType.FLOAT, AttrType.INT, AttrType.STRING):  # a writer that omitted a zero value
-            a.value = {AttrType.FLOAT: 0.0, AttrType.INT: 0, AttrType.STRING: b""}[a.type]
-        else:
-            raise ModelDecodeError(f"{M} '{a.name}' of type {a.type} has no value")
+        # else the value is absent (None): a function-body reference (ref_attr_name) to the caller's value
         return a
 
     def value_info(self, span) -> ValueInfo:

@@ -118,8 +118,8 @@ class AttrType:
 class Attribute:
     """An AttributeProto.  ``value`` by type: FLOAT float, INT int, STRING bytes,
     TENSOR Tensor, GRAPH Graph, TYPE_PROTO Type, SPARSE_TENSOR raw bytes,
-    and lists of those for the plural types; None for a function-body
-    reference (``ref_attr_name``) that carries no value."""
+    and lists of those for the plural types; None when the file gives no
+    value (a function-body reference, ``ref_attr_name``)."""
     name: str
     type: int
     value: Any = None
