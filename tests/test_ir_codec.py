@@ -9,7 +9,7 @@ import pytest
 from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from onnxtrain import ir
-from onnxtrain.ir import ModelDecodeError, dtypes
+from onnxtrain.ir import AttrType, ModelDecodeError, dtypes
 from onnxtrain.ir.wire import Reader, Writer, varint_bytes
 
 
@@ -256,8 +256,6 @@ def test_metadata_functions_and_model_fields():
     assert ours.training_info == [model.training_info[0].SerializeToString()]
 
 
-AttrType = ir.AttrType
-
 
 def test_explicit_empty_and_zero_fields_are_kept():
     model = mlp()
@@ -449,7 +447,8 @@ def test_random_corruption_raises_only_decode_errors():
 
 def test_lying_lengths_and_non_onnx_files(tmp_path):
     lying = bytes([0x3A]) + varint_bytes(2**40)  # ModelProto.graph, 2**40 bytes long
-    with pytest.raises(ModelDecodeError, match=f"ModelProto.graph: length {2**40} exceeds the 0 bytes left at offset 7"):
+    with pytest.raises(ModelDecodeError, match=f"ModelProto.graph: length {2**40} exceeds the 0 bytes left at "
+                                               f"offset 7"):
         ir.decode_model(lying)
     png = tmp_path / "image.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)

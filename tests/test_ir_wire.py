@@ -82,7 +82,8 @@ def test_unknown_wire_types_are_skipped_with_their_payloads():
             + varint_bytes(98 << 3 | FIXED64) + bytes(8)
             + varint_bytes(97 << 3 | FIXED32) + bytes([1, 0, 0, 0])
             + varint_bytes(96 << 3 | LEN) + varint_bytes(3) + b"abc")
-    assert fields_of(data) == [(99, VARINT, 2**40), (98, FIXED64, 0), (97, FIXED32, 1), (96, LEN, (27, 30))]  # two-byte keys
+    # every key takes two bytes
+    assert fields_of(data) == [(99, VARINT, 2**40), (98, FIXED64, 0), (97, FIXED32, 1), (96, LEN, (27, 30))]
 
 
 # ---- malformed input ---------------------------------------------------------------------------

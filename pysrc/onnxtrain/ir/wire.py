@@ -131,10 +131,10 @@ def read_packed_fixed(buf: memoryview, span, dtype: str, what: str) -> np.ndarra
 
 
 def array_view(buf: memoryview, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
-    """``count`` values of ``dtype`` at ``buf[offset]``: a read-only view of the buffer when the
-    offset is aligned for the dtype, else an aligned copy.  The caller has checked the bounds."""
+    """``count`` values of ``dtype`` at ``buf[offset]``: a read-only view of the buffer when that
+    address is aligned for the dtype, else an aligned copy.  The caller has checked the bounds."""
     arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
-    if offset % dtype.alignment:
+    if not arr.flags.aligned:
         return arr.copy()
     arr.flags.writeable = False
     return arr
@@ -162,7 +162,7 @@ def encode_varints(values) -> bytes:
     v = v.ravel()
     if v.size == 0:
         return b""
-    nbytes = np.ones(v.size, np.int64)
+    nbytes = np.ones(v.size, np.intp)  # intp: index arithmetic must also work on wasm32
     for k in range(1, 10):
         nbytes += v >= np.uint64(1 << (7 * k))
     ends = np.cumsum(nbytes)
