@@ -450,6 +450,16 @@ def test_lying_lengths_and_non_onnx_files(tmp_path):
     with pytest.raises(ModelDecodeError, match=f"ModelProto.graph: length {2**40} exceeds the 0 bytes left at "
                                                f"offset 7"):
         ir.decode_model(lying)
+    tensor = Writer()
+    tensor.packed_varints(1, [3])
+    tensor.varint(2, TensorProto.FLOAT)
+    tensor.parts.append(varint_bytes(9 << 3 | 2) + varint_bytes(1_000_000) + bytes(12))  # raw_data, lying length
+    graph, model = Writer(), Writer()
+    graph.message(5, tensor)
+    model.message(7, graph)
+    with pytest.raises(ModelDecodeError, match="^TensorProto.raw_data: length 1000000 exceeds the 12 bytes left at "
+                                               "offset 13$"):
+        ir.decode_model(model.getvalue())
     png = tmp_path / "image.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
     with pytest.raises(ModelDecodeError, match="image.png: not an ONNX model \\(it starts with bytes 89 50 4e 47"):
