@@ -15,6 +15,7 @@ Downloads are cached under .cache/, so a rebuild works offline.
 """
 from __future__ import annotations
 
+import argparse
 import base64
 import functools
 import hashlib
@@ -310,9 +311,13 @@ def make_server(root: Path, port: int = 0, isolate: bool = True) -> http.server.
 
 
 def cmd_serve(args: list[str]) -> int:
-    port = int(args[args.index("--port") + 1]) if "--port" in args else 8000
+    parser = argparse.ArgumentParser(prog="build.py serve", description="Build the site and serve it on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--no-isolation", action="store_true",
+                        help="leave out the cross-origin-isolation headers (COOP/COEP), as a plain static host would")
+    options = parser.parse_args(args)
     build_site()
-    server = make_server(SITE, port, isolate="--no-isolation" not in args)
+    server = make_server(SITE, options.port, isolate=not options.no_isolation)
     print(f"onnxtrain site: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
