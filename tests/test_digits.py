@@ -60,3 +60,19 @@ def test_errors(pretrained):
         session.fine_tune()
     with pytest.raises(DataError, match="is taken"):
         session.add_class("3")
+
+
+def test_a_snapshot_restores_the_model_classes_and_drawings(pretrained):
+    session = DigitsSession(pretrained[0])
+    label = session.add_class("X")
+    for _ in range(3):
+        session.add_example(cross(), label)
+    session.add_example(cross(8.0), 3)
+    session.fine_tune(epochs=3)
+    restored = DigitsSession.restore(session.snapshot())
+    assert restored.classes == session.classes and restored.labels == session.labels
+    np.testing.assert_array_equal(np.stack(restored.examples), np.stack(session.examples))
+    assert restored.predict(cross()) == session.predict(cross())
+    assert restored.export_model() == session.export_model()
+    with pytest.raises(DataError, match="saved drawings cannot be read"):
+        DigitsSession.restore(b"not an npz")

@@ -44,3 +44,16 @@ def test_a_folder_with_one_class_is_refused():
     pixels, labels = synthetic(n_per_class=3)
     with pytest.raises(DataError, match="at least two class subfolders"):
         ImageSession(pixels.tobytes(), list(pixels.shape), [0] * len(labels), ["only", "empty"])
+
+
+def test_a_saved_run_resumes_with_its_weights_and_epoch():
+    pixels, labels = synthetic()
+    args = (memoryview(pixels.tobytes()), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
+    a = ImageSession(*args)
+    while a.epoch < 2:
+        a.step(16, 0.01)
+    saved = a.checkpoint()
+    b = ImageSession(*args)
+    assert b.restore(saved) == 2
+    assert b.evaluate() == a.evaluate()
+    assert b.predict(pixels[0].tobytes()) == a.predict(pixels[0].tobytes())

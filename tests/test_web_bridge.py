@@ -1,4 +1,6 @@
 """The Python side of the browser bridge, in CPython: bytes and flat buffers in, bytes and numbers out."""
+import io
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,67 @@ def test_out_of_memory_suggests_a_smaller_batch_and_changes_nothing():
         np.testing.assert_array_equal(p.data, before[n])
     steps[1].fn = original
     assert s.step(8, 0.01)["epoch_done"] and s.epoch == 1
+
+
+def test_numpy_refusing_an_array_beyond_the_address_space_is_out_of_memory_too():
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    s.set_data([x, y])
+    steps = s.module._train.plan.steps
+    original = steps[1].fn
+
+    def too_big(*args, **kwargs):  # what numpy says on wasm32 for an array over 2 GiB
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
+    steps[1].fn = too_big
+    with pytest.raises(MemoryError, match="ran out of memory training a batch of 8 rows: choose a smaller batch"):
+        s.step(8, 0.01)
+    steps[1].fn = original
+    assert s.step(8, 0.01)["epoch_done"]
+
+
+def test_a_checkpointed_run_resumes_at_its_epoch_with_its_state(tmp_path):
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    a = session()
+    a.set_data([x, y])
+    for _ in range(2):
+        a.step(4, 0.01)
+    saved = a.checkpoint({"onnxtrain.settings": {"batch": 4}, "name": "run"})
+    (tmp_path / "checkpoint").write_bytes(saved)
+    state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))  # a plain ORT checkpoint
+    assert state.properties["epoch"] == 1 and state.properties["name"] == "run"
+    assert state.properties["onnxtrain.settings"] == '{"batch": 4}'
+    b = session()
+    b.set_data([x, y])
+    assert b.resume(saved) == 1 and b.epoch == 1
+    for (name, pa), (_, pb) in zip(a.state.parameters, b.state.parameters):
+        np.testing.assert_array_equal(pa.data, pb.data, err_msg=name)
+    a.rng, b.rng = np.random.default_rng(5), np.random.default_rng(5)  # the same shuffle for the next epoch
+    np.testing.assert_allclose(a.step(8, 0.01)["loss"], b.step(8, 0.01)["loss"], rtol=0)
+    with pytest.raises(ValueError, match="parameters do not match"):
+        session("cnn_ce_adamw").resume(saved)
+
+
+def test_the_artifacts_zip_goes_on_training_in_onnxruntime_where_the_page_stopped(tmp_path):
+    import zipfile
+    x, y = oc.batches("mlp_ce_adamw", 2)[0]
+    s = session()
+    s.set_data([x, y])
+    for _ in range(2):
+        s.step(4, 0.01)
+    with zipfile.ZipFile(io.BytesIO(s.artifacts_zip())) as archive:
+        archive.extractall(tmp_path)
+        assert sorted(archive.namelist()) == ["README.txt", "checkpoint", "eval_model.onnx", "optimizer_model.onnx",
+                                              "training_model.onnx"]
+    ort = oc.ort_api()
+    state = ort.CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    module = ort.Module(str(tmp_path / "training_model.onnx"), state, str(tmp_path / "eval_model.onnx"))
+    optimizer = ort.Optimizer(str(tmp_path / "optimizer_model.onnx"), module)
+    assert state.properties["epoch"] == 1
+    optimizer.set_learning_rate(state.properties["onnxtrain.learning_rate"])  # ORT restores the initial rate
+    np.testing.assert_array_equal(module.get_contiguous_parameters().numpy(), s.module.get_contiguous_parameters())
+    ours = s.train_step([x, y])
+    theirs = float(module(x, y))
+    optimizer.step()
+    np.testing.assert_allclose(theirs, ours, rtol=1e-5)
+    np.testing.assert_allclose(module.get_contiguous_parameters().numpy(), s.module.get_contiguous_parameters(),
+                               rtol=1e-5, atol=1e-7)

@@ -7,6 +7,8 @@ typed array arrives as a JsProxy, whose ``to_py()`` gives a memoryview.
 from __future__ import annotations
 
 import io
+import json
+import zipfile
 
 import numpy as np
 
@@ -16,6 +18,17 @@ from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
           "bool": np.bool_}
+
+
+ARTIFACTS_README = """Training artifacts in onnxruntime-training's on-device format, trained for {epoch} epochs.
+The checkpoint holds the current parameters and optimizer state. To go on training, in Python:
+
+    from onnxtrain.api import CheckpointState, Module, Optimizer   # or onnxruntime.training.api
+    state = CheckpointState.load_checkpoint("checkpoint")
+    module = Module("training_model.onnx", state, "eval_model.onnx")
+    optimizer = Optimizer("optimizer_model.onnx", module)
+    optimizer.set_learning_rate(state.properties["onnxtrain.learning_rate"])  # ORT would start at the initial rate
+"""
 
 
 def _buffer(data):
@@ -68,6 +81,16 @@ def describe_model(model) -> dict:
                                            - set(GRADIENT_RULES) - NO_GRADIENT - {"Constant"})}
 
 
+def _out_of_memory(error: BaseException) -> bool:
+    """A MemoryError, or numpy's refusal of an array larger than the address space (wasm32: 2 GiB), anywhere
+    in the chain of causes."""
+    while error is not None:
+        if isinstance(error, MemoryError) or (isinstance(error, ValueError) and "array is too big" in str(error)):
+            return True
+        error = error.__cause__
+    return False
+
+
 def _describe(value) -> dict:
     value = np.asarray(value)
     return {"shape": list(value.shape), "dtype": value.dtype.name, "data": value.ravel().tolist()}
@@ -80,8 +103,9 @@ class TrainingSession:
 
     def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None):
         self.state = CheckpointState.load_checkpoint(_bytes(checkpoint))
-        self.module = Module(_bytes(training_model), self.state,
-                             None if eval_model is None else _bytes(eval_model))
+        self._training_model = _bytes(training_model)
+        self._eval_model = None if eval_model is None else _bytes(eval_model)
+        self.module = Module(self._training_model, self.state, self._eval_model)
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
 
@@ -149,7 +173,7 @@ class TrainingSession:
         try:
             loss = self.train_step([a[rows] for a in self.train_data])
         except Exception as e:
-            if isinstance(e, MemoryError) or isinstance(e.__cause__, MemoryError):
+            if _out_of_memory(e):
                 raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
                                   f"size (nothing was changed, training can go on)") from e
             raise
@@ -184,6 +208,36 @@ class TrainingSession:
 
     def save_checkpoint(self, include_optimizer_state: bool = True) -> bytes:
         return CheckpointState.save_checkpoint(self.state, None, include_optimizer_state=include_optimizer_state)
+
+    def checkpoint(self, properties: dict = None) -> bytes:
+        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``) and
+        ``properties`` (values that are not int, float or str are stored as JSON)."""
+        props = self.state.properties
+        props["epoch"] = self.epoch
+        for key, value in (properties or {}).items():
+            props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else json.dumps(value)
+        return self.save_checkpoint(True)
+
+    def resume(self, data) -> int:
+        """Continue a run saved by ``checkpoint`` (same model): its state, at the start of its next epoch."""
+        self.load_checkpoint(data)
+        props = self.state.properties
+        self.epoch, self.order = int(props["epoch"]) if "epoch" in props else 0, None
+        return self.epoch
+
+    def artifacts_zip(self) -> bytes:
+        """The artifact set with the current state as its checkpoint, so training can go on elsewhere
+        (onnxruntime-training or onnxtrain) where it stopped here."""
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("training_model.onnx", self._training_model)
+            if self._eval_model is not None:
+                archive.writestr("eval_model.onnx", self._eval_model)
+            if self._optimizer_model is not None:
+                archive.writestr("optimizer_model.onnx", self._optimizer_model)
+            archive.writestr("checkpoint", self.checkpoint())
+            archive.writestr("README.txt", ARTIFACTS_README.format(epoch=self.epoch))
+        return buffer.getvalue()
 
     def load_checkpoint(self, data) -> None:
         """Replace parameters and optimizer state with a checkpoint's (same model)."""

@@ -51,6 +51,26 @@ class DigitsSession:
             self.replay = (archive["x"].astype(np.float32), archive["y"].astype(np.int64))
         self._session = Session(self.model)
 
+    def snapshot(self) -> bytes:
+        """Everything the user made (the model, its classes, the drawn examples) as .npz bytes, for ``restore``."""
+        buffer = io.BytesIO()
+        np.savez(buffer, model=np.frombuffer(to_bytes(self.model), np.uint8), classes=np.array(self.classes, dtype=str),
+                 examples=np.array(self.examples, np.float32).reshape(-1, 64), labels=np.array(self.labels, np.int64))
+        return buffer.getvalue()
+
+    @classmethod
+    def restore(cls, snapshot, replay=None) -> "DigitsSession":
+        """The session a ``snapshot`` was taken of."""
+        try:
+            archive = np.load(io.BytesIO(_bytes(snapshot)), allow_pickle=False)
+            model, classes = archive["model"].tobytes(), archive["classes"].tolist()
+            examples, labels = archive["examples"], archive["labels"]
+        except Exception as e:
+            raise DataError(f"the saved drawings cannot be read ({e})") from None
+        session = cls(model, replay, classes)
+        session.examples, session.labels = list(examples), [int(v) for v in labels]
+        return session
+
     def add_class(self, name: str) -> int:
         name = str(name).strip()
         if not name or name in self.classes:

@@ -96,8 +96,11 @@ class ImageSession:
         return (p / p.sum()).tolist()
 
     def checkpoint(self) -> bytes:
-        self.training.state.properties["epoch"] = self.training.epoch
-        return self.training.save_checkpoint(True)
+        return self.training.checkpoint({"onnxtrain.images": {"classes": self.classes, "size": self.size}})
+
+    def restore(self, data) -> int:
+        """Continue a saved run of the same images: load its checkpoint; returns its epoch."""
+        return self.training.resume(data)
 
     def export_model(self) -> bytes:
         """The trained CNN behind a normalisation of RGB input in 0..1, with probabilities and labels."""

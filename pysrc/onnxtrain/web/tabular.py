@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import json
-
 from .. import artifacts
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
@@ -347,17 +345,13 @@ class TabularSession:
 
     def checkpoint(self) -> bytes:
         """Parameters, optimizer state, the finished epoch count and the run's settings."""
-        props = self.training.state.properties
-        props["epoch"] = self.training.epoch
-        props["onnxtrain.tabular"] = json.dumps(self.settings)
-        return self.training.save_checkpoint(True)
+        return self.training.checkpoint({"onnxtrain.tabular": self.settings})
 
     def restore(self, data) -> int:
         """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""
-        self.training.load_checkpoint(data)
+        epoch = self.training.resume(data)
         self.module, self.optimizer = self.training.module, self.training.optimizer
-        self.training.epoch, self.training.order = int(self.training.state.properties["epoch"]), None
-        return self.training.epoch
+        return epoch
 
     def predict_csv(self, data, limit: int = 100) -> dict:
         """Predictions of the exported model (preprocessing included) for the rows of another CSV with the
