@@ -162,13 +162,13 @@ def test_a_checkpointed_run_resumes_at_its_epoch_with_its_state(tmp_path):
     assert state.properties["onnxtrain.settings"] == '{"batch": 4}'
     b = session()
     b.set_data([x, y])
-    assert b.resume(saved) == 1 and b.epoch == 1
+    assert b.restore(saved) == 1 and b.epoch == 1
     for (name, pa), (_, pb) in zip(a.state.parameters, b.state.parameters):
         np.testing.assert_array_equal(pa.data, pb.data, err_msg=name)
     a.rng, b.rng = np.random.default_rng(5), np.random.default_rng(5)  # the same shuffle for the next epoch
     np.testing.assert_allclose(a.step(8, 0.01)["loss"], b.step(8, 0.01)["loss"], rtol=0)
     with pytest.raises(ValueError, match="parameters do not match"):
-        session("cnn_ce_adamw").resume(saved)
+        session("cnn_ce_adamw").restore(saved)
 
 
 def test_the_artifacts_zip_goes_on_training_in_onnxruntime_where_the_page_stopped(tmp_path):

@@ -2,6 +2,7 @@
 import { setUpDigits } from "./digits.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
+import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";
 
@@ -36,6 +37,7 @@ setUpTabular(call, ready);
 setUpOwnModel(call, ready);
 setUpImages(call, ready);
 setUpDigits(call, ready);
+initRuns(ready).catch(errorShower("runs-error"));
 
 const showError = errorShower("error");
 

@@ -1,7 +1,13 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
-import { $, download, errorShower } from "./ui.js";
+import { registerRunKind, saveRun } from "./runs.js";
+import { $, downloadButton, errorShower } from "./ui.js";
+
 let call = null;
 let classes = [];
+let replay = null; // the original digits, rehearsed while fine-tuning
+let runId = null; // the saved run of this page's drawings
+let fineTunes = 0;
+let loaded = null; // resolves when the pretrained model is in the worker
 let drawing = false;
 let predicting = false;
 
@@ -16,6 +22,34 @@ export function pixels() {
 }
 
 const showError = errorShower("digit-error");
+
+// The drawings, new classes and fine-tuned model, saved after every change.
+async function save() {
+  runId = runId || Date.now();
+  const snapshot = await call("digitsSnapshot");
+  const counts = await call("digitsCounts");
+  await saveRun({ id: runId, kind: "digits", name: "Your handwriting", saved: Date.now(), snapshot, classes,
+    examples: Object.values(counts).reduce((a, b) => a + b, 0), fineTunes });
+}
+
+function showCounts(counts) {
+  $("digit-counts").textContent = "Examples: " + Object.entries(counts).filter(([, n]) => n).map(([c, n]) => `${c}: ${n}`).join(", ");
+}
+
+registerRunKind("digits", {
+  section: "digits",
+  describe: (r) => `${r.name}: ${r.examples} drawings, classes ${r.classes.join(" ")}, fine-tuned ${r.fineTunes} times`,
+  async resume(saved) {
+    await loaded;
+    classes = await call("digitsRestore", { snapshot: saved.snapshot.slice(0), replay: replay.slice(0) });
+    runId = saved.id;
+    fineTunes = saved.fineTunes;
+    fillClasses(0);
+    showCounts(await call("digitsCounts"));
+    $("digit-download").disabled = fineTunes === 0;
+    $("digit-status").textContent = `Restored ${saved.examples} drawings and the model fine-tuned ${fineTunes} times.`;
+  },
+});
 
 function fillClasses(selected) {
   $("digit-class").innerHTML = classes.map((c, i) => `<option value="${i}">${c}</option>`).join("");
@@ -59,19 +93,21 @@ function setUpPad() {
 export function setUpDigits(rpc, ready) {
   call = rpc;
   setUpPad();
-  ready.then(async () => {
-    const [model, replay] = await Promise.all(["model.onnx", "replay.npz"].map(async (f) =>
+  loaded = ready.then(async () => {
+    const [model, replayed] = await Promise.all(["model.onnx", "replay.npz"].map(async (f) =>
       (await fetch(`artifacts/digits/${f}`)).arrayBuffer()));
-    classes = await call("digitsLoad", { model, replay });
+    replay = replayed.slice(0);
+    classes = await call("digitsLoad", { model, replay: replayed });
     fillClasses(0);
     for (const b of ["digit-add", "digit-new-add", "digit-train"]) $(b).disabled = false;
-  }).catch(showError);
+  });
+  loaded.catch(showError);
   $("digit-clear").onclick = clearPad;
   $("digit-add").onclick = async () => {
     try {
-      const counts = await call("digitsAddExample", { pixels: pixels(), label: Number($("digit-class").value) });
-      $("digit-counts").textContent = "Examples: " + Object.entries(counts).filter(([, n]) => n).map(([c, n]) => `${c}: ${n}`).join(", ");
+      showCounts(await call("digitsAddExample", { pixels: pixels(), label: Number($("digit-class").value) }));
       clearPad();
+      await save();
     } catch (err) { showError(err); }
   };
   $("digit-new-add").onclick = async () => {
@@ -80,6 +116,7 @@ export function setUpDigits(rpc, ready) {
       classes.push($("digit-new").value.trim());
       fillClasses(index);
       $("digit-new").value = "";
+      await save();
     } catch (err) { showError(err); }
   };
   $("digit-train").onclick = async () => {
@@ -90,11 +127,13 @@ export function setUpDigits(rpc, ready) {
       const r = await call("digitsFineTune", { epochs: 20, lr: 0.01, headOnly: $("digit-mode").value === "head" });
       $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${r.first_loss.toFixed(3)} → ${r.last_loss.toFixed(3)}. Draw to try it.`;
       $("digit-download").disabled = false;
+      fineTunes += 1;
+      await save();
     } catch (err) {
       showError(err);
       $("digit-status").textContent = "";
     } finally { $("digit-train").disabled = false; }
   };
-  $("digit-download").onclick = async () => download(await call("digitsExport"), "digits.onnx");
+  downloadButton("digit-download", "digits.onnx", () => call("digitsExport"), showError);
   window.onnxtrainDigits = { pixels };
 }

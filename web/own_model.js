@@ -1,21 +1,27 @@
 // "Train your own ONNX model": a forward model (artifacts generated in the page) or ORT's four artifacts,
-import { TrainingChart } from "./chart.js";
-import { $, download, errorShower } from "./ui.js";
 // trained on a .npz file, exported as a plain ONNX model.
+import { registerRunKind } from "./runs.js";
+import { TrainingView } from "./training_view.js";
+import { $, downloadButton, errorShower } from "./ui.js";
+
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
 let call = null;
-let chart = null;
-let lossSum = 0;
-let lossCount = 0;
-let model = null;
-let generated = null; // the artifacts made in the page, offered for download
+let view = null;
+let model = null; // the forward model's bytes, while its artifacts are being chosen
+let run = null; // what a fresh run starts from: {name, artifacts: {training, evalModel, optimizer, checkpoint}, npz}
+let fresh = false; // the worker's session is untrained, just loaded from `run`
 
 const showError = errorShower("own-error");
+const copies = (artifacts) => Object.fromEntries(Object.entries(artifacts).map(([k, v]) => [k, v.slice(0)]));
 
-async function ready(describe) {
+async function loadArtifacts(name, artifacts) {
+  run = { name, artifacts: copies(artifacts), npz: null };
+  const describe = await call("load", copies(artifacts));
+  fresh = true;
   $("own-data").hidden = false;
-  $("own-train").textContent = "Train";
-  chart.reset();
+  $("own-train").disabled = true;
+  $("own-checkpoint").disabled = $("own-artifacts").disabled = false;
+  view.startOver();
   $("own-inputs").textContent = `Training inputs: ${describe.train_inputs.join(", ")}. ` +
     `The .npz file needs one array with each of these names (rows along the first axis). ` +
     `${describe.trainable_parameters} trainable parameters.`;
@@ -25,18 +31,16 @@ async function chooseFiles(files) {
   $("own-error").hidden = true;
   $("own-generate").hidden = $("own-data").hidden = true;
   const byName = Object.fromEntries(files.map((f) => [f.name, f]));
-  generated = null;
-  $("own-artifacts").hidden = true;
   if (ARTIFACTS.every((n) => byName[n])) {
     const [training, evalModel, optimizer, checkpoint] = await Promise.all(ARTIFACTS.map((n) => byName[n].arrayBuffer()));
-    await ready(await call("load", { training, evalModel, optimizer, checkpoint }));
+    await loadArtifacts("ORT artifacts", { training, evalModel, optimizer, checkpoint });
     return;
   }
   if (files.length !== 1) {
     throw new Error(`choose one forward model (.onnx) or the four artifacts ${ARTIFACTS.join(", ")}`);
   }
-  model = await files[0].arrayBuffer();
-  const info = await call("modelDescribe", { bytes: model.slice(0) });
+  model = { name: files[0].name.replace(/\.onnx$/i, ""), bytes: await files[0].arrayBuffer() };
+  const info = await call("modelDescribe", { bytes: model.bytes.slice(0) });
   if (info.ops_without_gradient.length) {
     $("own-error").hidden = false;
     $("own-error").textContent = `Note: these ops have no gradient rule, so parameters before them cannot be ` +
@@ -54,64 +58,61 @@ async function prepare() {
   $("own-error").hidden = true;
   const requiresGrad = [...document.querySelectorAll("input[name=own-param]:checked")].map((c) => c.value);
   const frozenParams = [...document.querySelectorAll("input[name=own-param]:not(:checked)")].map((c) => c.value);
-  const art = await call("generateArtifacts", { model: model.slice(0), requiresGrad, frozenParams,
+  const art = await call("generateArtifacts", { model: model.bytes.slice(0), requiresGrad, frozenParams,
     loss: $("own-loss").value, optimizer: $("own-optimizer").value });
-  generated = Object.fromEntries(Object.entries(art).map(([k, v]) => [k, v.slice(0)]));
-  $("own-artifacts").hidden = false;
-  await ready(await call("load", { training: art["training_model.onnx"], evalModel: art["eval_model.onnx"],
-    optimizer: art["optimizer_model.onnx"], checkpoint: art.checkpoint }));
+  await loadArtifacts(model.name, { training: art["training_model.onnx"], evalModel: art["eval_model.onnx"],
+    optimizer: art["optimizer_model.onnx"], checkpoint: art.checkpoint });
 }
 
-async function train() {
-  $("own-error").hidden = true;
-  $("own-train").disabled = true;
-  $("own-pause").disabled = false;
-  try {
-    const epochs = Number($("own-epochs").value);
-    const result = await call("sessionTrain", { epochs, batchSize: Number($("own-batch").value),
-      lr: Number($("own-lr").value), schedule: $("own-schedule").value }, {
-      onProgress: (p) => {
-        $("own-progress").value = p.epoch / p.epochs;
-        lossSum += p.loss; lossCount += 1;
-        if (p.metrics) {
-          chart.add(p.epoch, lossSum / lossCount, p.metrics.loss);
-          lossSum = lossCount = 0;
-        }
-        const val = p.metrics && p.metrics.loss !== null ? ` · validation loss ${p.metrics.loss.toFixed(4)}` : "";
-        $("own-metrics").textContent = `epoch ${p.epoch}/${p.epochs} · loss ${p.loss.toFixed(4)}${val} · ` +
-          `${Math.round(p.examplesPerSecond)} examples/s`;
-      },
-    });
-    $("own-metrics").textContent = (result.cancelled ? "Paused. " : "Done. ") + $("own-metrics").textContent;
-    $("own-train").textContent = result.cancelled ? "Resume" : "Train";
-    $("own-download").disabled = $("own-checkpoint").disabled = false;
-  } catch (err) {
-    showError(err);
-  } finally {
-    $("own-train").disabled = false;
-    $("own-pause").disabled = true;
-  }
+async function setData(npz) {
+  const info = await call("dataNpz", { bytes: npz.slice(0) });
+  run.npz = npz;
+  $("own-metrics").textContent = `${info.rows} rows (${info.train_rows} for training, ${info.validation_rows} for validation).`;
+  $("own-train").disabled = false;
 }
+
+const flow = {
+  type: "sessionTrain",
+  metric: () => null,
+  metricValue: () => null,
+  summary: (m) => (m.loss === null ? "" : `validation loss ${m.loss.toFixed(4)}`),
+  async fresh() {
+    if (!fresh) {
+      await call("load", copies(run.artifacts));
+      await call("dataNpz", { bytes: run.npz.slice(0) });
+    }
+    fresh = false;
+    return { kind: "own", name: run.name, artifacts: run.artifacts, npz: run.npz,
+      settings: { outputs: $("own-outputs").value } };
+  },
+};
+
+registerRunKind("own", {
+  section: "own",
+  describe: (r) => `${r.name}: your model, epoch ${r.epoch}/${r.settings.epochs}`,
+  async resume(saved) {
+    await loadArtifacts(saved.name, saved.artifacts);
+    await setData(saved.npz);
+    await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0) });
+    fresh = false;
+    $("own-outputs").value = saved.settings.outputs;
+    view.restored(saved);
+  },
+});
 
 export function setUpOwnModel(rpc, runtimeReady) {
   call = rpc;
-  chart = new TrainingChart($("own-chart"));
+  view = new TrainingView("own", call, flow, ["download", "checkpoint", "artifacts"]);
   $("own-files").addEventListener("change", (e) => runtimeReady.then(() => chooseFiles([...e.target.files])).catch(showError));
   $("own-prepare").onclick = () => prepare().catch(showError);
   $("own-npz").addEventListener("change", async (e) => {
     try {
-      const info = await call("dataNpz", { bytes: await e.target.files[0].arrayBuffer() });
-      $("own-metrics").textContent = `${info.rows} rows (${info.train_rows} for training, ${info.validation_rows} ` +
-        `for validation).`;
-      $("own-train").disabled = false;
+      await setData(await e.target.files[0].arrayBuffer());
+      view.startOver();
     } catch (err) { showError(err); }
   });
-  $("own-train").onclick = train;
-  $("own-pause").onclick = () => call("cancel");
-  $("own-download").onclick = async () => {
-    const names = $("own-outputs").value.split(/[ ,]+/).filter(Boolean);
-    try { download(await call("exportModel", { outputNames: names }), "model.onnx"); } catch (err) { showError(err); }
-  };
-  $("own-artifacts").onclick = () => { for (const name of ARTIFACTS) download(generated[name], name); };
-  $("own-checkpoint").onclick = async () => download(await call("saveCheckpoint", { includeOptimizerState: true }), "checkpoint");
+  const outputs = () => $("own-outputs").value.split(/[ ,]+/).filter(Boolean);
+  downloadButton("own-download", () => `${run.name}.onnx`, () => call("exportModel", { outputNames: outputs() }), showError);
+  downloadButton("own-checkpoint", "checkpoint", () => call("runCheckpoint", { flow: "own" }), showError);
+  downloadButton("own-artifacts", () => `${run.name}-artifacts.zip`, () => call("runArtifacts", { flow: "own" }), showError);
 }

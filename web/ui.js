@@ -18,3 +18,10 @@ export function download(buffer, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+// A button that saves what `produce()` returns (bytes) as `name` (a string or a function giving one).
+export function downloadButton(id, name, produce, showError) {
+  $(id).onclick = async () => {
+    try { download(await produce(), typeof name === "function" ? name() : name); } catch (err) { showError(err); }
+  };
+}

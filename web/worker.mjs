@@ -88,6 +88,12 @@ async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "cons
   return { epoch: target.epoch, cancelled, metrics };
 }
 
+function runOf(flow) {
+  const run = { csv: tabular, images, own: session }[flow];
+  if (!run) throw new Error(flow in { csv: 1, images: 1, own: 1 } ? "train a model first" : `unknown flow ${flow}`);
+  return run;
+}
+
 const handlers = {
   async init() {
     const t0 = performance.now();
@@ -181,14 +187,19 @@ const handlers = {
   async imagesLoad({ files, size = 32 }) {
     const decoded = await decodeImages(files, size);
     if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
-    const next = py.pyimport("onnxtrain.web.images").ImageSession(decoded.all, [decoded.count, size],
-      decoded.labels, decoded.classes);
+    const data = { pixels: decoded.all.buffer, count: decoded.count, size, labels: decoded.labels,
+      classes: decoded.classes, skipped: decoded.skipped };
+    return { info: await handlers.imagesSetup({ data }), data };
+  },
+  async imagesSetup({ data }) {
+    const next = py.pyimport("onnxtrain.web.images").ImageSession(new Uint8Array(data.pixels), [data.count, data.size],
+      data.labels, data.classes);
     if (images) images.destroy();
     images = next;
-    return { ...toJs(images.info), skipped: decoded.skipped };
+    return toJs(images.info);
   },
   async imagesTrain(args) {
-    return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()) }));
+    return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()), checkpoint: bytesOf(images.checkpoint()) }));
   },
   async imagesPredict({ file }) {
     const decoded = await decodeImages([file], images.size);
@@ -207,17 +218,30 @@ const handlers = {
   async digitsAddExample({ pixels, label }) { return toJs(digits.add_example(pixels, label)); },
   async digitsFineTune({ epochs, lr, headOnly }) { return toJs(digits.fine_tune(epochs, lr, headOnly)); },
   async digitsExport() { return bytesOf(digits.export_model()); },
+  async digitsSnapshot() { return bytesOf(digits.snapshot()); },
+  async digitsCounts() { return toJs(digits.counts()); },
+  async digitsRestore({ snapshot, replay }) {
+    const next = py.pyimport("onnxtrain.web.digits").DigitsSession.restore(new Uint8Array(snapshot), new Uint8Array(replay));
+    if (digits) digits.destroy();
+    digits = next;
+    return toJs(digits.classes);
+  },
 
   async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
   async dataNpz({ bytes, validation = 0.1 }) { return toJs(session.set_npz(new Uint8Array(bytes), validation)); },
   async sessionTrain(args) {
-    return trainEpochs(session, args, () => ({ metrics: { loss: session.validation_loss() } }));
+    return trainEpochs(session, args, () => ({ metrics: { loss: session.validation_loss() },
+      checkpoint: bytesOf(session.checkpoint()) }));
   },
 
-  async tabularRestore({ bytes }) { return tabular.restore(new Uint8Array(bytes)); },
   async tabularExport() { return bytesOf(tabular.export_model()); },
   async tabularPredictCsv({ bytes }) { return toJs(tabular.predict_csv(new Uint8Array(bytes))); },
   async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
+
+  // ---- any flow's run: "csv", "images" or "own" ------------------------------------------------------
+  async runCheckpoint({ flow }) { return bytesOf(runOf(flow).checkpoint()); },
+  async runRestore({ flow, bytes }) { return runOf(flow).restore(new Uint8Array(bytes)); },
+  async runArtifacts({ flow }) { return bytesOf((flow === "own" ? session : runOf(flow).training).artifacts_zip()); },
 
   async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },
   async saveCheckpoint({ includeOptimizerState = true }) { return bytesOf(session.save_checkpoint(includeOptimizerState)); },

@@ -76,3 +76,28 @@ def site_page(browser, site_url):
     context.close()
     # whatever the module's tests did in the page, nothing left the machine
     assert wrapped.requests and wrapped.off_origin() == []
+
+
+@pytest.fixture
+def own_page(browser, site_url):
+    """A page in a context (storage) of its own, for tests that reload; nothing may leave the origin."""
+    context = browser.new_context()
+    page = context.new_page()
+    wrapped = Page(context, page, site_url)
+    page.goto(site_url)
+    page.evaluate("() => window.onnxtrain.ready")
+    yield wrapped
+    context.close()
+    assert wrapped.requests and wrapped.off_origin() == []
+
+
+def reload_and_resume(page, describes: str) -> str:
+    """Reload the page, then press Resume on the one saved run whose line contains ``describes``; its line."""
+    page.reload()
+    page.evaluate("() => window.onnxtrain.ready")
+    page.wait_for_selector("#runs:not([hidden])")
+    item = page.locator("#runs-list li", has_text=describes)
+    assert item.count() == 1, page.text_content("#runs-list")
+    line = item.locator("span").text_content()
+    item.locator("button:text('Resume')").click()
+    return line

@@ -2,7 +2,7 @@
 import numpy as np
 import onnxruntime as ort
 
-from browser.conftest import screenshot
+from browser.conftest import reload_and_resume, screenshot
 
 
 def draw(page, strokes):
@@ -48,3 +48,35 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
     download.value.save_as(path)
     label = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(["label"], {"pixels": cross})[0]
     assert label[0] == 10  # the new class comes after the ten digits
+
+
+def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page):
+    page = own_page.page
+    page.wait_for_function("() => !document.getElementById('digit-add').disabled", timeout=60_000)
+    page.fill("#digit-new", "X")
+    page.click("#digit-new-add")
+    page.wait_for_function("() => document.getElementById('digit-class').selectedOptions[0].textContent === 'X'")
+    for shift in (-8, 0, 8):
+        page.click("#digit-clear")
+        draw(page, [[(x + shift, y) for x, y in s] for s in CROSS])
+        page.click("#digit-add")
+    page.wait_for_function("() => document.getElementById('digit-counts').textContent.includes('X: 3')")
+    page.click("#digit-train")
+    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
+                           timeout=120_000)
+    page.wait_for_function("() => document.getElementById('runs-list').textContent.includes('fine-tuned 1 times')")
+    page.click("#digit-clear")
+    draw(page, CROSS)
+    page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like')")
+    before = page.text_content("#digit-prediction")
+    cross = page.evaluate("() => window.onnxtrainDigits.pixels()")
+
+    line = reload_and_resume(page, "handwriting")
+    assert "3 drawings, classes 0 1 2 3 4 5 6 7 8 9 X, fine-tuned 1 times" in line
+    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Restored')")
+    assert "X: 3" in page.text_content("#digit-counts")
+    assert page.locator("#digit-class option").count() == 11
+    probabilities = own_page.call("digitsPredict", {"pixels": cross})
+    best = int(np.argmax(probabilities))
+    assert before == f"Looks like: {'0123456789'[best] if best < 10 else 'X'} ({100 * probabilities[best]:.0f}%)"
+    assert not page.is_disabled("#digit-download")

@@ -2,10 +2,13 @@
 import struct
 import zlib
 
+import zipfile
+
 import numpy as np
 import onnxruntime as ort
 
-from browser.conftest import screenshot
+import ort_cases as oc
+from browser.conftest import reload_and_resume, screenshot
 from test_images import synthetic
 
 
@@ -19,14 +22,22 @@ def png(rgba: np.ndarray) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def test_image_folder_trains_and_exports(site_page, tmp_path):
-    page = site_page.page
-    pixels, labels = synthetic(n_per_class=16, size=16)
-    names = ["red", "blue", "green"]
+NAMES = ["red", "blue", "green"]
+
+
+def folder(tmp_path, n_per_class):
+    """photos/<class>/<i>.png; the pixels and labels."""
+    pixels, labels = synthetic(n_per_class=n_per_class, size=16)
     root = tmp_path / "photos"
     for i, (img, label) in enumerate(zip(pixels, labels)):
-        (root / names[label]).mkdir(parents=True, exist_ok=True)
-        (root / names[label] / f"{i}.png").write_bytes(png(img))
+        (root / NAMES[label]).mkdir(parents=True, exist_ok=True)
+        (root / NAMES[label] / f"{i}.png").write_bytes(png(img))
+    return root, pixels, labels
+
+
+def test_image_folder_trains_and_exports(site_page, tmp_path):
+    page = site_page.page
+    root, pixels, labels = folder(tmp_path, 16)
     (root / "red" / "notes.txt").write_text("not an image")
     (root / "blue" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
     page.select_option("#img-size", "16")
@@ -51,5 +62,42 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     download.value.save_as(path)
     rgb = pixels[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255
     label = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(["label"], {"image": rgb})[0]
-    classes = sorted(names)
-    assert np.mean(np.array([classes[i] for i in label]) == np.array([names[k] for k in labels])) > 0.8
+    classes = sorted(NAMES)
+    assert np.mean(np.array([classes[i] for i in label]) == np.array([NAMES[k] for k in labels])) > 0.8
+
+
+def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(own_page, tmp_path):
+    page = own_page.page
+    root, pixels, labels = folder(tmp_path, 6)
+    page.select_option("#img-size", "16")
+    page.set_input_files("#img-folder", str(root))
+    page.wait_for_selector("#img-setup:not([hidden])")
+    page.fill("#img-epochs", "2")
+    page.click("#img-train")
+    page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent)", timeout=120_000)
+    with page.expect_download() as download:
+        page.click("#img-artifacts")
+    assert download.value.suggested_filename == "photos-artifacts.zip"
+    with zipfile.ZipFile(download.value.path()) as archive:
+        archive.extractall(tmp_path / "artifacts")
+    api = oc.ort_api()
+    state = api.CheckpointState.load_checkpoint(str(tmp_path / "artifacts" / "checkpoint"))
+    assert state.properties["epoch"] == 2
+    module = api.Module(str(tmp_path / "artifacts" / "training_model.onnx"), state,
+                        str(tmp_path / "artifacts" / "eval_model.onnx"))
+    assert np.isfinite(module(np.zeros((2, 3, 16, 16), np.float32), np.zeros(2, np.int64)))
+    page.set_input_files("#img-try", str(root / "red" / "0.png"))
+    page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
+    before = page.text_content("#img-prediction")
+
+    assert "photos: 18 images in 3 classes, epoch 2/2" in reload_and_resume(page, "photos")
+    page.wait_for_function("() => document.getElementById('img-metrics').textContent.startsWith('Restored')")
+    assert "18 images in 3 classes" in page.text_content("#img-info")
+    page.set_input_files("#img-try", str(root / "red" / "0.png"))
+    page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
+    assert page.text_content("#img-prediction") == before
+    page.fill("#img-epochs", "4")
+    page.click("#img-train")
+    page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent)", timeout=120_000)
+    assert "epoch 4/4" in page.text_content("#img-metrics")
+    assert page.locator("#img-confusion table").count() == 1

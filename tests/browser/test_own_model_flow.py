@@ -1,5 +1,6 @@
 """Train your own model in the page: a forward model (artifacts generated there) or ORT's artifacts."""
 import io
+import zipfile
 
 import numpy as np
 import onnx
@@ -7,7 +8,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 import ort_cases as oc
-from browser.conftest import screenshot
+from browser.conftest import reload_and_resume, screenshot
 
 
 def npz(tmp_path, name="data.npz", n=120, classes=5):
@@ -53,13 +54,14 @@ def test_forward_model_head_only(site_page, tmp_path):
     page.click("#own-prepare")
     page.wait_for_selector("#own-data:not([hidden])")
     assert "input, labels" in page.text_content("#own-inputs")
-    saved = {}
-    page.on("download", lambda d: saved.__setitem__(d.suggested_filename, d.path()))
-    page.click("#own-artifacts")
-    page.wait_for_function("() => true")
-    page.wait_for_timeout(500)
-    assert sorted(saved) == ["checkpoint", "eval_model.onnx", "optimizer_model.onnx", "training_model.onnx"]
-    state = oc.ort_api().CheckpointState.load_checkpoint(str(saved["checkpoint"]))
+    with page.expect_download() as download:
+        page.click("#own-artifacts")
+    assert download.value.suggested_filename == "mlp-artifacts.zip"
+    with zipfile.ZipFile(download.value.path()) as archive:
+        archive.extractall(tmp_path / "artifacts")
+        assert sorted(archive.namelist()) == ["README.txt", "checkpoint", "eval_model.onnx", "optimizer_model.onnx",
+                                              "training_model.onnx"]
+    state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "artifacts" / "checkpoint"))
     assert sorted(n for n, p in state.parameters if p.requires_grad) == ["fc2.bias", "fc2.weight"]
     data, x, labels = npz(tmp_path)
     page.set_input_files("#own-npz", str(data))
@@ -103,3 +105,30 @@ def test_bad_files_are_named(site_page, tmp_path):
     page.click("#own-prepare")
     page.wait_for_function("() => document.getElementById('own-error').textContent.includes("
                            "'The gradient builder has not been registered: Cos for node relu1')")
+
+
+def test_a_run_resumes_after_a_reload(own_page, tmp_path):
+    page = own_page.page
+    files = oc.files("mlp_ce_adamw")
+    page.set_input_files("#own-files", [str(files[k]) for k in ("training", "eval", "optimizer", "checkpoint")])
+    page.wait_for_selector("#own-data:not([hidden])")
+    data, x, labels = npz(tmp_path)
+    page.set_input_files("#own-npz", str(data))
+    page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    page.fill("#own-epochs", "3")
+    page.click("#own-train")
+    page.wait_for_function("() => /^Done/.test(document.getElementById('own-metrics').textContent)", timeout=120_000)
+    trained = site_parameters(own_page)
+    assert "epoch 3/3" in reload_and_resume(page, "ORT artifacts")
+    page.wait_for_function("() => document.getElementById('own-metrics').textContent.startsWith('Restored')")
+    np.testing.assert_array_equal(site_parameters(own_page), trained)
+    page.fill("#own-epochs", "5")
+    page.click("#own-train")
+    page.wait_for_function("() => /^Done/.test(document.getElementById('own-metrics').textContent)", timeout=120_000)
+    assert "epoch 5/5" in page.text_content("#own-metrics")
+    assert "epoch 5/5" in page.text_content("#runs-list li span")
+
+
+def site_parameters(page):
+    return np.frombuffer(bytes(page.page.evaluate(
+        "async () => Array.from(new Uint8Array(await window.onnxtrain.call('parameters', {})))")), np.float32)

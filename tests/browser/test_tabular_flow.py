@@ -1,8 +1,14 @@
 """The CSV flow end to end through the page's UI, with the downloaded model checked in onnxruntime."""
-import numpy as np
-import onnxruntime as ort
+import json
+import zipfile
 
-from browser.conftest import screenshot
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+import ort_cases as oc
+from browser.conftest import reload_and_resume, screenshot
 from onnxtrain.web import tabular
 from test_tabular import wine_csv
 
@@ -31,6 +37,7 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     model = tmp_path / "model.onnx"
     download.value.save_as(model)
     assert download.value.suggested_filename == "wine.onnx"
+    check_checkpoint_and_artifacts(page, tmp_path, model, epochs=15)
 
     table = tabular.parse_csv(csv_path.read_bytes())
     prep = tabular.prepare(table, "cultivar", "classification")
@@ -55,6 +62,31 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     screenshot(page, "#csv", "csv")
 
 
+def check_checkpoint_and_artifacts(page, tmp_path, model, epochs):
+    """The checkpoint and the artifact set downloaded from the page load in onnxruntime-training, hold the
+    downloaded model's weights, and train on."""
+    with page.expect_download() as download:
+        page.click("#csv-checkpoint")
+    assert download.value.suggested_filename == "wine.ckpt"
+    api = oc.ort_api()
+    state = api.CheckpointState.load_checkpoint(download.value.path())
+    assert state.properties["epoch"] == epochs and json.loads(state.properties["onnxtrain.tabular"])["label"] == "cultivar"
+    with page.expect_download() as download:
+        page.click("#csv-artifacts")
+    assert download.value.suggested_filename == "wine-artifacts.zip"
+    folder = tmp_path / "artifacts"
+    zipfile.ZipFile(download.value.path()).extractall(folder)
+    state = api.CheckpointState.load_checkpoint(str(folder / "checkpoint"))
+    module = api.Module(str(folder / "training_model.onnx"), state, str(folder / "eval_model.onnx"))
+    optimizer = api.Optimizer(str(folder / "optimizer_model.onnx"), module)
+    weights = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(model)).graph.initializer}
+    for name, parameter in state.parameters:
+        np.testing.assert_array_equal(parameter.data, weights[name], err_msg=name)
+    x = np.zeros((4, weights["fc1.weight"].shape[1]), np.float32)
+    assert np.isfinite(module(x, np.zeros(4, np.int64)))
+    optimizer.step()
+
+
 def test_bad_csv_files_show_clear_errors_and_the_page_recovers(site_page, tmp_path):
     page = site_page.page
     ragged = tmp_path / "ragged.csv"
@@ -76,11 +108,8 @@ def test_bad_csv_files_show_clear_errors_and_the_page_recovers(site_page, tmp_pa
     train_through_ui(page, epochs=3)
 
 
-def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(browser, site_url):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(site_url)
-    page.evaluate("() => window.onnxtrain.ready")
+def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
+    page = own_page.page
     page.click("#csv-sample")
     page.wait_for_selector("#csv-setup:not([hidden])")
     page.fill("#csv-epochs", "400")
@@ -89,13 +118,9 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(browser, site_url)
                            timeout=120_000)
     page.click("#csv-pause")
     page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
-    page.reload()
-    page.evaluate("() => window.onnxtrain.ready")
-    page.wait_for_selector("#runs:not([hidden])")
-    assert page.locator("#runs-list li").count() == 1
-    saved_epoch = int(page.text_content("#runs-list li span").split("epoch ")[1].split("/")[0])
+    line = reload_and_resume(page, "wine.csv")
+    saved_epoch = int(line.split("epoch ")[1].split("/")[0])
     assert saved_epoch >= 3
-    page.click("#runs-list li button:text('Resume')")
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
     assert page.input_value("#csv-epochs") == "400"
     page.fill("#csv-epochs", str(saved_epoch + 2))
@@ -105,4 +130,3 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(browser, site_url)
     assert f"epoch {saved_epoch + 2}/{saved_epoch + 2}" in page.text_content("#csv-metrics")
     page.click("#runs-list li button:text('Delete')")
     page.wait_for_selector("#runs", state="hidden")
-    context.close()

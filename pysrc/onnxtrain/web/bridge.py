@@ -218,7 +218,7 @@ class TrainingSession:
             props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else json.dumps(value)
         return self.save_checkpoint(True)
 
-    def resume(self, data) -> int:
+    def restore(self, data) -> int:
         """Continue a run saved by ``checkpoint`` (same model): its state, at the start of its next epoch."""
         self.load_checkpoint(data)
         props = self.state.properties

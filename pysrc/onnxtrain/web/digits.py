@@ -89,6 +89,10 @@ class DigitsSession:
         x = np.asarray(_buffer(pixels), dtype=np.float32).reshape(64)
         self.examples.append(x / 16)
         self.labels.append(int(label))
+        return self.counts()
+
+    def counts(self) -> dict:
+        """The number of drawn examples per class name."""
         return {c: self.labels.count(i) for i, c in enumerate(self.classes)}
 
     def predict(self, pixels) -> list:

@@ -100,7 +100,7 @@ class ImageSession:
 
     def restore(self, data) -> int:
         """Continue a saved run of the same images: load its checkpoint; returns its epoch."""
-        return self.training.resume(data)
+        return self.training.restore(data)
 
     def export_model(self) -> bytes:
         """The trained CNN behind a normalisation of RGB input in 0..1, with probabilities and labels."""

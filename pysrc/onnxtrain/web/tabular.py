@@ -349,7 +349,7 @@ class TabularSession:
 
     def restore(self, data) -> int:
         """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""
-        epoch = self.training.resume(data)
+        epoch = self.training.restore(data)
         self.module, self.optimizer = self.training.module, self.training.optimizer
         return epoch
 
