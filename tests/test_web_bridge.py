@@ -195,3 +195,15 @@ def test_the_artifacts_zip_goes_on_training_in_onnxruntime_where_the_page_stoppe
     np.testing.assert_allclose(theirs, ours, rtol=1e-5)
     np.testing.assert_allclose(module.get_contiguous_parameters().numpy(), s.module.get_contiguous_parameters(),
                                rtol=1e-5, atol=1e-7)
+
+
+def test_validation_in_chunks_gives_the_whole_batch_loss_and_predictions():
+    x, y = oc.batches("mlp_ce_adamw", 4)[0]
+    xs, ys = np.concatenate([x] * 5), np.concatenate([y] * 5)
+    s = session()
+    s.set_data([x, y], [xs, ys])
+    whole = s.validation_loss()
+    np.testing.assert_allclose(s.validation_loss(chunk=7), whole, rtol=1e-6)
+    full = s.predict(xs, chunk=len(xs))
+    np.testing.assert_allclose(s.predict(xs, chunk=7), full, rtol=1e-6, atol=1e-7)
+    assert full.shape[0] == len(xs)

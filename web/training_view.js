@@ -70,8 +70,8 @@ export class TrainingView {
         lr: Number(s.lr), schedule: s.schedule }, {
         onProgress: (p) => {
           lossSum += p.loss; lossCount += 1;
-          this.el("progress").value = p.epoch / p.epochs;
-          const done = (p.epoch - startEpoch) / (p.epochs - startEpoch);
+          this.el("progress").value = p.progress / p.epochs;
+          const done = (p.progress - startEpoch) / (p.epochs - startEpoch);
           const eta = done > 0 ? ((performance.now() - started) / 1000) * (1 / done - 1) : 0;
           if (!p.metrics) return;
           this.chart.add(p.epoch, lossSum / lossCount, p.metrics.loss, this.flow.metricValue(p.metrics));

@@ -76,7 +76,7 @@ async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "cons
     const rate = schedule === "linear" ? lr * Math.min(1, (progress + 0.05) / 0.1) * Math.max(0, 1 - progress) : lr;
     const step = toJs(target.step(batchSize, Math.max(rate, lr * 0.01)));
     examples += step.examples;
-    const message = { id, type: "progress", epoch: step.epoch, epochs, loss: step.loss,
+    const message = { id, type: "progress", epoch: step.epoch, progress: step.progress, epochs, loss: step.loss,
       examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
     if (step.epoch_done) {
       Object.assign(message, atEpochEnd());

@@ -1,4 +1,5 @@
 """Headless Chromium (Debian's) driven by Playwright against the site served on 127.0.0.1."""
+import base64
 import sys
 import threading
 from pathlib import Path
@@ -58,6 +59,15 @@ class Page:
     def call(self, type_, args=None, timeout=120_000):
         return self.page.evaluate(
             "([t, a]) => window.onnxtrain.call(t, a)", [type_, args or {}])
+
+    def call_bytes(self, type_, args=None) -> bytes:
+        """A worker call that returns an ArrayBuffer, carried over as base64 (quick for megabytes)."""
+        return base64.b64decode(self.page.evaluate("""async ([t, a]) => {
+            const bytes = new Uint8Array(await window.onnxtrain.call(t, a));
+            let text = "";
+            for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+            return btoa(text);
+        }""", [type_, args or {}]))
 
     def off_origin(self):
         return [u for u in self.requests if not (u.startswith(self.url) or u.startswith("blob:")

@@ -9,6 +9,7 @@ from onnx import numpy_helper
 
 import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
+from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.web import tabular
 from test_tabular import wine_csv
 
@@ -130,3 +131,44 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
     assert f"epoch {saved_epoch + 2}/{saved_epoch + 2}" in page.text_content("#csv-metrics")
     page.click("#runs-list li button:text('Delete')")
     page.wait_for_selector("#runs", state="hidden")
+
+
+def test_a_batch_too_large_for_memory_is_caught_changes_nothing_and_a_smaller_one_trains_on(own_page, tmp_path):
+    """A real allocation failure in the worker: 2400 rows through a 250000-wide layer make a 2.4 GB activation,
+    which numpy in wasm32 Pyodide cannot allocate (its arrays stop at 2 GiB, its heap at 4 GiB)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3000, 8))
+    rows = [",".join(f"{v:.4f}" for v in r) + f",c{int(np.argmax(r[:3]))}" for r in x]
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join([",".join([f"f{i}" for i in range(8)] + ["label"])] + rows))
+    page = own_page.page
+    page.set_input_files("#csv-file", str(path))
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    page.fill("#csv-hidden", "250000")
+    page.fill("#csv-batch", "2400")
+    page.fill("#csv-epochs", "1")
+    page.click("#csv-train")
+    page.wait_for_selector("#csv-error:not([hidden])", timeout=180_000)
+    assert page.text_content("#csv-error") == (
+        "MemoryError: ran out of memory training a batch of 2400 rows: choose a smaller batch size "
+        "(nothing was changed, training can go on)")
+    assert page.text_content("#csv-train") == "Resume"
+
+    table = tabular.parse_csv(path.read_bytes())
+    prep = tabular.prepare(table, "label", "classification")
+    untrained = tabular.mlp_model(prep["preprocessing"].n_features, [250000], 3)
+    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    assert state.properties["epoch"] == 0 and state.optimizer_groups[0].step == 0
+    for tensor in untrained.graph.initializers:
+        np.testing.assert_array_equal(state.trainable[tensor.name], tensor.data, err_msg=tensor.name)
+
+    page.fill("#csv-batch", "64")
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-progress').value > 0", timeout=60_000)
+    page.click("#csv-pause")
+    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'", timeout=60_000)
+    assert page.is_hidden("#csv-error")
+    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    assert state.optimizer_groups[0].step >= 1
+    trained = state.trainable["fc1.weight"]
+    assert np.isfinite(trained).all() and not np.array_equal(trained, untrained.graph.initializers[0].data)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import artifacts, ir
 from ..api import CheckpointState, Module, Optimizer
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
+from ..runtime import Session
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
           "bool": np.bool_}
@@ -183,15 +184,28 @@ class TrainingSession:
             self.epoch += 1
             self.order = None
         return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
-                "batches_per_epoch": -(-n // int(batch_size))}
+                "batches_per_epoch": -(-n // int(batch_size)), "progress": self.epoch + (0 if done else self.position / n)}
 
-    def validation_loss(self):
-        """The eval model's loss on the held validation data (None without validation data)."""
+    def validation_loss(self, chunk: int = None):
+        """The eval model's loss on the held validation data (None without validation data).  With ``chunk``,
+        the data goes through ``chunk`` rows at a time and the losses are averaged by rows, which is the same
+        for a loss that is a mean over rows, in less memory."""
         if not self.validation_data:
             return None
         self.module.eval()
-        out = self.module(*self.validation_data)
-        return float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
+        n = len(self.validation_data[0])
+        chunk = int(chunk or n)
+        total = 0.0
+        for start in range(0, n, chunk):
+            out = self.module(*[a[start:start + chunk] for a in self.validation_data])
+            rows = min(chunk, n - start)
+            total += rows * float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
+        return total / n
+
+    def predict(self, x: np.ndarray, output: str = "output", chunk: int = 256) -> np.ndarray:
+        """The inference model's ``output`` for the rows of ``x``, ``chunk`` rows at a time."""
+        session = Session(ir.load(self.module.export_model_for_inferencing(None, [output])))
+        return np.concatenate([session.run([x[i:i + chunk]])[0] for i in range(0, len(x), chunk)])
 
     def eval_step(self, inputs) -> list:
         self.module.eval()

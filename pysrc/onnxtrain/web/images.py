@@ -83,8 +83,8 @@ class ImageSession:
 
     def evaluate(self) -> dict:
         x, y = self.training.validation_data
-        logits = Session(ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))).run([x])[0]
-        return {"loss": self.training.validation_loss(), **classification_metrics(logits, y, len(self.classes))}
+        return {"loss": self.training.validation_loss(chunk=256),
+                **classification_metrics(self.training.predict(x), y, len(self.classes))}
 
     def predict(self, pixels) -> list:
         """Class probabilities for one RGBA image of the session's size (uint8 bytes)."""

@@ -306,7 +306,7 @@ class TabularSession:
         self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
                          "validation": float(validation), "seed": int(seed)}
         self.prep = prep
-        self.training.set_data([prep["x_train"], prep["y_train"]], None, seed)
+        self.training.set_data([prep["x_train"], prep["y_train"]], [prep["x_val"], prep["y_val"]], seed)
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
                 "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
                 "dropped_rows": prep["dropped_rows"], "missing_cells": prep["missing_cells"],
@@ -323,21 +323,17 @@ class TabularSession:
     def evaluate(self) -> dict:
         """Loss and accuracy (or mean absolute error) on the validation rows, and a confusion matrix."""
         pre, x, y = self.prep["preprocessing"], self.prep["x_val"], self.prep["y_val"]
-        out = self._forward(x)
-        result = {"loss": float(np.asarray(self.module.eval()(x, y)).reshape(-1)[0])}
+        out = self.training.predict(x)
+        result = {"loss": self.training.validation_loss(chunk=256)}
         if pre.task == "classification":
             result.update(classification_metrics(out, y, len(pre.classes)))
         else:
             result.update(mae=float(np.mean(np.abs(out - y))), baseline=float(np.mean(np.abs(y - y.mean()))))
         return result
 
-    def _forward(self, x: np.ndarray) -> np.ndarray:
-        model = self.module.export_model_for_inferencing(None, ["output"])
-        return Session(ir_load(model)).run([x])[0]
-
     def predict_validation(self) -> list:
         """The validation rows' predictions (class names or numbers), as the page shows them."""
-        out = self._forward(self.prep["x_val"])
+        out = self.training.predict(self.prep["x_val"])
         pre = self.prep["preprocessing"]
         if pre.task == "classification":
             return [pre.classes[i] for i in out.argmax(axis=1)]
