@@ -33,7 +33,7 @@ export class TrainingChart {
     if (this.plot) { this.plot.setData(data); return; }
     const series = [{ label: "epoch" }, { label: "training loss", stroke: "#2857d8" },
       { label: "validation loss", stroke: "#d8572a" }];
-    const axes = [{ label: "epoch" }, { label: "loss" }];
+    const axes = [{ label: "epoch", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, { label: "loss" }];
     if (name) {
       series.push({ label: name, stroke: "#2a9d5c", scale: "metric" });
       axes.push({ side: 1, scale: "metric", label: name, grid: { show: false } });

@@ -14,15 +14,33 @@ const showError = errorShower("img-error");
 function showInfo(info) {
   $("img-info").textContent = `${info.images} images in ${info.classes.length} classes (${info.classes.join(", ")}), ` +
     `${info.train} for training and ${info.validation} for validation, ${info.size}×${info.size} pixels` +
-    (data.skipped.length ? `; skipped ${data.skipped.length} files that are not images` : "") + ".";
+    (data.skipped.length ? `; skipped ${data.skipped.length} ${data.skipped.length === 1 ? "file that is not an image"
+      : "files that are not images"}: ${data.skipped.slice(0, 3).join(", ")}${data.skipped.length > 3 ? ", …" : ""}` : "") + ".";
   $("img-setup").hidden = false;
   $("img-metrics").textContent = "";
 }
 
-async function load(fileList) {
+// The files under dropped folders (FileSystemEntry objects), each as {path, file} with its path in the drop.
+export async function entryFiles(entries) {
+  const found = [];
+  async function walk(entry, prefix) {
+    if (entry.isFile) {
+      found.push({ path: prefix + entry.name, file: await new Promise((ok, fail) => entry.file(ok, fail)) });
+    } else if (entry.isDirectory) {
+      const reader = entry.createReader();
+      for (let batch; (batch = await new Promise((ok, fail) => reader.readEntries(ok, fail))).length;) {
+        for (const child of batch) await walk(child, `${prefix}${entry.name}/`);
+      }
+    }
+  }
+  for (const entry of entries) await walk(entry, "");
+  return found;
+}
+
+async function load(found) {
   $("img-error").hidden = true;
-  const files = await Promise.all([...fileList].map(async (f) => ({ path: f.webkitRelativePath || f.name,
-    bytes: await f.arrayBuffer() })));
+  if (!found.length) throw new Error("the folder is empty");
+  const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
   const result = await call("imagesLoad", { files, size: Number($("img-size").value) },
     { transfer: files.map((f) => f.bytes) });
   data = { ...result.data, name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
@@ -61,7 +79,18 @@ registerRunKind("images", {
 export function setUpImages(rpc, ready) {
   call = rpc;
   view = new TrainingView("img", call, flow, ["download", "checkpoint", "artifacts"]);
-  $("img-folder").addEventListener("change", (e) => ready.then(() => load(e.target.files)).catch(showError));
+  const chosen = (list) => [...list].map((file) => ({ path: file.webkitRelativePath || file.name, file }));
+  $("img-folder").addEventListener("change", (e) => ready.then(() => load(chosen(e.target.files))).catch(showError));
+  const dropEntries = (entries) => ready.then(async () => load(await entryFiles(entries))).catch(showError);
+  const drop = $("img-drop");
+  drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    return dropEntries([...e.dataTransfer.items].map((item) => item.webkitGetAsEntry()).filter(Boolean));
+  });
+  window.onnxtrainImages = { dropEntries };
   $("img-try").addEventListener("change", async (e) => {
     try {
       const f = e.target.files[0];

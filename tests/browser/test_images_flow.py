@@ -101,3 +101,30 @@ def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(
     page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent)", timeout=120_000)
     assert "epoch 4/4" in page.text_content("#img-metrics")
     assert page.locator("#img-confusion table").count() == 1
+
+
+DROP = """async (tree) => {
+  // FileSystemEntry look-alikes; readEntries hands out a folder's children two at a time, as Chrome does by 100
+  const entry = (name, node) => Array.isArray(node)
+    ? { isFile: true, isDirectory: false, name, file: (ok) => ok(new File([new Uint8Array(node)], name)) }
+    : { isFile: false, isDirectory: true, name, createReader() {
+          const children = Object.entries(node).map(([n, child]) => entry(n, child));
+          return { readEntries: (ok) => ok(children.splice(0, 2)) };
+        } };
+  await window.onnxtrainImages.dropEntries(Object.entries(tree).map(([n, child]) => entry(n, child)));
+}"""
+
+
+def test_a_dropped_folder_is_read_with_its_class_subfolders(site_page, tmp_path):
+    page = site_page.page
+    root, pixels, labels = folder(tmp_path, 5)
+    tree = {"photos": {c.name: {f.name: list(f.read_bytes()) for f in c.iterdir()} for c in root.iterdir()}}
+    tree["photos"]["readme.txt"] = list(b"class folders below")
+    page.select_option("#img-size", "16")
+    page.evaluate("() => { document.getElementById('img-info').textContent = ''; }")
+    page.evaluate(DROP, tree)
+    page.wait_for_function("() => document.getElementById('img-info').textContent !== '' "
+                           "|| !document.getElementById('img-error').hidden")
+    assert page.is_hidden("#img-error"), page.text_content("#img-error")
+    info = page.text_content("#img-info")
+    assert "15 images in 3 classes (blue, green, red)" in info and "skipped 1 file that is not an image: photos/readme.txt" in info
