@@ -124,7 +124,8 @@ export function setUpDigits(rpc, ready) {
     $("digit-train").disabled = true;
     $("digit-status").textContent = "Fine-tuning…";
     try {
-      const r = await call("digitsFineTune", { epochs: 20, lr: 0.01, headOnly: $("digit-mode").value === "head" });
+      const r = await call("digitsFineTune", { epochs: 20, lr: 0.01, headOnly: $("digit-mode").value === "head" },
+        { onProgress: (p) => { $("digit-progress").value = p.progress / p.epochs; } });
       $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${r.first_loss.toFixed(3)} → ${r.last_loss.toFixed(3)}. Draw to try it.`;
       $("digit-download").disabled = false;
       fineTunes += 1;

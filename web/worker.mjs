@@ -216,7 +216,11 @@ const handlers = {
   async digitsPredict({ pixels }) { return toJs(digits.predict(pixels)); },
   async digitsAddClass({ name }) { return digits.add_class(name); },
   async digitsAddExample({ pixels, label }) { return toJs(digits.add_example(pixels, label)); },
-  async digitsFineTune({ epochs, lr, headOnly }) { return toJs(digits.fine_tune(epochs, lr, headOnly)); },
+  async digitsFineTune({ id, epochs, lr, headOnly }) {
+    digits.start_fine_tune(headOnly);
+    await trainEpochs(digits, { id, epochs, batchSize: 32, lr }, () => ({}));
+    return toJs(digits.finish_fine_tune());
+  },
   async digitsExport() { return bytesOf(digits.export_model()); },
   async digitsSnapshot() { return bytesOf(digits.snapshot()); },
   async digitsCounts() { return toJs(digits.counts()); },

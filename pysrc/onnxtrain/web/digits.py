@@ -103,6 +103,14 @@ class DigitsSession:
         return (p / p.sum()).tolist()
 
     def fine_tune(self, epochs: int = 20, learning_rate: float = 0.01, head_only: bool = True) -> dict:
+        self.start_fine_tune(head_only)
+        while self.epoch < int(epochs):
+            self.step(32, float(learning_rate))
+        return self.finish_fine_tune()
+
+    def start_fine_tune(self, head_only: bool = True) -> None:
+        """Artifacts for the head (or the whole model) and the examples as data; then ``step`` until done and
+        ``finish_fine_tune``."""
         if not self.examples:
             raise DataError("draw and add a few examples first")
         x, y = np.stack(self.examples), np.array(self.labels, dtype=np.int64)
@@ -115,15 +123,25 @@ class DigitsSession:
                                             frozen_params=[n for n in names if n not in trainable],
                                             loss=artifacts.LossType.CrossEntropyLoss,
                                             optimizer=artifacts.OptimType.AdamW)
-        session = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                                  arts["optimizer_model.onnx"])
-        session.set_data([x, y], None, 0)
-        losses = []
-        while session.epoch < int(epochs):
-            losses.append(session.step(32, float(learning_rate))["loss"])
-        self.model = ir_load(_with_weights(self.model, session))
+        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                                        arts["optimizer_model.onnx"])
+        self.training.set_data([x, y], None, 0)
+        self.losses = []
+
+    @property
+    def epoch(self) -> int:
+        return self.training.epoch
+
+    def step(self, batch_size: int, learning_rate: float) -> dict:
+        result = self.training.step(batch_size, learning_rate)
+        self.losses.append(result["loss"])
+        return result
+
+    def finish_fine_tune(self) -> dict:
+        """The fine-tuned weights into the model that predicts and exports."""
+        self.model = ir_load(_with_weights(self.model, self.training))
         self._session = Session(self.model)
-        return {"first_loss": losses[0], "last_loss": losses[-1], "examples": len(self.examples)}
+        return {"first_loss": self.losses[0], "last_loss": self.losses[-1], "examples": len(self.examples)}
 
     def export_model(self) -> bytes:
         """The classifier taking ``pixels`` float32 [batch, 64] (8x8, values 0..16) -> probabilities, label."""
