@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import sys
 import tarfile
 import zipfile
@@ -308,6 +309,13 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 def make_server(root: Path, port: int = 0, isolate: bool = True) -> http.server.ThreadingHTTPServer:
     handler = functools.partial(type("Handler", (SiteHandler,), {"isolate": isolate}), directory=str(root))
     return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+
+
+def serve_in_background(root: Path, isolate: bool = False) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """A server for ``root`` on a free port, in a daemon thread; the server (to shut down) and its URL."""
+    server = make_server(root, 0, isolate)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
 def cmd_serve(args: list[str]) -> int:

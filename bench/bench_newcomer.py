@@ -14,7 +14,6 @@ import argparse
 import re
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -82,9 +81,7 @@ def main():
     from playwright.sync_api import sync_playwright
     if not (build.SITE / "index.html").exists():
         build.build_site()
-    server = build.make_server(build.SITE, 0, isolate=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = build.serve_in_background(build.SITE)
     with sync_playwright() as p:
         rounds = [one_round(p, url) for _ in range(args.rounds)]
     server.shutdown()

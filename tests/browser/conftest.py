@@ -1,7 +1,6 @@
 """Headless Chromium (Debian's) driven by Playwright against the site served on 127.0.0.1."""
 import base64
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 def site_url():
     if not (build.SITE / "index.html").exists():
         pytest.fail("site/ is not built: run the tests through `python3 build.py test`")
-    server = build.make_server(build.SITE, 0, isolate=False)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = build.serve_in_background(build.SITE)
+    yield url
     server.shutdown()
 
 
@@ -74,8 +71,8 @@ class Page:
                                                  or u.startswith("data:"))]
 
 
-@pytest.fixture(scope="module")
-def site_page(browser, site_url):
+def opened_site(browser, site_url):
+    """The site in a fresh context (its own storage), ready; at the end, proof that nothing left the origin."""
     context = browser.new_context()
     page = context.new_page()
     wrapped = Page(context, page, site_url)
@@ -84,21 +81,19 @@ def site_page(browser, site_url):
     wrapped.info = page.evaluate("() => window.onnxtrain.ready")
     yield wrapped
     context.close()
-    # whatever the module's tests did in the page, nothing left the machine
     assert wrapped.requests and wrapped.off_origin() == []
+
+
+@pytest.fixture(scope="module")
+def site_page(browser, site_url):
+    """One page for a module's tests."""
+    yield from opened_site(browser, site_url)
 
 
 @pytest.fixture
 def own_page(browser, site_url):
-    """A page in a context (storage) of its own, for tests that reload; nothing may leave the origin."""
-    context = browser.new_context()
-    page = context.new_page()
-    wrapped = Page(context, page, site_url)
-    page.goto(site_url)
-    page.evaluate("() => window.onnxtrain.ready")
-    yield wrapped
-    context.close()
-    assert wrapped.requests and wrapped.off_origin() == []
+    """A page of the test's own, for tests that reload or need a clean state."""
+    yield from opened_site(browser, site_url)
 
 
 def reload_and_resume(page, describes: str) -> str:

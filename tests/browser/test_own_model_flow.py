@@ -76,14 +76,20 @@ def test_forward_model_head_only(site_page, tmp_path):
                                   numpy_helper.to_array(original["fc1.weight"]))  # frozen stays frozen
 
 
-def test_ort_artifacts_upload(site_page, tmp_path):
-    page = site_page.page
+def upload_ort_artifacts_and_data(page, tmp_path):
+    """ORT's four artifacts of the MLP case and a .npz for them, chosen in the page; the data's arrays."""
     files = oc.files("mlp_ce_adamw")
     page.set_input_files("#own-files", [str(files[k]) for k in ("training", "eval", "optimizer", "checkpoint")])
     page.wait_for_selector("#own-data:not([hidden])")
     data, x, labels = npz(tmp_path)
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    return x, labels
+
+
+def test_ort_artifacts_upload(site_page, tmp_path):
+    page = site_page.page
+    x, labels = upload_ort_artifacts_and_data(page, tmp_path)
     trained = train_and_download(page, tmp_path)
     screenshot(page, "#own", "ort-artifacts")
     assert accuracy(trained, x, labels) > 0.5
@@ -109,12 +115,7 @@ def test_bad_files_are_named(site_page, tmp_path):
 
 def test_a_run_resumes_after_a_reload(own_page, tmp_path):
     page = own_page.page
-    files = oc.files("mlp_ce_adamw")
-    page.set_input_files("#own-files", [str(files[k]) for k in ("training", "eval", "optimizer", "checkpoint")])
-    page.wait_for_selector("#own-data:not([hidden])")
-    data, x, labels = npz(tmp_path)
-    page.set_input_files("#own-npz", str(data))
-    page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    upload_ort_artifacts_and_data(page, tmp_path)
     page.fill("#own-epochs", "3")
     page.click("#own-train")
     page.wait_for_function("() => /^Done/.test(document.getElementById('own-metrics').textContent)", timeout=120_000)
