@@ -32,13 +32,15 @@ async function save() {
     examples: Object.values(counts).reduce((a, b) => a + b, 0), fineTunes });
 }
 
+const times = (n) => (n === 0 ? "not fine-tuned" : n === 1 ? "fine-tuned once" : `fine-tuned ${n} times`);
+
 function showCounts(counts) {
   $("digit-counts").textContent = "Examples: " + Object.entries(counts).filter(([, n]) => n).map(([c, n]) => `${c}: ${n}`).join(", ");
 }
 
 registerRunKind("digits", {
   section: "digits",
-  describe: (r) => `${r.name}: ${r.examples} drawings, classes ${r.classes.join(" ")}, fine-tuned ${r.fineTunes} times`,
+  describe: (r) => `${r.name}: ${r.examples} drawings, classes ${r.classes.join(" ")}, ${times(r.fineTunes)}`,
   async resume(saved) {
     await loaded;
     classes = await call("digitsRestore", { snapshot: saved.snapshot.slice(0), replay: replay.slice(0) });
@@ -47,7 +49,7 @@ registerRunKind("digits", {
     fillClasses(0);
     showCounts(await call("digitsCounts"));
     $("digit-download").disabled = fineTunes === 0;
-    $("digit-status").textContent = `Restored ${saved.examples} drawings and the model fine-tuned ${fineTunes} times.`;
+    $("digit-status").textContent = `Restored ${saved.examples} drawings; the model is ${times(fineTunes)}.`;
   },
 });
 

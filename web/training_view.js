@@ -6,7 +6,7 @@ import { TrainingChart } from "./chart.js";
 import { saveRun } from "./runs.js";
 import { $, errorShower } from "./ui.js";
 
-const FIELDS = { epochs: "epochs", batch: "batch", lr: "lr", schedule: "schedule" };
+const FIELDS = ["epochs", "batch", "lr", "schedule"];
 
 export class TrainingView {
   // flow: {type: the worker's training message, metric(): the chart's metric name (or null),
@@ -23,10 +23,10 @@ export class TrainingView {
 
   el(name) { return $(`${this.prefix}-${name}`); }
 
-  settings() { return Object.fromEntries(Object.keys(FIELDS).map((k) => [k, this.el(FIELDS[k]).value])); }
+  settings() { return Object.fromEntries(FIELDS.map((k) => [k, this.el(k).value])); }
 
   applySettings(settings) {
-    for (const k of Object.keys(FIELDS)) if (settings[k] !== undefined) this.el(FIELDS[k]).value = settings[k];
+    for (const k of FIELDS) if (settings[k] !== undefined) this.el(k).value = settings[k];
   }
 
   // The next press of Train starts a new run.

@@ -64,7 +64,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page):
     page.click("#digit-train")
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
                            timeout=120_000)
-    page.wait_for_function("() => document.getElementById('runs-list').textContent.includes('fine-tuned 1 times')")
+    page.wait_for_function("() => document.getElementById('runs-list').textContent.includes('fine-tuned once')")
     page.click("#digit-clear")
     draw(page, CROSS)
     page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like')")
@@ -72,7 +72,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page):
     cross = page.evaluate("() => window.onnxtrainDigits.pixels()")
 
     line = reload_and_resume(page, "handwriting")
-    assert "3 drawings, classes 0 1 2 3 4 5 6 7 8 9 X, fine-tuned 1 times" in line
+    assert "3 drawings, classes 0 1 2 3 4 5 6 7 8 9 X, fine-tuned once" in line
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Restored')")
     assert "X: 3" in page.text_content("#digit-counts")
     assert page.locator("#digit-class option").count() == 11
