@@ -163,3 +163,39 @@ def test_predict_rows_of_another_csv():
     assert [pre.classes[i] for i in label] == result["predictions"]
     with pytest.raises(tabular.DataError, match=r"lacks the columns \['alcohol'"):
         session.predict_csv(b"x,y\n1,2\n")
+
+
+def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz():
+    import ort_cases as oc
+    from onnxtrain.web import TrainingSession
+    f = oc.files("mlp_ce_adamw")
+    make = lambda: TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(),  # noqa: E731
+                                   f["eval"].read_bytes(), f["optimizer"].read_bytes())
+    rng = np.random.default_rng(0)
+    x = np.round(rng.standard_normal((40, 20)), 3).astype(np.float32)
+    y = np.argmax(x[:, :5], axis=1)
+    header = [f"x{i}" for i in range(10)] + ["labels"] + [f"x{i}" for i in range(10, 20)]
+    rows = [[f"{v:.3f}" for v in r[:10]] + [str(label)] + [f"{v:.3f}" for v in r[10:]] for r, label in zip(x.tolist(), y)]
+    text = "\n".join(",".join(r) for r in [header] + rows).encode()
+    from_csv, from_npz = make(), make()
+    inputs = tabular.csv_inputs(text, from_csv.input_types())
+    np.testing.assert_array_equal(inputs["input"], x)
+    assert inputs["labels"].dtype == np.int64 and inputs["input"].dtype == np.float32
+    from_csv.set_named(inputs)
+    buffer = io.BytesIO()
+    np.savez(buffer, input=x, labels=y.astype(np.int64))
+    from_npz.set_npz(buffer.getvalue())
+    for _ in range(5):
+        assert from_csv.step(8, 0.01)["loss"] == from_npz.step(8, 0.01)["loss"]
+
+    types = from_csv.input_types()
+    bad = {"text": b"a,labels\nx,1\n", "gap": b"a,labels\n,1\n1,0\n", "narrow": b"a,b,labels\n1,2,0\n",
+           "fraction": ("\n".join([",".join(header)] + [",".join(["0.5"] * 21)])).encode()}
+    for name, message in [("text", "column 'a' of the data file is not numeric"),
+                          ("gap", "column 'a' of the data file has 1 missing values"),
+                          ("narrow", r"input 'input' takes \[20\] values per row, but the data file has 2 feature"),
+                          ("fraction", "the label column 'labels' must hold whole numbers")]:
+        with pytest.raises(tabular.DataError, match=message):
+            tabular.csv_inputs(bad[name], types)
+    with pytest.raises(tabular.DataError, match="fits a model whose training inputs are features and labels"):
+        tabular.csv_inputs(text, {"a": types["input"], "b": types["input"], "labels": types["labels"]})

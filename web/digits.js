@@ -129,7 +129,7 @@ export function setUpDigits(rpc, ready) {
       const r = await call("digitsFineTune", { epochs: 20, lr: 0.01, headOnly: $("digit-mode").value === "head" },
         { onProgress: (p) => { $("digit-progress").value = p.progress / p.epochs; } });
       $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${r.first_loss.toFixed(3)} → ${r.last_loss.toFixed(3)}. Draw to try it.`;
-      $("digit-download").disabled = false;
+      for (const b of ["digit-download", "digit-checkpoint", "digit-artifacts"]) $(b).disabled = false;
       fineTunes += 1;
       await save();
     } catch (err) {
@@ -138,5 +138,7 @@ export function setUpDigits(rpc, ready) {
     } finally { $("digit-train").disabled = false; }
   };
   downloadButton("digit-download", "digits.onnx", () => call("digitsExport"), showError);
+  downloadButton("digit-checkpoint", "digits.ckpt", () => call("runCheckpoint", { flow: "digits" }), showError);
+  downloadButton("digit-artifacts", "digits-artifacts.zip", () => call("runArtifacts", { flow: "digits" }), showError);
   window.onnxtrainDigits = { pixels };
 }

@@ -41,7 +41,7 @@ async function load(found) {
   $("img-error").hidden = true;
   if (!found.length) throw new Error("the folder is empty");
   const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
-  const result = await call("imagesLoad", { files, size: Number($("img-size").value) },
+  const result = await call("imagesLoad", { files, size: Number($("img-size").value), optimizer: $("img-optimizer").value },
     { transfer: files.map((f) => f.bytes) });
   data = { ...result.data, name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
   fresh = true;
@@ -57,7 +57,10 @@ const flow = {
   summary: (m) => `validation accuracy ${(100 * m.accuracy).toFixed(1)}% (most common class: ${(100 * m.baseline).toFixed(1)}%)`,
   onEpoch: (m) => showConfusion(m, data.classes, "img-confusion"),
   async fresh() {
-    if (!fresh) await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
+    if (!fresh || data.optimizer !== $("img-optimizer").value) {
+      data.optimizer = $("img-optimizer").value;
+      await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
+    }
     fresh = false;
     return { kind: "images", name: data.name, images: data, settings: { size: data.size } };
   },
@@ -68,6 +71,7 @@ registerRunKind("images", {
   describe: (r) => `${r.name}: ${r.images.count} images in ${r.images.classes.length} classes, epoch ${r.epoch}/${r.settings.epochs}`,
   async resume(saved) {
     data = saved.images;
+    $("img-optimizer").value = data.optimizer || "AdamW";
     const info = await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
     await call("runRestore", { flow: "images", bytes: saved.checkpoint.slice(0) });
     fresh = false;

@@ -8,14 +8,14 @@ const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.on
 let call = null;
 let view = null;
 let model = null; // the forward model's bytes, while its artifacts are being chosen
-let run = null; // what a fresh run starts from: {name, artifacts: {training, evalModel, optimizer, checkpoint}, npz}
+let run = null; // what a fresh run starts from: {name, artifacts: {training, evalModel, optimizer, checkpoint}, data}
 let fresh = false; // the worker's session is untrained, just loaded from `run`
 
 const showError = errorShower("own-error");
 const copies = (artifacts) => Object.fromEntries(Object.entries(artifacts).map(([k, v]) => [k, v.slice(0)]));
 
 async function loadArtifacts(name, artifacts) {
-  run = { name, artifacts: copies(artifacts), npz: null };
+  run = { name, artifacts: copies(artifacts), data: null };
   const describe = await call("load", copies(artifacts));
   fresh = true;
   $("own-data").hidden = false;
@@ -23,7 +23,8 @@ async function loadArtifacts(name, artifacts) {
   $("own-checkpoint").disabled = $("own-artifacts").disabled = false;
   view.startOver();
   $("own-inputs").textContent = `Training inputs: ${describe.train_inputs.join(", ")}. ` +
-    `The .npz file needs one array with each of these names (rows along the first axis). ` +
+    `A .npz file needs one array with each of these names (rows along the first axis); a CSV file of numbers ` +
+    `works for features and labels (the label column named ${describe.train_inputs.at(-1)}, or else the last). ` +
     `${describe.trainable_parameters} trainable parameters.`;
 }
 
@@ -64,9 +65,9 @@ async function prepare() {
     optimizer: art["optimizer_model.onnx"], checkpoint: art.checkpoint });
 }
 
-async function setData(npz) {
-  const info = await call("dataNpz", { bytes: npz.slice(0) });
-  run.npz = npz;
+async function setData(data) {
+  const info = await call("dataFile", { bytes: data.bytes.slice(0), name: data.name });
+  run.data = data;
   $("own-metrics").textContent = `${info.rows} rows (${info.train_rows} for training, ${info.validation_rows} for validation).`;
   $("own-train").disabled = false;
 }
@@ -79,10 +80,10 @@ const flow = {
   async fresh() {
     if (!fresh) {
       await call("load", copies(run.artifacts));
-      await call("dataNpz", { bytes: run.npz.slice(0) });
+      await call("dataFile", { bytes: run.data.bytes.slice(0), name: run.data.name });
     }
     fresh = false;
-    return { kind: "own", name: run.name, artifacts: run.artifacts, npz: run.npz,
+    return { kind: "own", name: run.name, artifacts: run.artifacts, data: run.data,
       settings: { outputs: $("own-outputs").value } };
   },
 };
@@ -92,7 +93,7 @@ registerRunKind("own", {
   describe: (r) => `${r.name}: your model, epoch ${r.epoch}/${r.settings.epochs}`,
   async resume(saved) {
     await loadArtifacts(saved.name, saved.artifacts);
-    await setData(saved.npz);
+    await setData(saved.data);
     await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0) });
     fresh = false;
     $("own-outputs").value = saved.settings.outputs;
@@ -107,7 +108,8 @@ export function setUpOwnModel(rpc, runtimeReady) {
   $("own-prepare").onclick = () => prepare().catch(showError);
   $("own-npz").addEventListener("change", async (e) => {
     try {
-      await setData(await e.target.files[0].arrayBuffer());
+      const file = e.target.files[0];
+      await setData({ bytes: await file.arrayBuffer(), name: file.name });
       view.startOver();
     } catch (err) { showError(err); }
   });

@@ -44,12 +44,13 @@ async function load(bytes, name) {
 }
 
 function modelSettings() {
-  return { label: $("csv-label").value, task: $("csv-task").value, hidden: $("csv-hidden").value };
+  return { label: $("csv-label").value, task: $("csv-task").value, hidden: $("csv-hidden").value,
+    optimizer: $("csv-optimizer").value };
 }
 
 async function setUpModel(s) {
   const hidden = s.hidden.split(/[ ,]+/).filter(Boolean).map(Number);
-  setup = await call("tabularSetup", { label: s.label, task: s.task, hidden });
+  setup = await call("tabularSetup", { label: s.label, task: s.task, hidden, optimizer: s.optimizer || "AdamW" });
   window.onnxtrainTabular = setup;
 }
 
@@ -77,6 +78,7 @@ registerRunKind("csv", {
   async resume(saved) {
     await load(saved.csv.slice(0), saved.name);
     for (const key of ["label", "task", "hidden"]) $(`csv-${key}`).value = saved.settings[key];
+    $("csv-optimizer").value = saved.settings.optimizer || "AdamW";
     await setUpModel(saved.settings);
     await call("runRestore", { flow: "csv", bytes: saved.checkpoint.slice(0) });
     view.restored(saved);
@@ -105,7 +107,7 @@ export function setUpTabular(rpc, ready) {
     $("csv-task").value = await call("tabularDetect", { label: $("csv-label").value });
     view.startOver();
   };
-  for (const id of ["csv-task", "csv-hidden"]) $(id).addEventListener("change", () => view.startOver());
+  for (const id of ["csv-task", "csv-hidden", "csv-optimizer"]) $(id).addEventListener("change", () => view.startOver());
   $("csv-try-file").addEventListener("change", async (e) => {
     try {
       const r = await call("tabularPredictCsv", { bytes: await e.target.files[0].arrayBuffer() });

@@ -88,10 +88,12 @@ async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "cons
   return { epoch: target.epoch, cancelled, metrics };
 }
 
+// A flow's run: an object with checkpoint() and restore(bytes), and a TrainingSession as itself or `.training`.
 function runOf(flow) {
-  const run = { csv: tabular, images, own: session }[flow];
-  if (!run) throw new Error(flow in { csv: 1, images: 1, own: 1 } ? "train a model first" : `unknown flow ${flow}`);
-  return run;
+  const runs = { csv: tabular, images, own: session, digits: digits && digits.training };
+  if (!(flow in runs)) throw new Error(`unknown flow ${flow}`);
+  if (!runs[flow]) throw new Error("train a model first");
+  return runs[flow];
 }
 
 const handlers = {
@@ -176,24 +178,24 @@ const handlers = {
 
   async tabularDetect({ label }) { return tabular.detect_task(label); },
 
-  async tabularSetup({ label, task, hidden, validation = 0.2 }) {
-    return toJs(tabular.setup(label, task, hidden, validation));
+  async tabularSetup({ label, task, hidden, optimizer = "AdamW", validation = 0.2 }) {
+    return toJs(tabular.setup.callKwargs(label, task, hidden, { validation, optimizer }));
   },
 
   async tabularTrain(args) {
     return trainEpochs(tabular, args, () => ({ metrics: toJs(tabular.evaluate()), checkpoint: bytesOf(tabular.checkpoint()) }));
   },
 
-  async imagesLoad({ files, size = 32 }) {
+  async imagesLoad({ files, size = 32, optimizer = "AdamW" }) {
     const decoded = await decodeImages(files, size);
     if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
     const data = { pixels: decoded.all.buffer, count: decoded.count, size, labels: decoded.labels,
-      classes: decoded.classes, skipped: decoded.skipped };
+      classes: decoded.classes, skipped: decoded.skipped, optimizer };
     return { info: await handlers.imagesSetup({ data }), data };
   },
   async imagesSetup({ data }) {
-    const next = py.pyimport("onnxtrain.web.images").ImageSession(new Uint8Array(data.pixels), [data.count, data.size],
-      data.labels, data.classes);
+    const next = py.pyimport("onnxtrain.web.images").ImageSession.callKwargs(new Uint8Array(data.pixels),
+      [data.count, data.size], data.labels, data.classes, { optimizer: data.optimizer || "AdamW" });
     if (images) images.destroy();
     images = next;
     return toJs(images.info);
@@ -232,7 +234,13 @@ const handlers = {
   },
 
   async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
-  async dataNpz({ bytes, validation = 0.1 }) { return toJs(session.set_npz(new Uint8Array(bytes), validation)); },
+  async dataFile({ bytes, name, validation = 0.1 }) {
+    if (!/\.csv$/i.test(name)) return toJs(session.set_npz(new Uint8Array(bytes), validation));
+    const types = session.input_types();
+    const arrays = py.pyimport("onnxtrain.web.tabular").csv_inputs(new Uint8Array(bytes), types);
+    types.destroy();
+    try { return toJs(session.set_named(arrays, validation)); } finally { arrays.destroy(); }
+  },
   async sessionTrain(args) {
     return trainEpochs(session, args, () => ({ metrics: { loss: session.validation_loss() },
       checkpoint: bytesOf(session.checkpoint()) }));
@@ -245,7 +253,7 @@ const handlers = {
   // ---- any flow's run: "csv", "images" or "own" ------------------------------------------------------
   async runCheckpoint({ flow }) { return bytesOf(runOf(flow).checkpoint()); },
   async runRestore({ flow, bytes }) { return runOf(flow).restore(new Uint8Array(bytes)); },
-  async runArtifacts({ flow }) { return bytesOf((flow === "own" ? session : runOf(flow).training).artifacts_zip()); },
+  async runArtifacts({ flow }) { const run = runOf(flow); return bytesOf((run.training || run).artifacts_zip()); },
 
   async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },
   async saveCheckpoint({ includeOptimizerState = true }) { return bytesOf(session.save_checkpoint(includeOptimizerState)); },

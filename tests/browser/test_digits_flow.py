@@ -1,7 +1,10 @@
 """Drawing on the pad with the mouse: live predictions, a new class, fine-tuning, and the download."""
+import zipfile
+
 import numpy as np
 import onnxruntime as ort
 
+import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 
 
@@ -50,7 +53,7 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
     assert label[0] == 10  # the new class comes after the ten digits
 
 
-def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page):
+def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tmp_path):
     page = own_page.page
     page.wait_for_function("() => !document.getElementById('digit-add').disabled", timeout=60_000)
     page.fill("#digit-new", "X")
@@ -65,6 +68,13 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page):
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
                            timeout=120_000)
     page.wait_for_function("() => document.getElementById('runs-list').textContent.includes('fine-tuned once')")
+    with page.expect_download() as download:
+        page.click("#digit-artifacts")
+    with zipfile.ZipFile(download.value.path()) as archive:
+        archive.extractall(tmp_path)
+    state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    trainable = {n: p.data.shape for n, p in state.parameters if p.requires_grad}
+    assert trainable == {"fc2.weight": (11, 32), "fc2.bias": (11,)}  # the head, with the new class
     page.click("#digit-clear")
     draw(page, CROSS)
     page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like')")

@@ -5,6 +5,7 @@ import zlib
 import zipfile
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 import ort_cases as oc
@@ -72,6 +73,7 @@ def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(
     page.select_option("#img-size", "16")
     page.set_input_files("#img-folder", str(root))
     page.wait_for_selector("#img-setup:not([hidden])")
+    page.select_option("#img-optimizer", "SGD")
     page.fill("#img-epochs", "2")
     page.click("#img-train")
     page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent)", timeout=120_000)
@@ -83,6 +85,8 @@ def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(
     api = oc.ort_api()
     state = api.CheckpointState.load_checkpoint(str(tmp_path / "artifacts" / "checkpoint"))
     assert state.properties["epoch"] == 2
+    optimizer_ops = {n.op_type for n in onnx.load(str(tmp_path / "artifacts" / "optimizer_model.onnx")).graph.node}
+    assert "SGDOptimizerV2" in optimizer_ops and "AdamWOptimizer" not in optimizer_ops
     module = api.Module(str(tmp_path / "artifacts" / "training_model.onnx"), state,
                         str(tmp_path / "artifacts" / "eval_model.onnx"))
     assert np.isfinite(module(np.zeros((2, 3, 16, 16), np.float32), np.zeros(2, np.int64)))
@@ -92,7 +96,7 @@ def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(
 
     assert "photos: 18 images in 3 classes, epoch 2/2" in reload_and_resume(page, "photos")
     page.wait_for_function("() => document.getElementById('img-metrics').textContent.startsWith('Restored')")
-    assert "18 images in 3 classes" in page.text_content("#img-info")
+    assert "18 images in 3 classes" in page.text_content("#img-info") and page.input_value("#img-optimizer") == "SGD"
     page.set_input_files("#img-try", str(root / "red" / "0.png"))
     page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
     assert page.text_content("#img-prediction") == before

@@ -76,12 +76,23 @@ def test_forward_model_head_only(site_page, tmp_path):
                                   numpy_helper.to_array(original["fc1.weight"]))  # frozen stays frozen
 
 
-def upload_ort_artifacts_and_data(page, tmp_path):
-    """ORT's four artifacts of the MLP case and a .npz for them, chosen in the page; the data's arrays."""
+def csv_file(tmp_path, n=120, classes=5):
+    """The same kind of data as ``npz``, as a CSV of numbers with the label column in the middle."""
+    _, x, labels = npz(tmp_path, n=n, classes=classes)
+    path = tmp_path / "data.csv"
+    rows = [",".join([f"x{i}" for i in range(10)] + ["labels"] + [f"x{i}" for i in range(10, 20)])]
+    rows += [",".join([repr(float(v)) for v in r[:10]] + [str(c)] + [repr(float(v)) for v in r[10:]])
+             for r, c in zip(x, labels)]
+    path.write_text("\n".join(rows))
+    return path, x, labels
+
+
+def upload_ort_artifacts_and_data(page, tmp_path, data_file=npz):
+    """ORT's four artifacts of the MLP case and data for them (a .npz or CSV file), chosen in the page."""
     files = oc.files("mlp_ce_adamw")
     page.set_input_files("#own-files", [str(files[k]) for k in ("training", "eval", "optimizer", "checkpoint")])
     page.wait_for_selector("#own-data:not([hidden])")
-    data, x, labels = npz(tmp_path)
+    data, x, labels = data_file(tmp_path)
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
     return x, labels
@@ -89,7 +100,8 @@ def upload_ort_artifacts_and_data(page, tmp_path):
 
 def test_ort_artifacts_upload(site_page, tmp_path):
     page = site_page.page
-    x, labels = upload_ort_artifacts_and_data(page, tmp_path)
+    x, labels = upload_ort_artifacts_and_data(page, tmp_path, csv_file)
+    assert page.text_content("#own-metrics") == "120 rows (108 for training, 12 for validation)."
     trained = train_and_download(page, tmp_path)
     screenshot(page, "#own", "ort-artifacts")
     assert accuracy(trained, x, labels) > 0.5

@@ -114,6 +114,8 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
     page.click("#csv-sample")
     page.wait_for_selector("#csv-setup:not([hidden])")
     page.fill("#csv-epochs", "400")
+    page.select_option("#csv-optimizer", "SGD")
+    page.fill("#csv-lr", "0.05")
     page.click("#csv-train")
     page.wait_for_function("() => /epoch ([3-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
                            timeout=120_000)
@@ -123,7 +125,8 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
     saved_epoch = int(line.split("epoch ")[1].split("/")[0])
     assert saved_epoch >= 3
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
-    assert page.input_value("#csv-epochs") == "400"
+    assert page.input_value("#csv-epochs") == "400" and page.input_value("#csv-optimizer") == "SGD"
+    assert page.input_value("#csv-lr") == "0.05"
     page.fill("#csv-epochs", str(saved_epoch + 2))
     page.click("#csv-train")
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.')",

@@ -145,6 +145,17 @@ class TrainingSession:
         self.train_data, self.validation_data = list(train), list(validation) if validation else None
         self.rng, self.order, self.position, self.epoch = np.random.default_rng(seed), None, 0, 0
 
+    def input_types(self) -> dict:
+        """The training model's user inputs: name -> (numpy dtype, shape with None for a free axis)."""
+        graph = ir.load(self._training_model).graph
+        types = {v.name: v.type for v in graph.inputs}
+        out = {}
+        for name in self.module.train().input_names():
+            t = types[name]
+            shape = None if t.shape is None else [d if isinstance(d, int) else None for d in t.shape]
+            out[name] = (ir.dtypes.to_numpy(t.elem_type), shape)
+        return out
+
     def set_npz(self, data, validation: float = 0.1, seed: int = 0) -> dict:
         """Data from a .npz file with one array per training-model input, named like the inputs."""
         names = self.module.train().input_names()
@@ -155,7 +166,12 @@ class TrainingSession:
         missing = [n for n in names if n not in archive.files]
         if missing:
             raise ValueError(f"the .npz file needs arrays named {names}; missing {missing} (it has {archive.files})")
-        arrays = [archive[n] for n in names]
+        return self.set_named({n: archive[n] for n in names}, validation, seed)
+
+    def set_named(self, arrays: dict, validation: float = 0.1, seed: int = 0) -> dict:
+        """Data as one array per training-model input (by name), split into training and validation rows."""
+        names = self.module.train().input_names()
+        arrays = [arrays[n] for n in names]
         n = len(arrays[0])
         order = np.random.default_rng(seed).permutation(n)
         n_val = int(round(n * validation)) if n >= 10 else 0

@@ -45,6 +45,7 @@ class DigitsSession:
         self.model = ir_load(_bytes(model))
         self.classes = [str(c) for c in _buffer(classes)] if classes is not None else [str(i) for i in range(10)]
         self.examples, self.labels = [], []
+        self.training = None  # the last fine-tuning run
         self.replay = None
         if replay is not None:
             archive = np.load(io.BytesIO(_bytes(replay)))

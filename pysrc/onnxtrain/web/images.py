@@ -47,7 +47,8 @@ def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Mod
 class ImageSession:
     """The image-folder flow for the worker."""
 
-    def __init__(self, pixels, shape, labels, classes, validation: float = 0.2, seed: int = 0):
+    def __init__(self, pixels, shape, labels, classes, validation: float = 0.2, seed: int = 0,
+                 optimizer: str = "AdamW"):
         n, size = [int(d) for d in _buffer(shape)][:2]
         rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(n, size, size, 4)
         self.classes = [str(c) for c in _buffer(classes)]
@@ -67,7 +68,7 @@ class ImageSession:
         forward = cnn_model(size, len(self.classes), seed=seed)
         arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                             loss=artifacts.LossType.CrossEntropyLoss,
-                                            optimizer=artifacts.OptimType.AdamW)
+                                            optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
         self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
                                         arts["optimizer_model.onnx"])
         self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)

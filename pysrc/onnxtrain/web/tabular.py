@@ -277,6 +277,40 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
                  producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(pre.classes)})
 
 
+def csv_inputs(data, inputs: dict) -> dict:
+    """Arrays for a model's two training inputs (features, labels) from a CSV of numbers.  ``inputs`` is
+    name -> (dtype, shape) as ``TrainingSession.input_types`` gives it.  The label column is the one named like
+    the labels input, else the last; the other columns, in order, are the features."""
+    names = list(inputs)
+    if len(names) != 2:
+        raise DataError(f"a CSV file fits a model whose training inputs are features and labels; this one takes "
+                        f"{names}: use a .npz file with one array per input")
+    table = parse_csv(_bytes(data), "the data file")
+    (features, (f_type, f_shape)), (labels, (l_type, l_shape)) = inputs.items()
+    j = table.header.index(labels) if labels in table.header else len(table.header) - 1
+    columns = []
+    for k, name in enumerate(table.header):
+        values = _numeric([r[k] for r in table.rows])
+        if values is None:
+            raise DataError(f"column {name!r} of the data file is not numeric; the CSV flow above one-hot encodes text")
+        if np.isnan(values).any():
+            raise DataError(f"column {name!r} of the data file has {int(np.isnan(values).sum())} missing values")
+        columns.append(values)
+    x = np.stack([c for k, c in enumerate(columns) if k != j], axis=1)
+    per_row = f_shape[1:] if f_shape else None
+    if per_row and all(d is not None for d in per_row):
+        if int(np.prod(per_row)) != x.shape[1]:
+            raise DataError(f"input {features!r} takes {per_row} values per row, but the data file has "
+                            f"{x.shape[1]} feature columns besides the label column {table.header[j]!r}")
+        x = x.reshape([len(x)] + per_row)
+    y = columns[j]
+    if np.issubdtype(l_type, np.integer) and not np.all(y == np.round(y)):
+        raise DataError(f"the label column {table.header[j]!r} must hold whole numbers (class indices) for {labels!r}")
+    if l_shape is not None and len(l_shape) == 2:
+        y = y.reshape(-1, 1)
+    return {features: x.astype(f_type), labels: y.astype(l_type)}
+
+
 class TabularSession:
     """The CSV flow for the worker: load, set up, train batch by batch, evaluate, export."""
 
@@ -292,19 +326,20 @@ class TabularSession:
     def detect_task(self, label: str) -> str:
         return detect_task(self.table, str(label))
 
-    def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0) -> dict:
+    def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0,
+              optimizer: str = "AdamW") -> dict:
         prep = prepare(self.table, str(label), str(task), float(validation), int(seed))
         pre = prep["preprocessing"]
         n_out = len(pre.classes) if pre.task == "classification" else 1
         forward = mlp_model(pre.n_features, [int(h) for h in _buffer(hidden)], n_out, seed)
         loss = artifacts.LossType.CrossEntropyLoss if pre.task == "classification" else artifacts.LossType.MSELoss
         arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
-                                            loss=loss, optimizer=artifacts.OptimType.AdamW)
+                                            loss=loss, optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
         self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
                                         arts["optimizer_model.onnx"])
         self.module, self.optimizer = self.training.module, self.training.optimizer
         self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
-                         "validation": float(validation), "seed": int(seed)}
+                         "validation": float(validation), "seed": int(seed), "optimizer": str(optimizer)}
         self.prep = prep
         self.training.set_data([prep["x_train"], prep["y_train"]], [prep["x_val"], prep["y_val"]], seed)
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
