@@ -121,6 +121,9 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
                            timeout=120_000)
     page.click("#csv-pause")
     page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
+    page.reload()
+    page.wait_for_selector("#runs:not([hidden])")
+    screenshot(page, "#runs", "saved-runs")
     line = reload_and_resume(page, "wine.csv")
     saved_epoch = int(line.split("epoch ")[1].split("/")[0])
     assert saved_epoch >= 3
