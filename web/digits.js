@@ -10,6 +10,7 @@ let fineTunes = 0;
 let loaded = null; // resolves when the pretrained model is in the worker
 let drawing = false;
 let predicting = false;
+let again = false;
 
 // The drawing as scikit-learn's digits: 8x8 grayscale, ink high, values 0..16.
 export function pixels() {
@@ -58,14 +59,18 @@ function fillClasses(selected) {
   if (selected !== undefined) $("digit-class").value = String(selected);
 }
 
+// Predict the pad as it is; while one prediction runs, the next waits, so the last drawing is always predicted.
 async function predict() {
-  if (predicting) return;
+  if (predicting) { again = true; return; }
   predicting = true;
   try {
     const p = await call("digitsPredict", { pixels: pixels() });
     const best = p.indexOf(Math.max(...p));
     $("digit-prediction").textContent = `Looks like: ${classes[best]} (${(100 * p[best]).toFixed(0)}%)`;
-  } catch (err) { showError(err); } finally { predicting = false; }
+  } catch (err) { showError(err); } finally {
+    predicting = false;
+    if (again) { again = false; predict(); }
+  }
 }
 
 function clearPad() {
@@ -86,6 +91,7 @@ function setUpPad() {
     Object.assign(context, { strokeStyle: "#fff", lineWidth: 22, lineCap: "round", lineJoin: "round" });
     context.lineTo(...at(e));
     context.stroke();
+    predict();
   });
   const stop = () => { if (drawing) { drawing = false; predict(); } };
   pad.addEventListener("pointerup", stop);

@@ -77,16 +77,21 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
     assert trainable == {"fc2.weight": (11, 32), "fc2.bias": (11,)}  # the head, with the new class
     page.click("#digit-clear")
     draw(page, CROSS)
-    page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like')")
-    before = page.text_content("#digit-prediction")
     cross = page.evaluate("() => window.onnxtrainDigits.pixels()")
+    before = shown(page, own_page.call("digitsPredict", {"pixels": cross}))
+    page.wait_for_function("(text) => document.getElementById('digit-prediction').textContent === text", arg=before)
 
     line = reload_and_resume(page, "handwriting")
     assert "3 drawings, classes 0 1 2 3 4 5 6 7 8 9 X, fine-tuned once" in line
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Restored')")
     assert "X: 3" in page.text_content("#digit-counts")
     assert page.locator("#digit-class option").count() == 11
-    probabilities = own_page.call("digitsPredict", {"pixels": cross})
+    assert shown(page, own_page.call("digitsPredict", {"pixels": cross})) == before
+
+
+def shown(page, probabilities):
+    """The pad's caption for these class probabilities (the percentage rounded as JavaScript does)."""
     best = int(np.argmax(probabilities))
-    assert before == f"Looks like: {'0123456789'[best] if best < 10 else 'X'} ({100 * probabilities[best]:.0f}%)"
+    percent = page.evaluate("(p) => (100 * p).toFixed(0)", probabilities[best])
+    return f"Looks like: {'0123456789'[best] if best < 10 else 'X'} ({percent}%)"
     assert not page.is_disabled("#digit-download")

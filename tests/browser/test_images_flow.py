@@ -53,9 +53,11 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
     assert page.locator("#img-chart canvas").count() >= 1
-    page.set_input_files("#img-try", str(root / "green" / f"{int(np.flatnonzero(labels == 2)[0])}.png"))
+    tried = int(np.flatnonzero(labels == 2)[0])
+    page.set_input_files("#img-try", str(root / "green" / f"{tried}.png"))
     page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
-    assert page.text_content("#img-prediction").startswith("Looks like: green")
+    in_page = page.text_content("#img-prediction")
+    assert in_page.startswith("Looks like: green")
     screenshot(page, "#images", "images")
     with page.expect_download() as download:
         page.click("#img-download")
@@ -65,6 +67,13 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     label = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(["label"], {"image": rgb})[0]
     classes = sorted(NAMES)
     assert np.mean(np.array([classes[i] for i in label]) == np.array([NAMES[k] for k in labels])) > 0.8
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    probabilities = session.run(["probabilities"], {"image": rgb[tried:tried + 1]})[0][0]
+    percent = page.evaluate("(p) => (100 * p).toFixed(0)", float(probabilities.max()))
+    assert in_page == f"Looks like: {classes[int(probabilities.argmax())]} ({percent}%)"
+    held_pixels, held_labels = synthetic(n_per_class=10, size=16, seed=7)  # images the page never saw
+    held = session.run(["label"], {"image": held_pixels[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255})[0]
+    assert np.mean(np.array([classes[i] for i in held]) == np.array([NAMES[k] for k in held_labels])) > 1 / 3 + 0.4
 
 
 def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(own_page, tmp_path):

@@ -11,8 +11,8 @@ import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 
 
-def npz(tmp_path, name="data.npz", n=120, classes=5):
-    rng = np.random.default_rng(0)
+def npz(tmp_path, name="data.npz", n=120, classes=5, seed=0):
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, 20)).astype(np.float32)
     labels = np.argmax(x[:, :classes], axis=1).astype(np.int64)
     path = tmp_path / name
@@ -63,13 +63,16 @@ def test_forward_model_head_only(site_page, tmp_path):
                                               "training_model.onnx"]
     state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "artifacts" / "checkpoint"))
     assert sorted(n for n, p in state.parameters if p.requires_grad) == ["fc2.bias", "fc2.weight"]
-    data, x, labels = npz(tmp_path)
+    data, x, labels = npz(tmp_path, n=600)
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
     before = accuracy(forward, x, labels)
-    trained = train_and_download(page, tmp_path)
+    trained = train_and_download(page, tmp_path, epochs=20)
     screenshot(page, "#own", "own-model")
-    assert accuracy(trained, x, labels) > before + 0.2
+    _, held_x, held_labels = npz(tmp_path, "held_out.npz", n=200, seed=1)
+    baseline = np.bincount(held_labels).max() / len(held_labels)
+    # only the head learns, on top of a random frozen 16-unit layer, so held-out accuracy tops out near 0.5
+    assert accuracy(trained, held_x, held_labels) > max(before, baseline) + 0.1
     weights = {i.name: i for i in onnx.load(str(trained)).graph.initializer}
     original = {i.name: i for i in onnx.load(str(forward)).graph.initializer}
     np.testing.assert_array_equal(numpy_helper.to_array(weights["fc1.weight"]),
@@ -104,7 +107,8 @@ def test_ort_artifacts_upload(site_page, tmp_path):
     assert page.text_content("#own-metrics") == "120 rows (108 for training, 12 for validation)."
     trained = train_and_download(page, tmp_path)
     screenshot(page, "#own", "ort-artifacts")
-    assert accuracy(trained, x, labels) > 0.5
+    _, held_x, held_labels = npz(tmp_path, "held_out.npz", n=200, seed=1)
+    assert accuracy(trained, held_x, held_labels) > np.bincount(held_labels).max() / len(held_labels) + 0.2
 
 
 def test_bad_files_are_named(site_page, tmp_path):
