@@ -10,6 +10,7 @@ from sklearn.datasets import load_wine
 
 from onnxtrain import api, artifacts, ir
 from onnxtrain.web import tabular
+from onnxtrain.web import signature
 
 
 def wine_csv(missing=True) -> bytes:
@@ -77,6 +78,11 @@ def test_exported_model_takes_raw_columns_and_beats_the_baseline():
     baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
     assert accuracy > baseline + 0.3, (accuracy, baseline)
     np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-5)
+    # the page's line on how to call the model agrees with onnxruntime's view of it
+    line = signature(ir.to_bytes(model))
+    described = lambda vs: ", ".join(f"{v.name} {v.type[7:-1]} [{', '.join(map(str, v.shape))}]" for v in vs)  # noqa: E731
+    assert line.startswith(f"Inputs: {described(sess.get_inputs())}. Outputs: {described(sess.get_outputs())}. ")
+    assert line.endswith("Classes: class_0, class_1, class_2")
 
 
 def test_regression_exports_and_beats_predicting_the_mean():

@@ -1,6 +1,6 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
 import { registerRunKind, saveRun } from "./runs.js";
-import { $, downloadButton, errorShower } from "./ui.js";
+import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
 let call = null;
 let classes = [];
@@ -50,6 +50,7 @@ registerRunKind("digits", {
     fillClasses(0);
     showCounts(await call("digitsCounts"));
     $("digit-download").disabled = fineTunes === 0;
+    if (fineTunes) await showSignature(call, "digits", "digit-signature");
     $("digit-status").textContent = `Restored ${saved.examples} drawings; the model is ${times(fineTunes)}.`;
   },
 });
@@ -138,6 +139,7 @@ export function setUpDigits(rpc, ready) {
       for (const b of ["digit-download", "digit-checkpoint", "digit-artifacts"]) $(b).disabled = false;
       fineTunes += 1;
       await save();
+      await showSignature(call, "digits", "digit-signature");
     } catch (err) {
       showError(err);
       $("digit-status").textContent = "";

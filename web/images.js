@@ -2,7 +2,7 @@
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, errorShower } from "./ui.js";
+import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
 let call = null;
 let view = null;
@@ -56,6 +56,7 @@ const flow = {
   metricValue: (m) => m.accuracy,
   summary: (m) => `validation accuracy ${(100 * m.accuracy).toFixed(1)}% (most common class: ${(100 * m.baseline).toFixed(1)}%)`,
   onEpoch: (m) => showConfusion(m, data.classes, "img-confusion"),
+  onStop: () => showSignature(call, "images", "img-signature"),
   async fresh() {
     if (!fresh || data.optimizer !== $("img-optimizer").value) {
       data.optimizer = $("img-optimizer").value;
@@ -77,6 +78,7 @@ registerRunKind("images", {
     fresh = false;
     showInfo(info);
     view.restored(saved);
+    await flow.onStop();
   },
 });
 

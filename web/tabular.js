@@ -1,7 +1,7 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, errorShower } from "./ui.js";
+import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
 let call = null;
 let view = null;
@@ -64,7 +64,10 @@ const flow = {
     ? `accuracy ${(100 * m.accuracy).toFixed(1)}% (always guessing the most common class: ${(100 * m.baseline).toFixed(1)}%)`
     : `mean abs. error ${m.mae.toPrecision(4)} (predicting the mean: ${m.baseline.toPrecision(4)})`),
   onEpoch: (m) => showConfusion(m, setup.classes, "csv-confusion"),
-  onStop: () => { $("csv-try").hidden = false; },
+  onStop: () => {
+    $("csv-try").hidden = false;
+    return showSignature(call, "csv", "csv-signature");
+  },
   async fresh() {
     const settings = modelSettings();
     await setUpModel(settings);
@@ -82,7 +85,7 @@ registerRunKind("csv", {
     await setUpModel(saved.settings);
     await call("runRestore", { flow: "csv", bytes: saved.checkpoint.slice(0) });
     view.restored(saved);
-    $("csv-try").hidden = false;
+    await flow.onStop();
   },
 });
 

@@ -92,7 +92,7 @@ export class TrainingView {
       const text = this.el("metrics").textContent.replace(/ · about \d+ s left/, "");
       this.el("metrics").textContent = result.cancelled ? `${text} · ${this.paused ? "paused" : "cancelled"}` : `Done. ${text}`;
       for (const d of this.downloads) this.el(d).disabled = false;
-      this.flow.onStop?.();
+      await this.flow.onStop?.();
     } catch (err) {
       this.showError(err);
       this.paused = ready;

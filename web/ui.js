@@ -25,3 +25,8 @@ export function downloadButton(id, name, produce, showError) {
     try { download(await produce(), typeof name === "function" ? name() : name); } catch (err) { showError(err); }
   };
 }
+
+// Under a flow's downloads: how to call the model it would download.
+export async function showSignature(call, flow, id) {
+  $(id).textContent = `The model: ${await call("modelSignature", { flow })}`;
+}

@@ -253,6 +253,11 @@ const handlers = {
   // ---- any flow's run: "csv", "images" or "own" ------------------------------------------------------
   async runCheckpoint({ flow }) { return bytesOf(runOf(flow).checkpoint()); },
   async runRestore({ flow, bytes }) { return runOf(flow).restore(new Uint8Array(bytes)); },
+  async modelSignature({ flow }) {
+    const model = { csv: () => tabular.export_model(), images: () => images.export_model(),
+      digits: () => digits.export_model() }[flow]();
+    try { return bridge.signature(model); } finally { model.destroy(); }
+  },
   async runArtifacts({ flow }) { const run = runOf(flow); return bytesOf((run.training || run).artifacts_zip()); },
 
   async setLearningRate({ lr }) { session.set_learning_rate(lr); return null; },

@@ -40,6 +40,8 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
                            timeout=120_000)
     assert page.is_hidden("#digit-error")
+    page.wait_for_function("() => document.getElementById('digit-signature').textContent.startsWith("
+                           "'The model: Inputs: pixels float [batch, 64]. Outputs: output float [batch, 11]')")
     page.click("#digit-clear")
     draw(page, CROSS)
     page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like: X')")

@@ -53,6 +53,9 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
     assert page.locator("#img-chart canvas").count() >= 1
+    assert page.text_content("#img-signature").startswith(
+        "The model: Inputs: image float [batch, 3, 16, 16]. Outputs: output float [batch, 3], probabilities float "
+        "[batch, 3], label int64 [batch]. Input 'image': float32 [batch, 3, 16, 16], RGB, values 0..1")
     tried = int(np.flatnonzero(labels == 2)[0])
     page.set_input_files("#img-try", str(root / "green" / f"{tried}.png"))
     page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")

@@ -32,6 +32,9 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     assert "region" in page.text_content("#csv-info") and page.input_value("#csv-task") == "classification"
     train_through_ui(page)
     assert "accuracy" in page.text_content("#csv-metrics")
+    assert page.text_content("#csv-signature").startswith(
+        "The model: Inputs: numeric float [batch, 13], categorical string [batch, 1]. Outputs: output float [batch, 3], "
+        "probabilities float [batch, 3], label int64 [batch].")
     assert page.locator("#csv-confusion table").count() == 1 and page.locator("#csv-chart canvas").count() >= 1
     with page.expect_download() as download:
         page.click("#csv-download")

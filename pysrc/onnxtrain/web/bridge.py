@@ -82,6 +82,16 @@ def describe_model(model) -> dict:
                                            - set(GRADIENT_RULES) - NO_GRADIENT - {"Constant"})}
 
 
+def signature(model) -> str:
+    """How to call a model, in a line: its inputs and outputs with types and shapes, then its doc string."""
+    g = ir.load(_bytes(model)).graph
+
+    def values(infos):
+        return ", ".join(f"{v.name} {ir.dtypes.name(v.type.elem_type)} "
+                         f"[{', '.join('?' if d is None else str(d) for d in v.type.shape or [])}]" for v in infos)
+    return f"Inputs: {values(g.inputs)}. Outputs: {values(g.outputs)}." + (f" {g.doc_string}" if g.doc_string else "")
+
+
 def _out_of_memory(error: BaseException) -> bool:
     """A MemoryError, or numpy's refusal of an array larger than the address space (wasm32: 2 GiB), anywhere
     in the chain of causes."""
