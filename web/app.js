@@ -32,7 +32,7 @@ if ("serviceWorker" in navigator) {
 }
 
 const ready = call("init");
-window.onnxtrain = { call, ready };
+window.onnxtrain = { call, ready, blas: ready.then(() => call("blas")) };
 setUpTabular(call, ready);
 setUpOwnModel(call, ready);
 setUpImages(call, ready);
@@ -108,5 +108,6 @@ $("checkpoint").onclick = async () => download(await call("saveCheckpoint", { in
 
 ready.then((info) => {
   $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}.`;
+  window.onnxtrain.blas.then((on) => { if (on) $("status").textContent += " Matrix products use scipy's BLAS."; });
   $("train").disabled = false;
 }, (err) => { showError(err); $("status").textContent = "The Python runtime failed to start."; });

@@ -89,10 +89,10 @@ export class TrainingView {
         },
       });
       await this.saving; // "Done" (or "paused") means the last epoch is saved
+      await this.flow.onStop?.();
+      for (const d of this.downloads) this.el(d).disabled = false;
       const text = this.el("metrics").textContent.replace(/ · about \d+ s left/, "");
       this.el("metrics").textContent = result.cancelled ? `${text} · ${this.paused ? "paused" : "cancelled"}` : `Done. ${text}`;
-      for (const d of this.downloads) this.el(d).disabled = false;
-      await this.flow.onStop?.();
     } catch (err) {
       this.showError(err);
       this.paused = ready;

@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 
+from .matmul import matmul
 from .registry import kernel
 
 MS = "com.microsoft"
@@ -89,7 +90,7 @@ def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     cg, mg, K = X.shape[1] // group, m // group, cols.shape[2]
     cols = cols.reshape(n, group, cg * K, -1)                              # N, G, CgK, P
     w = W.reshape(group, mg, cg * K)                                       # G, Mg, CgK
-    y = np.matmul(w[None], cols)                                           # N, G, Mg, P
+    y = matmul(w[None], cols)                                           # N, G, Mg, P
     y = y.reshape(n, m, *out)
     if B is not None:
         y += B.reshape((1, m) + (1,) * len(out))
@@ -107,10 +108,10 @@ def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     dX = dW = dB = None
     if want_dw:
         cols = im2col(X, kernel_shape, pads, out, strides, dilations).reshape(n, group, cg * K, -1)
-        dW = np.einsum("ngmp,ngkp->gmk", dy, cols, optimize=True).reshape(W.shape).astype(W.dtype, copy=False)
+        dW = matmul(dy, cols.swapaxes(-1, -2)).sum(axis=0).reshape(W.shape).astype(W.dtype, copy=False)
     if want_dx:
         w = W.reshape(group, mg, cg * K)
-        dcols = np.matmul(w.transpose(0, 2, 1)[None], dy)                   # N, G, CgK, P
+        dcols = matmul(w.transpose(0, 2, 1)[None], dy)                   # N, G, CgK, P
         dcols = dcols.reshape(n, group * cg, K, *out)
         dX = col2im(dcols, X.shape, kernel_shape, pads, out, strides, dilations).astype(X.dtype, copy=False)
     if want_db:
@@ -149,7 +150,7 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     K = int(np.prod(kernel_shape))
     x = X.reshape(n, group, cg, -1)                                        # N, G, Cg, P
     w = W.reshape(group, cg, mg * K)                                       # G, Cg, MgK
-    cols = np.matmul(w.transpose(0, 2, 1)[None], x)                        # N, G, MgK, P
+    cols = matmul(w.transpose(0, 2, 1)[None], x)                        # N, G, MgK, P
     cols = cols.reshape(n, group * mg, K, *X.shape[2:])
     y = col2im(cols, [n, group * mg] + [f - pads[i] - pads[i + nd] for i, f in enumerate(full)],
                kernel_shape, pads, list(X.shape[2:]), strides, dilations)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .elementwise import Gelu
+from .matmul import matmul
 from .registry import kernel
 
 MS = "com.microsoft"
@@ -13,7 +14,7 @@ MS = "com.microsoft"
 def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     a = A.T if transA else A
     b = B.T if transB else B
-    y = a @ b
+    y = matmul(a, b)
     if alpha != 1.0:
         y *= y.dtype.type(alpha)
     if C is not None and beta != 0.0:
@@ -23,7 +24,7 @@ def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 
 @kernel("MatMul")
 def MatMul(A, B):
-    return np.matmul(A, B)
+    return matmul(A, B)
 
 
 def _softmax(x, axis):
