@@ -11,17 +11,22 @@ let fresh = false; // the worker's session is untrained, just made from `data`
 
 const showError = errorShower("img-error");
 
+function skippedText(skipped) {
+  if (!skipped.length) return "";
+  const what = skipped.length === 1 ? "file that is not an image" : "files that are not images";
+  return `; skipped ${skipped.length} ${what}: ${skipped.slice(0, 3).join(", ")}${skipped.length > 3 ? ", …" : ""}`;
+}
+
 function showInfo(info) {
   $("img-info").textContent = `${info.images} images in ${info.classes.length} classes (${info.classes.join(", ")}), ` +
     `${info.train} for training and ${info.validation} for validation, ${info.size}×${info.size} pixels` +
-    (data.skipped.length ? `; skipped ${data.skipped.length} ${data.skipped.length === 1 ? "file that is not an image"
-      : "files that are not images"}: ${data.skipped.slice(0, 3).join(", ")}${data.skipped.length > 3 ? ", …" : ""}` : "") + ".";
+    `${skippedText(data.skipped)}.`;
   $("img-setup").hidden = false;
   $("img-metrics").textContent = "";
 }
 
 // The files under dropped folders (FileSystemEntry objects), each as {path, file} with its path in the drop.
-export async function entryFiles(entries) {
+async function entryFiles(entries) {
   const found = [];
   async function walk(entry, prefix) {
     if (entry.isFile) {
