@@ -264,7 +264,7 @@ const handlers = {
   async tabularPredictCsv({ bytes }) { return toJs(tabular.predict_csv(new Uint8Array(bytes))); },
   async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
 
-  // ---- any flow's run: "csv", "images" or "own" ------------------------------------------------------
+  // ---- any flow's run: "csv", "images", "own" or "digits" (see runOf) ---------------------------------
   async runCheckpoint({ flow }) { return bytesOf(runOf(flow).checkpoint()); },
   async runRestore({ flow, bytes }) { return runOf(flow).restore(new Uint8Array(bytes)); },
   async modelSignature({ flow }) {

@@ -120,6 +120,12 @@ class TrainingSession:
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
 
+    @classmethod
+    def from_artifacts(cls, arts: dict) -> "TrainingSession":
+        """A session over ``generate_artifacts``' dict of bytes."""
+        return cls(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
+                   arts.get("optimizer_model.onnx"))
+
     def describe(self) -> dict:
         return {"train_inputs": self.module.train().input_names(), "train_outputs": self.module.output_names(),
                 "eval_inputs": self.module.eval().input_names(), "eval_outputs": self.module.output_names(),

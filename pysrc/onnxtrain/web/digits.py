@@ -22,8 +22,7 @@ def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0) -> b
     forward.graph.inputs[0].name = "features"
     arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                         loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW)
-    session = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                              arts["optimizer_model.onnx"])
+    session = TrainingSession.from_artifacts(arts)
     session.set_data([(x / 16).astype(np.float32), y.astype(np.int64)], None, seed)
     while session.epoch < epochs:
         session.step(32, 0.003)
@@ -124,8 +123,7 @@ class DigitsSession:
                                             frozen_params=[n for n in names if n not in trainable],
                                             loss=artifacts.LossType.CrossEntropyLoss,
                                             optimizer=artifacts.OptimType.AdamW)
-        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                                        arts["optimizer_model.onnx"])
+        self.training = TrainingSession.from_artifacts(arts)
         self.training.set_data([x, y], None, 0)
         self.losses = []
 

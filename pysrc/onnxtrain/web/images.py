@@ -7,7 +7,6 @@ import numpy as np
 from .. import artifacts
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
-from ..runtime import Session
 from .bridge import TrainingSession, _buffer, _bytes
 from .tabular import DataError, classification_metrics
 
@@ -69,8 +68,7 @@ class ImageSession:
         arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                             loss=artifacts.LossType.CrossEntropyLoss,
                                             optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
-        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                                        arts["optimizer_model.onnx"])
+        self.training = TrainingSession.from_artifacts(arts)
         self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
                      "size": size, "parameters": self.training.module.get_parameters_size(True)}
@@ -92,7 +90,7 @@ class ImageSession:
         rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(1, self.size, self.size, 4)
         x = (rgba[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255 - self.mean[None, :, None, None]) \
             / self.std[None, :, None, None]
-        logits = Session(ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))).run([x])[0][0]
+        logits = self.training.predict(x)[0]
         p = np.exp(logits - logits.max())
         return (p / p.sum()).tolist()
 

@@ -335,8 +335,7 @@ class TabularSession:
         loss = artifacts.LossType.CrossEntropyLoss if pre.task == "classification" else artifacts.LossType.MSELoss
         arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                             loss=loss, optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
-        self.training = TrainingSession(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                                        arts["optimizer_model.onnx"])
+        self.training = TrainingSession.from_artifacts(arts)
         self.module, self.optimizer = self.training.module, self.training.optimizer
         self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
                          "validation": float(validation), "seed": int(seed), "optimizer": str(optimizer)}
