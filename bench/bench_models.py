@@ -15,7 +15,7 @@ All with cross-entropy and AdamW.  a and b reuse the test suite's cached artifac
 onnxruntime-training (d' by onnxtrain) here and cached under $ONNXTRAIN_CACHE/bench_artifacts/<hash of this file>/<name>/, with
 ORT's exported inference model (``inference_model.onnx``, output ``output``) next to them.
 
-``python bench/bench_models.py`` checks in CPython that onnxtrain trains every artifact set with the same losses
+``python bench/bench_models.py [--check-models KEY...]`` checks in CPython that onnxtrain trains every artifact set with the same losses
 as onnxruntime-training.
 """
 from __future__ import annotations
@@ -292,10 +292,14 @@ def missing_ops(key: str) -> list:
 def check(keys=None, steps: int = 5) -> dict:
     """{key: None if onnxtrain matches ORT, else the error text}; prints the losses."""
     from onnxtrain import api as ours
+    import onnxruntime
     theirs = oc.ort_api()
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
     result = {}
     for key in keys or MODELS:
-        expected = _losses(theirs, key, steps)
+        expected = _losses(theirs, key, steps, options)
         try:
             got = _losses(ours, key, steps)
             np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
@@ -303,12 +307,12 @@ def check(keys=None, steps: int = 5) -> dict:
                 a, b = _forward(key)
                 np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
             result[key] = None
-            print(f"{key:12s} ok   ORT {np.round(expected, 5).tolist()}\n{'':12s}      onnxtrain {np.round(got, 5).tolist()}")
+            print(f"{key:15s} ok   ORT {np.round(expected, 5).tolist()}\n{'':15s}      onnxtrain {np.round(got, 5).tolist()}")
         except Exception as e:  # noqa: BLE001 - reported, not fixed here
             missing = missing_ops(key)
             result[key] = ("no kernel for " + ", ".join(missing) if missing
                            else f"{type(e).__name__}: {e}".strip().splitlines()[0][:300])
-            print(f"{key:12s} FAIL {result[key]}\n{'':12s}      ({type(e).__name__}: {str(e).splitlines()[0][:300]})")
+            print(f"{key:15s} FAIL {result[key]}\n{'':15s}      ({type(e).__name__}: {str(e).splitlines()[0][:300]})")
     return result
 
 
@@ -316,12 +320,13 @@ def main():
     import argparse
     parser = argparse.ArgumentParser(description="onnxtrain against onnxruntime-training (CPython) on the bench's "
                                                  "artifact sets")
-    parser.add_argument("models", nargs="*", choices=[[]] + list(MODELS), help="default: all")
+    parser.add_argument("--check-models", nargs="+", choices=list(MODELS), help="default: all")
     parser.add_argument("--check-steps", type=int, default=5)
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments
     print("Bench models in CPython: onnxtrain's losses against onnxruntime-training 1.19.2's, same artifacts")
-    failures = check(args.models or None, args.check_steps)
-    return 1 if any(failures.values()) else 0
+    failures = check(args.check_models, args.check_steps)
+    # a missing kernel is a known gap (the browser bench prints n/a for it); anything else is a bug
+    return 1 if any(f and not f.startswith("no kernel for") for f in failures.values()) else 0
 
 
 if __name__ == "__main__":
