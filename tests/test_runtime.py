@@ -140,3 +140,67 @@ def test_run_is_repeatable_and_does_not_touch_initializers():
     second = session.run([x])
     np.testing.assert_array_equal(first[0], second[0])
     np.testing.assert_array_equal(model.graph.initializers[0].data, w0)
+
+
+# ---- dead nodes -----------------------------------------------------------------------------------
+
+def test_nodes_no_output_needs_are_dropped():
+    model, w, b = mlp_model()
+    model.graph.nodes += [Node("MatMul", ["x", "x"], ["dead"], name="dead_mm"),   # would fail: [n, 4] @ [n, 4]
+                          Node("Neg", ["dead"], ["dead2"], name="dead_neg"),
+                          Node("MaxPool", ["y3"], ["y3p", "y3i"], name="pool",
+                               attributes={"kernel_shape": Attribute("kernel_shape", AttrType.INTS, [1])}),
+                          Node("Unsqueeze", ["y", "axes"], ["y3"], name="unsq")]
+    model.graph.initializers.append(Tensor("axes", np.array([1], np.int64), INT64))
+    model.graph.outputs.append(vi("y3p"))
+    session = Session(model)
+    ran = [step.node.name for step in session.plan.steps]
+    assert ran == ["mm", "add", "relu", "sum", "unsq", "pool"]
+    assert "dead" not in session.plan.slot_of and "dead2" not in session.plan.slot_of
+    assert session.plan.steps[-1].kwargs["_outputs"] == (True, False)   # Indices are not used
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    y, s, y3p = session.run([x])
+    np.testing.assert_allclose(y, reference(x, w, b)[0], rtol=1e-6)
+    np.testing.assert_array_equal(y3p, y[:, None, :])
+    with pytest.raises(ValueError, match="'dead2' is not a value the graph computes"):
+        session.run([x], ["dead2"])
+
+
+def test_in_place_nodes_run_when_nothing_reads_their_outputs():
+    nodes = [Node("InPlaceAccumulatorV2", ["buffer", "x"], ["flag"], name="acc", domain="com.microsoft"),
+             Node("Relu", ["x"], ["y"], name="relu")]
+    graph = Graph(nodes=nodes, inputs=[vi("buffer", shape=[3]), vi("x", shape=[3])], outputs=[vi("y", shape=[3])])
+    session = Session(Model(graph=graph, opset_imports={"": 17, "com.microsoft": 1}))
+    assert [step.node.name for step in session.plan.steps] == ["acc", "relu"]
+    buffer = np.ones(3, np.float32)
+    session.run([buffer, np.array([1, -2, 3], np.float32)])
+    np.testing.assert_array_equal(buffer, [2, -1, 4])
+
+
+def test_mse_training_graph_runs_no_dead_nodes():
+    """The Sub gradient rule also makes the target's gradient (a Neg) that nothing uses."""
+    from onnxtrain import artifacts
+    from onnxtrain.api import CheckpointState, Module
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    graph = Graph(name="lin", nodes=[Node("MatMul", ["x", "w"], ["xw"], name="mm"),
+                                     Node("Add", ["xw", "b"], ["y"], name="add")],
+                  inputs=[vi("x", shape=["batch", 4])], outputs=[vi("y", shape=["batch", 3])],
+                  initializers=[Tensor("w", w, FLOAT), Tensor("b", b, FLOAT)])
+    files = artifacts.generate_artifacts(Model(graph=graph, opset_imports={"": 17}), requires_grad=["w", "b"],
+                                         loss=artifacts.LossType.MSELoss, optimizer=artifacts.OptimType.AdamW)
+    module = Module(files["training_model.onnx"], CheckpointState.load_checkpoint(files["checkpoint"]))
+    planned = module._train.plan
+    assert "Neg" in [n.op_type for n in planned.graph.nodes]
+    assert "Neg" not in [step.node.op_type for step in planned.steps]
+    assert len(planned.steps) < len(planned.graph.nodes)
+
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    target = rng.standard_normal((5, 3)).astype(np.float32)
+    loss = module(x, target)
+    dy = 2 * (x @ w + b - target) / target.size
+    np.testing.assert_allclose(loss, np.mean((x @ w + b - target) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(module._state._entries["w"].grad, x.T @ dy, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(module._state._entries["b"].grad, dy.sum(axis=0), rtol=1e-5, atol=1e-6)

@@ -1,7 +1,8 @@
 """Compile a graph once into a list of prepared steps.
 
-Every value gets an integer slot.  Each step holds its bound kernel, the
-slots it reads and writes, its attribute keyword arguments, and the slots
+Nodes that no graph output needs are dropped (unless they update state in
+place).  Every value gets an integer slot.  Each step holds its bound kernel,
+the slots it reads and writes, its attribute keyword arguments, and the slots
 whose values die after it.  Running is then a loop over the steps.
 """
 from __future__ import annotations
@@ -9,17 +10,24 @@ from __future__ import annotations
 import heapq
 import inspect
 from dataclasses import dataclass
+from operator import itemgetter
 
 from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
 from ..ops import UnsupportedOpError, lookup
 from ..ops.registry import normalize_domain
 
 
+# Ops that write into their inputs (the runtime's live gradient, parameter and moment buffers):
+# they run even when nothing reads their outputs.
+IN_PLACE_OPS = {("com.microsoft", "InPlaceAccumulatorV2"), ("com.microsoft", "AdamWOptimizer"),
+                ("com.microsoft", "SGDOptimizerV2"), ("com.microsoft", "InplaceClipGradNorm")}
+
+
 class GraphError(ValueError):
     """The graph cannot be planned (undefined input, cycle, missing kernel)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     fn: object
     inputs: tuple     # slot per input; -1 for an omitted optional input
@@ -27,6 +35,11 @@ class Step:
     kwargs: dict
     free: tuple       # slots to drop after this step
     node: object
+    # What the run loop uses, filled in by Plan: ``read(values)`` gives the arguments; ``write`` and
+    # ``clear`` are ``outputs`` and ``free`` with the omitted outputs sent to a slot that is cleared at once.
+    read: object = None
+    write: tuple = ()
+    clear: tuple = ()
 
     def describe(self) -> str:
         return describe_node(self.node)
@@ -92,6 +105,18 @@ def topological_order(graph: Graph, available: set) -> list:
     return order
 
 
+def live_nodes(order: list, outputs) -> list:
+    """The nodes of ``order`` that a graph output needs, directly or through other nodes, and the
+    in-place nodes with what they need; in the same order."""
+    needed = set(outputs)
+    kept = []
+    for node in reversed(order):
+        if (normalize_domain(node.domain), node.op_type) in IN_PLACE_OPS or any(o in needed for o in node.outputs):
+            kept.append(node)
+            needed.update(name for name in node.inputs if name)
+    return kept[::-1]
+
+
 def describe_node(node) -> str:
     name = f" '{node.name}'" if node.name else ""
     return f"{node.domain or 'ai.onnx'}::{node.op_type} node{name}"
@@ -112,7 +137,8 @@ class Plan:
         self.input_info = [v for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
         available = set(initializers) | set(self.input_names)
-        order = topological_order(graph, available)
+        order = live_nodes(topological_order(graph, available), self.output_names)
+        used = {name for node in order for name in node.inputs} | set(self.output_names)
 
         slot_of: dict = {}
 
@@ -131,7 +157,7 @@ class Plan:
 
         raw_steps = []
         for node in order:
-            raw_steps.append((node, self._bind(model, node, shapes),
+            raw_steps.append((node, self._bind(model, node, shapes, used),
                               tuple(slot(n) for n in node.inputs), tuple(slot(n) for n in node.outputs)))
         self.slot_of = slot_of
         self.input_slots = [slot_of[n] for n in self.input_names]
@@ -155,9 +181,22 @@ class Plan:
         self.template = [None] * len(slot_of)
         for name, data in initializers.items():
             self.template[slot_of[name]] = data
+        self._prepare_run()
+
+    def _prepare_run(self) -> None:
+        """Fill in each step's ``read``, ``write`` and ``clear``.  Two extra slots follow the values: an
+        omitted input reads the first (always None), an omitted output goes to the second."""
+        none_slot, sink = len(self.template), len(self.template) + 1
+        self.template += [None, None]
+        for step in self.steps:
+            ins = tuple(none_slot if s < 0 else s for s in step.inputs)
+            step.read = (itemgetter(slice(ins[0], ins[0] + 1)) if len(ins) == 1 else itemgetter(*ins) if ins
+                         else itemgetter(slice(0, 0)))
+            step.write = tuple(sink if s < 0 else s for s in step.outputs)
+            step.clear = step.free + ((sink,) if sink in step.write else ())
 
     @staticmethod
-    def _bind(model: Model, node, shapes: dict):
+    def _bind(model: Model, node, shapes: dict, used: set):
         domain = normalize_domain(node.domain)
         opset = model.opset(domain)
         try:
@@ -172,7 +211,7 @@ class Plan:
             raise GraphError(f"{describe_node(node)}: onnxtrain's kernel does not support attribute "
                              f"'{unknown[0]}'")
         if "_outputs" in params:
-            kwargs["_outputs"] = tuple(bool(o) for o in node.outputs)
+            kwargs["_outputs"] = tuple(bool(o) and o in used for o in node.outputs)
         if "_output_shapes" in params:
             kwargs["_output_shapes"] = [shapes.get(o) for o in node.outputs]
         return fn, kwargs

@@ -40,11 +40,11 @@ class Session:
 
     def run(self, feeds, output_names=None) -> list:
         plan = self.plan
+        values = list(plan.template)
         if isinstance(feeds, dict):
             unknown = [n for n in feeds if n not in plan.slot_of]
             if unknown:
                 raise FeedError(f"'{unknown[0]}' is not an input of the graph (inputs: {plan.input_names})")
-            values = list(plan.template)
             for i, (name, slot) in enumerate(zip(plan.input_names, plan.input_slots)):
                 if name in feeds:
                     values[slot] = self._checks[i](feeds[name])
@@ -53,28 +53,29 @@ class Session:
         else:
             if len(feeds) != len(plan.input_slots):
                 raise FeedError(f"expected {len(plan.input_slots)} inputs {plan.input_names}, got {len(feeds)}")
-            values = list(plan.template)
             for check, slot, value in zip(self._checks, plan.input_slots, feeds):
                 values[slot] = check(value)
+        slots = plan.output_slots if output_names is None else [self._slot(n) for n in output_names]
         self._execute(values)
-        if output_names is None:
-            return [values[s] for s in plan.output_slots]
-        return [values[plan.slot_of[n]] for n in output_names]
+        return [values[s] for s in slots]
+
+    def _slot(self, name: str) -> int:
+        slot = self.plan.slot_of.get(name)
+        if slot is None:
+            raise ValueError(f"'{name}' is not a value the graph computes (outputs: {self.plan.output_names})")
+        return slot
 
     def _execute(self, values: list) -> None:
         step = None
         try:
             for step in self.plan.steps:
-                args = [values[i] if i >= 0 else None for i in step.inputs]
-                result = step.fn(*args, **step.kwargs)
-                outs = step.outputs
+                result = step.fn(*step.read(values), **step.kwargs)
                 if type(result) is tuple:
-                    for s, r in zip(outs, result):
-                        if s >= 0:
-                            values[s] = r
+                    for s, r in zip(step.write, result):
+                        values[s] = r
                 else:
-                    values[outs[0]] = result
-                for s in step.free:
+                    values[step.write[0]] = result
+                for s in step.clear:
                     values[s] = None
         except (FeedError, RunError):
             raise
