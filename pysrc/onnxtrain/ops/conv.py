@@ -46,21 +46,27 @@ def _windows(xp, out, strides, dilations, kernel_shape):
         yield tuple(index)
 
 
-def _pad_input(X, pads):
+def _pad_input(X, pads, fill=0):
+    """X (N, C, *spatial) with ``pads`` (begins, then ends) of ``fill`` around the spatial dims."""
     nd = X.ndim - 2
     if not any(pads):
         return X
-    return np.pad(X, [(0, 0), (0, 0)] + [(pads[i], pads[i + nd]) for i in range(nd)])
+    shape = X.shape[:2] + tuple(X.shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd))
+    xp = np.full(shape, fill, X.dtype)
+    xp[(slice(None), slice(None)) + tuple(slice(pads[i], pads[i] + X.shape[2 + i]) for i in range(nd))] = X
+    return xp
 
 
 def im2col(X, kernel_shape, pads, out, strides, dilations):
-    """cols (N, C, K, *out) where K runs over the kernel offsets."""
+    """cols (N, C, K, *out) where K runs over the kernel offsets: one copy of a strided view of the input."""
     xp = _pad_input(X, pads)
     n, c = X.shape[:2]
-    cols = np.empty((n, c, int(np.prod(kernel_shape)), *out), dtype=X.dtype)
-    for k, index in enumerate(_windows(xp, out, strides, dilations, kernel_shape)):
-        cols[:, :, k] = xp[index]
-    return cols
+    spatial = xp.strides[2:]
+    view = np.lib.stride_tricks.as_strided(
+        xp, (n, c, *kernel_shape, *out),
+        xp.strides[:2] + tuple(s * d for s, d in zip(spatial, dilations)) + tuple(s * t for s, t in zip(spatial, strides)),
+        writeable=False)
+    return view.reshape(n, c, -1, *out)
 
 
 def col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations):

@@ -20,6 +20,57 @@ def _pooled(X, fill, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode
     return xp, out, pads, strides, dilations, widths
 
 
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(_UNSIGNED[a.dtype.itemsize])
+
+
+def _first_max(windows: list):
+    """(Y, k): the elementwise maximum of the windows and the index of the first window that holds it,
+    as argmax over the stacked windows gives for inputs without NaN.  Selections go through bit masks:
+    numpy's masked copies are slow on the random masks of real data."""
+    Y = windows[0].copy()
+    k = np.zeros(Y.shape, np.uint8 if len(windows) <= 256 else np.intp)
+    y, t = _bits(Y), np.empty(Y.shape, _bits(Y).dtype)
+    for i, v in enumerate(windows[1:], 1):
+        greater = np.greater(v, Y)
+        np.bitwise_xor(y, _bits(v), out=t)
+        t &= np.negative(greater.view(np.uint8), dtype=t.dtype)
+        y ^= t
+        np.maximum(k, np.multiply(greater, i, dtype=k.dtype), out=k)   # a later window wins only if greater
+    return Y, k
+
+
+def _first_argmax(windows: list):
+    """_first_max for any input (NaN counts as the maximum, the first NaN wins), the slow way."""
+    stacked = np.stack(windows)
+    k = np.argmax(stacked, axis=0)
+    return np.take_along_axis(stacked, k[None], axis=0)[0], k
+
+
+def _flat_indices(k, x_shape, out, kernel_shape, strides, pads, dilations, storage_order) -> np.ndarray:
+    """The Indices output: for each output cell, the flat position in X of the cell of window ``k``;
+    the spatial part in row-major order, or column-major with storage_order."""
+    spatial = x_shape[2:]
+    nd = len(spatial)
+    weight = [int(np.prod(spatial[:i] if storage_order else spatial[i + 1:], dtype=np.int64)) for i in range(nd)]
+    offsets = np.array([sum(o * d * w for o, d, w in zip(offs, dilations, weight))
+                        for offs in np.ndindex(*kernel_shape)], np.int64)
+    grid = np.zeros(out, np.int64)
+    for i in range(nd):
+        shape = [1] * nd
+        shape[i] = out[i]
+        grid += ((np.arange(out[i], dtype=np.int64) * strides[i] - pads[i]) * weight[i]).reshape(shape)
+    plane = int(np.prod(spatial, dtype=np.int64))
+    nc = (np.arange(x_shape[0] * x_shape[1], dtype=np.int64) * plane).reshape(x_shape[:2] + (1,) * nd)
+    flat = np.take(offsets, k.astype(np.intp), mode="wrap")    # k < len(offsets); "wrap" takes the fast path
+    flat += grid
+    flat += nc
+    return flat
+
+
 @kernel("MaxPool", since=8)
 def MaxPool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, pads=None, storage_order=0,
             strides=None, _outputs=(True, False)):
@@ -32,26 +83,18 @@ def MaxPool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, 
         for v in views[1:]:
             np.maximum(Y, v, out=Y)
         return Y
-    stacked = np.stack(views)                       # K, N, C, *out
-    best = np.argmax(stacked, axis=0)
-    Y = np.take_along_axis(stacked, best[None], axis=0)[0]
-    nd = len(out)
-    offsets = np.array(list(np.ndindex(*kernel_shape)))   # K, nd
-    spatial = X.shape[2:]
-    flat = np.zeros(best.shape, dtype=np.int64)
-    for i in range(nd):
-        grid_shape = [1] * (2 + nd)
-        grid_shape[2 + i] = out[i]
-        coord = (np.arange(out[i]).reshape(grid_shape) * strides[i] - pads[i]
-                 + offsets[:, i][best] * dilations[i])
-        if storage_order:
-            flat = flat + coord * int(np.prod(spatial[:i], dtype=np.int64))
-        else:
-            flat = flat * spatial[i] + coord
-    plane = int(np.prod(spatial, dtype=np.int64))
-    nc = (np.arange(X.shape[0]).reshape([-1] + [1] * (nd + 1)) * X.shape[1]
-          + np.arange(X.shape[1]).reshape([1, -1] + [1] * nd))
-    return Y, flat + nc * plane
+    with_nan = X.dtype.kind == "f" and X.size and np.isnan(np.min(X))
+    Y, k = (_first_argmax if with_nan else _first_max)(views)
+    return Y, _flat_indices(k, X.shape, out, kernel_shape, strides, pads, dilations, storage_order)
+
+
+def _disjoint_windows(kernel_shape, strides, pads, dilations, auto_pad, ceil_mode) -> bool:
+    """Whether every input cell lies in at most one window and every window inside the input."""
+    if not kernel_shape or ceil_mode or auto_pad not in ("NOTSET", "VALID") or any(pads or ()):
+        return False
+    nd = len(kernel_shape)
+    strides, dilations = list(strides or [1] * nd), list(dilations or [1] * nd)
+    return all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel_shape, strides, dilations))
 
 
 @kernel("MaxPoolGrad")
@@ -63,7 +106,12 @@ def MaxPoolGrad(dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, 
                          f"value_info; found {shape}")
     shape = [dY.shape[0]] + list(shape[1:])
     size = int(np.prod(shape, dtype=np.int64))
-    dX = np.bincount(Indices.ravel().astype(np.intp), weights=dY.ravel(), minlength=size)  # intp: wasm32
+    index = Indices.ravel().astype(np.intp, copy=False)       # intp: wasm32
+    if _disjoint_windows(kernel_shape, strides, pads, dilations, auto_pad, ceil_mode):
+        dX = np.zeros(size, dY.dtype)
+        dX[index] = dY.ravel() + dY.dtype.type(0)             # no index repeats; + 0 as in 0 + dy: -0.0 -> 0.0
+        return dX.reshape(shape)
+    dX = np.bincount(index, weights=dY.ravel(), minlength=size)
     return dX[:size].astype(dY.dtype).reshape(shape)
 
 
