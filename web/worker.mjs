@@ -96,37 +96,53 @@ function runOf(flow) {
   return runs[flow];
 }
 
-// Pyodide's numpy has no BLAS; scipy's OpenBLAS makes the matrix products several times faster. It loads after
-// the runtime is ready, so the page does not wait for it; training uses it from the step after it is on.
-let blas = null;
-async function loadBlas() {
-  try {
-    await py.loadPackage(["scipy"], { messageCallback: () => {} });
-    return py.runPython("from onnxtrain.ops.matmul import use_scipy_blas; use_scipy_blas()");
-  } catch (err) {
-    console.warn(`numpy's own matrix products stay in use: ${err.message || err}`);
-    return false;
+async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+// onnxtrain's SIMD kernels (web/kernels), a wasm side module: the build with relaxed SIMD where the engine
+// compiles it, else plain SIMD128. Pyodide loads it into its own memory and Python calls it through ctypes
+// (onnxtrain.ops.simd); without it every kernel keeps its numpy code.
+const KERNELS = ["onnxtrain_kernels_relaxed.so", "onnxtrain_kernels.so"];
+async function loadKernels(files) {
+  for (const [i, bytes] of (await files).entries()) {
+    if (!bytes) continue;
+    const path = `/lib/${KERNELS[i]}`;
+    try {
+      py.FS.writeFile(path, bytes);
+      await py._module.loadDynamicLibrary(path, { loadAsync: true, global: false, nodelete: true, fs: py.FS });
+      py.runPython(`from onnxtrain.ops import simd; simd.load(${JSON.stringify(path)})`);
+      return KERNELS[i];
+    } catch (err) {
+      console.warn(`${KERNELS[i]} did not load: ${err.message || err}`);
+    }
   }
+  console.warn("numpy's kernels stay in use: no SIMD kernel module loaded");
+  return null;
 }
 
 const handlers = {
+  // Everything is fetched at once, while Pyodide starts; the wheels are pure Python, so they are unpacked
+  // straight into site-packages (no micropip).
   async init() {
     const t0 = performance.now();
     const timings = {};
-    py = await loadPyodide({ indexURL: new URL("pyodide/", site).href });
+    const wheels = fetch(new URL("wheels/wheels.json", site)).then((r) => r.json())
+      .then((names) => Promise.all([names.flatbuffers, names.onnxtrain].map((w) => fetchBytes(new URL(`wheels/${w}`, site)))));
+    const kernelFiles = Promise.all(KERNELS.map((name) => fetchBytes(new URL(`kernels/${name}`, site)).catch(() => null)));
+    py = await loadPyodide({ indexURL: new URL("pyodide/", site).href, packages: ["numpy"] });
     timings.pyodide = performance.now() - t0;
-    await py.loadPackage(["numpy", "micropip", "packaging"], { messageCallback: () => {} });
+    const sitePackages = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+    for (const wheel of await wheels) py.unpackArchive(wheel, "wheel", { extractDir: sitePackages });
     py.runPython("import numpy");
     timings.numpy = performance.now() - t0;
-    const wheels = await (await fetch(new URL("wheels/wheels.json", site))).json();
-    const micropip = py.pyimport("micropip");
-    const urls = [wheels.flatbuffers, wheels.onnxtrain].map((w) => new URL(`wheels/${w}`, site).href);
-    await micropip.install.callKwargs(urls, { deps: false });
-    micropip.destroy();
     bridge = py.pyimport("onnxtrain.web");
     timings.wheel = performance.now() - t0;
-    blas = loadBlas();
-    return { timings, numpy: py.runPython("numpy.__version__"), python: py.runPython("import sys; sys.version") };
+    const kernels = await loadKernels(kernelFiles);
+    timings.kernels = performance.now() - t0;
+    return { timings, kernels, numpy: py.runPython("numpy.__version__"), python: py.runPython("import sys; sys.version") };
   },
 
   async generateArtifacts({ model, requiresGrad, frozenParams = null, loss = "CrossEntropyLoss", optimizer = "AdamW" }) {
@@ -279,7 +295,6 @@ const handlers = {
   async loadCheckpoint({ bytes }) { session.load_checkpoint(new Uint8Array(bytes)); return null; },
   async exportModel({ outputNames }) { return bytesOf(session.export_model(outputNames)); },
   async parameters({ trainableOnly = false }) { return bytesOf(session.contiguous_parameters(trainableOnly)); },
-  async blas() { return (await blas) === true; },
   async cancel() { cancelled = true; return null; },
   async runPython({ code }) {
     const result = await py.runPythonAsync(code);

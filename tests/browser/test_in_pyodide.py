@@ -1,4 +1,5 @@
-"""The pure-numpy unit tests (modules that set IN_PYODIDE = True) run unchanged inside Pyodide."""
+"""Inside Pyodide, in the page's worker: the pure-numpy unit tests (modules that set IN_PYODIDE = True), unchanged,
+and the tests of tests/pyodide/ (the SIMD kernels, which only load there)."""
 import json
 import re
 from pathlib import Path
@@ -6,8 +7,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"^IN_PYODIDE = True\b", re.M)
 RUNNER = """
-import io, contextlib, os, micropip, json, pyodide_js
-await pyodide_js.loadPackage("scipy")  # test_matmul checks scipy's BLAS path, which the page turns on
+import io, contextlib, os, json, pyodide_js
+await pyodide_js.loadPackage("micropip")
+import micropip
 os.makedirs("/tmp/unit", exist_ok=True)
 for name, text in json.loads(FILES).items():
     with open(f"/tmp/unit/{name}", "w") as f:
@@ -22,12 +24,13 @@ with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
 
 
 def pyodide_modules():
-    return {p.name: p.read_text() for p in sorted(TESTS.glob("test_*.py")) if MARK.search(p.read_text())}
+    marked = [p for p in sorted(TESTS.glob("test_*.py")) if MARK.search(p.read_text())]
+    return {p.name: p.read_text() for p in marked + sorted((TESTS / "pyodide").glob("test_*.py"))}
 
 
 def test_marked_modules_exist_and_import_no_reference_packages():
     modules = pyodide_modules()
-    assert {"test_runtime.py", "test_pure_modules.py", "test_matmul.py"} <= set(modules)
+    assert {"test_runtime.py", "test_pure_modules.py", "test_simd_kernels.py"} <= set(modules)
     for name, text in modules.items():
         assert not re.search(r"^\s*(import|from) (onnx|onnxruntime|torch)\b", text, re.M), name
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .elementwise import Gelu
+from . import simd
 from .matmul import matmul
 from .registry import kernel
 
@@ -14,6 +15,9 @@ MS = "com.microsoft"
 def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     a = A.T if transA else A
     b = B.T if transB else B
+    y = simd.gemm(a, b, C, alpha, beta)
+    if y is not None:
+        return y
     y = matmul(a, b)
     if alpha != 1.0:
         y *= y.dtype.type(alpha)

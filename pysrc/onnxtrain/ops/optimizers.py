@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from . import simd
 from .registry import kernel
 
 MS = "com.microsoft"
@@ -191,6 +192,9 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
         bc = one - f32(float(b) ** t)
         lr_c = lr * (np.sqrt(bc) / ac)
     one_a, one_b = one - a, one - b
+    scalars = [lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd]
+    if simd.adamw(weights, gradients, momentums_1, momentums_2, adam_mode, scalars):
+        return bool_flag(True, step), weights, momentums_1, momentums_2
     for w, g, m, v in zip(weights, gradients, momentums_1, momentums_2):
         if adam_mode == 0:
             _adamw_mode0(w, g, m, v, lr, a, b, eps, wd, ac, bc, one_a, one_b)
@@ -207,6 +211,8 @@ def SGDOptimizerV2(lr, weights, gradients, update_signal=None):
         return bool_flag(False, lr), weights
     _check_writable(op, weights=weights)
     neg_lr = -np.float32(scalar_input(op, "lr", lr))
+    if simd.sgd(weights, gradients, neg_lr):
+        return bool_flag(True, lr), weights
     for w, g in zip(weights, gradients):
         s = _scratch(w)
         np.multiply(g, neg_lr, out=s)

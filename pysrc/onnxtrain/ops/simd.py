@@ -1,0 +1,206 @@
+"""onnxtrain's SIMD kernels (web/kernels: C compiled to a WebAssembly side module) behind numpy-shaped functions.
+
+In the page's worker the module is loaded into Pyodide's own memory, so ctypes calls it on numpy arrays in
+place, without copies.  Elsewhere (CPython, a Pyodide without the module) ``available()`` is False and the op
+kernels keep their numpy code.  Every function here returns None for a case it does not take (a dtype, a
+layout), and the caller falls back to numpy.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+F32 = np.dtype(np.float32)
+I64 = np.dtype(np.int64)
+_lib = None
+_on = False
+_keep = []          # arrays the library holds pointers to (gemm's packing scratch)
+_tables = {}        # optimizer name -> (the arrays, their pointer table), reused while they are the same arrays
+
+
+def load(path: str) -> bool:
+    """Load the kernel library (a wasm side module already in Pyodide's file system) and turn it on."""
+    global _lib, _on
+    lib = ctypes.CDLL(path)
+    scratch = np.empty(lib.gemm_scratch_floats() + 4, F32)
+    offset = (-scratch.ctypes.data % 16) // 4
+    lib.gemm_set_scratch(_ptr(scratch[offset:]))
+    _keep[:] = [scratch]
+    _lib, _on = lib, True
+    return True
+
+
+def use(enabled: bool = True) -> bool:
+    """Turn the kernels on or off (when loaded); whether they are on."""
+    global _on
+    _on = bool(enabled) and _lib is not None
+    return _on
+
+
+def available() -> bool:
+    return _on
+
+
+def _ptr(a: np.ndarray) -> int:
+    """The address of a's first element as the C int ctypes passes (wasm32 addresses are 32 bits)."""
+    p = a.__array_interface__["data"][0]
+    return p if p < 0x80000000 else p - 0x100000000
+
+
+def _merge_batch(shape: tuple, *strides: list) -> tuple[list, list]:
+    """Batch dims merged where every array steps through them as through one dim."""
+    dims, steps = [], [[] for _ in strides]
+    for i, size in enumerate(shape):
+        if size == 1:
+            continue
+        if dims and all(s[-1] == st[i] * size for s, st in zip(steps, strides)):
+            dims[-1] *= size
+            for s, st in zip(steps, strides):
+                s[-1] = st[i]
+            continue
+        dims.append(size)
+        for s, st in zip(steps, strides):
+            s.append(st[i])
+    return dims, steps
+
+
+_FLOATS = {1.0: ctypes.c_float(1.0), 0.0: ctypes.c_float(0.0)}
+
+
+def _float(x: float):
+    return _FLOATS.get(x) or ctypes.c_float(x)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float = 1.0,
+         beta: float = 1.0) -> np.ndarray | None:
+    """alpha * (a @ b) + beta * c (c broadcast to the product's shape) for float32 matrices or stacks of them,
+    with numpy's matmul broadcasting of the stack dims; None for anything else."""
+    if not _on or a.dtype != F32 or b.dtype != F32 or a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        return None
+    if c is not None and c.dtype != F32:
+        return None
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    if a.ndim == b.ndim == 2:
+        batch, sa, sb = (), a.strides, b.strides       # the common case, kept short: no broadcasting
+    else:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        sa = np.broadcast_to(a, batch + (m, k)).strides
+        sb = np.broadcast_to(b, batch + (k, n)).strides
+    if any(x & 3 for x in sa) or any(x & 3 for x in sb):
+        return None                                     # not whole floats apart
+    out = np.empty(batch + (m, n), F32)
+    if c is not None and beta != 0.0:
+        out[...] = c
+    else:
+        beta = 0.0
+    if out.size == 0:
+        return out
+    pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
+    if not batch:
+        _lib.gemm_f32(1, m, n, k, _float(alpha), pa, 0, sa[0] >> 2, sa[1] >> 2, pb, 0, sb[0] >> 2, sb[1] >> 2,
+                      _float(beta), pc, 0, n)
+        return out
+    sc = out.strides
+    dims, (ba, bb, bc) = _merge_batch(batch, *[[x >> 2 for x in st[:-2]] for st in (sa, sb, sc)])
+    count, step = (dims[-1], (ba[-1], bb[-1], bc[-1])) if dims else (1, (0, 0, 0))
+    for index in np.ndindex(*dims[:-1]):
+        oa = sum(i * s for i, s in zip(index, ba))
+        ob = sum(i * s for i, s in zip(index, bb))
+        oc = sum(i * s for i, s in zip(index, bc))
+        _lib.gemm_f32(count, m, n, k, _float(alpha), pa + 4 * oa, step[0], sa[-2] >> 2, sa[-1] >> 2, pb + 4 * ob,
+                      step[1], sb[-2] >> 2, sb[-1] >> 2, _float(beta), pc + 4 * oc, step[2], n)
+    return out
+
+
+def _table(key: str, groups: list) -> np.ndarray:
+    """(size, address, address, ...) per group of same-shaped arrays, as int32; rebuilt only when the arrays
+    change (the cache holds them, so an id cannot be reused while cached)."""
+    arrays = [x for g in groups for x in g]
+    cached = _tables.get(key)
+    if cached is not None and len(cached[0]) == len(arrays) and all(x is y for x, y in zip(cached[0], arrays)):
+        return cached[1]
+    table = np.array([v for g in groups for v in [g[0].size] + [_ptr(x) for x in g]], np.int32)
+    _tables[key] = (arrays, table)
+    return table
+
+
+def _takes(groups) -> bool:
+    return all(x.dtype == F32 and x.flags.c_contiguous and x.shape == g[0].shape for g in groups for x in g)
+
+
+def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
+    """AdamW over every (weight, gradient, moment 1, moment 2), in place, in one call; False when not taken.
+    scalars: lr, alpha, beta, 1 - alpha, 1 - beta, epsilon, weight_decay, ac, bc, lr_c, lr * weight_decay."""
+    groups = list(zip(weights, gradients, m1, m2))
+    if not _on or not _takes(groups):
+        return False
+    values = np.array(scalars, F32)
+    _lib.adamw_f32(len(groups), _ptr(_table("adamw", groups)), mode, _ptr(values))
+    return True
+
+
+def sgd(weights, gradients, neg_lr) -> bool:
+    """w += neg_lr * g for every pair, in place, in one call; False when not taken."""
+    groups = list(zip(weights, gradients))
+    if not _on or not _takes(groups):
+        return False
+    _lib.sgd_f32(len(groups), _ptr(_table("sgd", groups)), ctypes.c_float(float(neg_lr)))
+    return True
+
+
+def _window_args(x_shape, out, kernel_shape, strides, pads, dilations) -> list:
+    h, w = x_shape[-2:]
+    return [h, w, out[0], out[1], kernel_shape[0], kernel_shape[1], strides[0], strides[1], pads[0], pads[1],
+            dilations[0], dilations[1]]
+
+
+def im2col(x: np.ndarray, kernel_shape, pads, out, strides, dilations) -> np.ndarray | None:
+    """cols (N, C, kh * kw, oh, ow) of a 2-D float32 NCHW input; None for anything else."""
+    if not _on or x.ndim != 4 or x.dtype != F32:
+        return None
+    x = np.ascontiguousarray(x)
+    n, c = x.shape[:2]
+    cols = np.empty((n, c, kernel_shape[0] * kernel_shape[1], out[0], out[1]), F32)
+    if cols.size:
+        _lib.im2col_f32(n * c, *_window_args(x.shape, out, kernel_shape, strides, pads, dilations), _ptr(x),
+                        _ptr(cols))
+    return cols
+
+
+def col2im(cols: np.ndarray, x_shape, kernel_shape, pads, out, strides, dilations) -> np.ndarray | None:
+    """The adjoint of im2col for a 2-D float32 input of ``x_shape``; None for anything else."""
+    if not _on or len(x_shape) != 4 or cols.dtype != F32:
+        return None
+    cols = np.ascontiguousarray(cols)
+    x = np.empty(tuple(x_shape), F32)
+    if x.size:
+        _lib.col2im_f32(x_shape[0] * x_shape[1], *_window_args(x_shape, out, kernel_shape, strides, pads,
+                                                               dilations), _ptr(cols), _ptr(x))
+    return x
+
+
+def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices: bool):
+    """(Y, flat argmax indices or None) of 2-D max pooling over float32 NCHW; None for anything else."""
+    if not _on or x.ndim != 4 or x.dtype != F32:
+        return None
+    x = np.ascontiguousarray(x)
+    n, c = x.shape[:2]
+    y = np.empty((n, c, out[0], out[1]), F32)
+    where = np.empty(y.shape, I64) if indices else None
+    if y.size:
+        _lib.maxpool_f32(n * c, *_window_args(x.shape, out, kernel_shape, strides, pads, dilations), _ptr(x),
+                         _ptr(y), _ptr(where) if indices else 0)
+    return y, where
+
+
+def maxpool_grad(dy: np.ndarray, indices: np.ndarray, shape) -> np.ndarray | None:
+    """dX of ``shape``: zeros with dy added at the flat indices; None for anything else."""
+    if not _on or dy.dtype != F32 or indices.dtype != I64 or dy.shape != indices.shape:
+        return None
+    dy, indices = np.ascontiguousarray(dy), np.ascontiguousarray(indices)
+    dx = np.empty(tuple(shape), F32)
+    if indices.size and (indices.min() < 0 or indices.max() >= dx.size):
+        return None
+    _lib.maxpool_grad_f32(dy.size, dx.size, _ptr(dy), _ptr(indices), _ptr(dx))
+    return dx

@@ -1,0 +1,236 @@
+"""The SIMD kernels (web/kernels, wasm) against numpy, inside Pyodide.
+
+tests/browser/test_in_pyodide.py runs this module in the page's worker, where init has loaded the kernel
+module; CPython cannot load wasm, so tests/conftest.py leaves this folder out of the CPython run.  The numpy
+code of each op kernel is the reference: simd.use(False) gives it in the same worker.
+"""
+import contextlib
+
+import numpy as np
+import pytest
+
+from onnxtrain.ops import conv, lookup, simd
+
+EPS32 = np.finfo(np.float32).eps
+
+
+@pytest.fixture(autouse=True)
+def kernels():
+    assert simd.available(), "the page's worker did not load the SIMD kernel module"
+    yield
+    simd.use(True)
+
+
+@contextlib.contextmanager
+def numpy_only():
+    simd.use(False)
+    try:
+        yield
+    finally:
+        simd.use(True)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def assert_product_close(out, a, b, c=None, alpha=1.0, beta=0.0):
+    """out == alpha a@b + beta c, within float32 summation error: k * eps * (|alpha| |a|@|b| + |beta c|) per cell."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    expected = alpha * np.matmul(a64, b64) + (beta * c.astype(np.float64) if c is not None and beta else 0.0)
+    bound = abs(alpha) * np.matmul(np.abs(a64), np.abs(b64)) + (abs(beta) * np.abs(c) if c is not None else 0)
+    k = a.shape[-1]
+    assert out.dtype == np.float32 and out.shape == expected.shape and out.flags.c_contiguous
+    assert np.all(np.abs(out - expected) <= 2 * (k + 2) * EPS32 * bound + 1e-30), np.abs(out - expected).max()
+
+
+SHAPES = [(1, 1, 1), (5, 7, 3), (4, 8, 8), (61, 53, 37), (64, 784, 128), (3, 300, 9), (33, 257, 70), (9, 2, 1001)]
+
+
+@pytest.mark.parametrize("m, k, n", SHAPES)
+@pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_matches_numpy_for_every_transpose(m, k, n, trans_a, trans_b):
+    a = rand(k, m).T if trans_a else rand(m, k)
+    b = rand(n, k, seed=1).T if trans_b else rand(k, n, seed=1)
+    assert_product_close(simd.gemm(a, b), a, b)
+
+
+@pytest.mark.parametrize("alpha, beta", [(1.0, 1.0), (0.5, 2.0), (-1.5, 0.0), (0.0, 1.0)])
+def test_gemm_alpha_beta_and_a_broadcast_c(alpha, beta):
+    a, b = rand(13, 17), rand(17, 11, seed=1)
+    for c in (rand(11, seed=2), rand(13, 11, seed=2), rand(13, 1, seed=2)):
+        assert_product_close(simd.gemm(a, b, c, alpha, beta), a, b, np.broadcast_to(c, (13, 11)), alpha, beta)
+
+
+def test_gemm_beta_zero_ignores_what_c_holds():
+    a, b, c = rand(6, 5), rand(5, 4, seed=1), np.full((6, 4), np.nan, np.float32)
+    out = simd.gemm(a, b, c, 1.0, 0.0)
+    assert not np.isnan(out).any()
+    np.testing.assert_allclose(out, lookup("Gemm")(a, b, c, beta=0.0), rtol=1e-6, atol=1e-6)
+
+
+LAYOUTS = {
+    "strided rows and columns": lambda: (rand(10, 14)[::2, ::2], rand(7, 6, seed=1)[:, ::2]),
+    "negative strides": lambda: (rand(5, 7)[::-1], rand(7, 3, seed=1)[:, ::-1]),
+    "stack @ matrix": lambda: (rand(2, 4, 5, 7), rand(7, 3, seed=1)),
+    "broadcast stacks": lambda: (rand(1, 3, 5, 7), rand(2, 1, 7, 4, seed=1)),
+    "transposed stacks": lambda: (rand(2, 3, 7, 5).swapaxes(-1, -2), rand(2, 3, 4, 7, seed=1).swapaxes(-1, -2)),
+    "attention-like": lambda: (rand(2, 64, 4, 32).transpose(0, 2, 1, 3), rand(2, 64, 4, 32, seed=1).transpose(0, 2, 3, 1)),
+    "a column": lambda: (rand(1, 7), rand(7, 1, seed=1)),
+    "empty k": lambda: (rand(3, 0), rand(0, 4, seed=1)),
+    "empty m": lambda: (rand(0, 5), rand(5, 4, seed=1)),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gemm_takes_numpy_views_without_copies(layout):
+    a, b = LAYOUTS[layout]()
+    out = simd.gemm(a, b)
+    assert out is not None
+    if a.shape[-1] == 0:
+        np.testing.assert_array_equal(out, np.zeros(out.shape, np.float32))
+    else:
+        assert_product_close(out, a, b)
+
+
+def test_gemm_leaves_other_dtypes_and_vectors_to_numpy():
+    assert simd.gemm(rand(3, 4).astype(np.float64), rand(4, 2).astype(np.float64)) is None
+    assert simd.gemm(np.arange(6).reshape(2, 3), np.arange(6).reshape(3, 2)) is None
+    assert simd.gemm(rand(4), rand(4, 2)) is None
+    assert simd.gemm(rand(3, 4), rand(5, 2)) is None
+
+
+def test_nan_and_inf_pass_through_gemm_as_in_numpy():
+    a, b = rand(9, 11), rand(11, 10, seed=1)
+    a[2, 3] = np.nan
+    b[4, 7] = np.inf
+    b[5, 1] = -np.inf
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = simd.gemm(a, b)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(out[finite], expected[finite], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.sign(out[np.isinf(out)]), np.sign(expected[np.isinf(expected)]))
+
+
+def optimizer_state(sizes, seed):
+    rng = np.random.default_rng(seed)
+    make = lambda: [rng.standard_normal(s).astype(np.float32) for s in sizes]  # noqa: E731
+    weights, grads, m1 = make(), make(), make()
+    m2 = [np.abs(x) for x in make()]
+    return weights, grads, m1, m2
+
+
+SIZES = [(1,), (3,), (17,), (128, 784), (10, 128), (7, 5, 3)]
+
+
+@pytest.mark.parametrize("adam_mode, correct_bias, weight_decay", [(0, 1, 0.01), (1, 1, 0.1), (1, 0, 0.0)])
+def test_adamw_is_bit_equal_to_the_numpy_kernel(adam_mode, correct_bias, weight_decay):
+    adamw = lookup("AdamWOptimizer", "com.microsoft")
+    runs = []
+    for fast in (True, False):
+        weights, grads, m1, m2 = optimizer_state(SIZES, seed=3)
+        grads[2][1] = np.nan
+        with contextlib.nullcontext() if fast else numpy_only():
+            for step in range(1, 4):
+                adamw(np.array(1e-3, np.float32), np.array(step, np.int64), weights, grads, m1, m2,
+                      adam_mode=adam_mode, correct_bias=correct_bias, weight_decay=weight_decay)
+        runs.append(weights + m1 + m2)
+    assert np.isnan(runs[0][2][1])
+    for fast, plain in zip(*runs):
+        np.testing.assert_array_equal(fast, plain)
+
+
+def test_sgd_is_bit_equal_to_the_numpy_kernel():
+    sgd = lookup("SGDOptimizerV2", "com.microsoft")
+    runs = []
+    for fast in (True, False):
+        weights, grads, _, _ = optimizer_state(SIZES, seed=4)
+        grads[1][0] = np.inf
+        with contextlib.nullcontext() if fast else numpy_only():
+            for _ in range(3):
+                sgd(np.array(0.05, np.float32), weights, grads)
+        runs.append(weights)
+    for fast, plain in zip(*runs):
+        np.testing.assert_array_equal(fast, plain)
+
+
+def test_optimizers_leave_non_contiguous_weights_to_numpy():
+    w = rand(6, 4)[:, ::2]
+    assert not simd.sgd([w], [rand(6, 2)], -0.1)
+    assert not simd.adamw([w], [rand(6, 2)], [rand(6, 2)], [rand(6, 2)], 0, [0.0] * 11)
+
+
+WINDOWS = [  # input shape, kernel, pads (top, left, bottom, right), strides, dilations
+    ((2, 3, 9, 9), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
+    ((1, 1, 28, 28), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
+    ((2, 4, 11, 7), (3, 2), (0, 1, 2, 0), (2, 3), (1, 1)),
+    ((3, 2, 12, 13), (3, 3), (2, 2, 2, 2), (2, 2), (2, 2)),
+    ((1, 5, 6, 5), (1, 1), (0, 0, 0, 0), (1, 1), (1, 1)),
+    ((2, 2, 5, 5), (5, 5), (4, 4, 4, 4), (3, 1), (1, 1)),
+]
+
+
+def geometry(shape, kernel, pads, strides, dilations):
+    p, out, s, d = conv.conv_geometry(shape[2:], kernel, strides, pads, dilations, "NOTSET")
+    return list(kernel), p, out, s, d
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_im2col_and_col2im_equal_numpys(window):
+    shape, *rest = window
+    kernel, pads, out, strides, dilations = geometry(shape, *rest)
+    x = rand(*shape)
+    x[0, 0, 1, 2] = np.nan
+    cols = simd.im2col(x, kernel, pads, out, strides, dilations)
+    with numpy_only():
+        expected = conv.im2col(x, kernel, pads, out, strides, dilations)
+    np.testing.assert_array_equal(cols, expected)
+    dcols = rand(*expected.shape, seed=1)
+    back = simd.col2im(dcols, shape, kernel, pads, out, strides, dilations)
+    with numpy_only():
+        expected_back = conv.col2im(dcols, shape, kernel, pads, out, strides, dilations)
+    np.testing.assert_allclose(back, expected_back, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_maxpool_and_its_gradient_equal_numpys(window):
+    shape, kernel, pads, strides, dilations = window
+    x = np.round(rand(*shape) * 2) / 2        # ties: the first maximum in window order wins, as np.argmax
+    x[0, 0, 0, 0] = np.nan
+    x[-1, -1, -1, -1] = -np.inf
+    attrs = dict(kernel_shape=list(kernel), pads=list(pads), strides=list(strides), dilations=list(dilations))
+    k, p, out, s, d = geometry(shape, kernel, pads, strides, dilations)
+    y, where = simd.maxpool(x, k, p, out, s, d, indices=True)
+    with numpy_only():
+        expected_y, expected_where = lookup("MaxPool")(x, **attrs, _outputs=(True, True))
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(where, expected_where)
+    dy = rand(*y.shape, seed=1)
+    dx = simd.maxpool_grad(dy, where, shape)
+    with numpy_only():
+        expected_dx = lookup("MaxPoolGrad")(dy, expected_where, **attrs, _output_shapes=(list(shape),))
+    np.testing.assert_allclose(dx, expected_dx, rtol=1e-6, atol=1e-6)
+
+
+def test_maxpool_grad_refuses_indices_outside_the_input():
+    assert simd.maxpool_grad(rand(1, 1, 2, 2), np.array([[[[0, 1], [2, 99]]]], np.int64), (1, 1, 3, 3)) is None
+
+
+def test_conv_gemm_and_pool_kernels_agree_with_and_without_simd():
+    x, w = rand(3, 4, 9, 9), rand(6, 2, 3, 3, seed=1)
+    attrs = dict(group=2, pads=[1, 1, 1, 1], strides=[2, 2])
+    dy = rand(3, 6, 5, 5, seed=2)
+    gemm_args = (rand(7, 5), rand(3, 7, seed=3), rand(3, seed=4))
+    pool = dict(kernel_shape=[2, 2], strides=[2, 2])
+    runs = []
+    for fast in (True, False):
+        with contextlib.nullcontext() if fast else numpy_only():
+            y, where = lookup("MaxPool")(x, **pool, _outputs=(True, True))
+            runs.append([lookup("Conv")(x, w, **attrs), *lookup("ConvGrad", "com.microsoft")(dy, x, w, **attrs),
+                         lookup("Gemm")(*gemm_args, alpha=0.5, transA=1, transB=1),
+                         lookup("MatMul")(rand(2, 3, 5, 7), rand(7, 4, seed=5)), y, where,
+                         lookup("MaxPoolGrad")(y, where, **pool, _output_shapes=([3, 4, 9, 9],))])
+    for fast, plain in zip(*runs):
+        np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,136 @@
+/* sgemm: C = alpha * op(A) op(B) + beta * C over a batch, for any strides (so every transpose and every
+   numpy view without copies).  Goto-style: B is packed into NR-wide panels, A into MR-tall panels, and a
+   register-blocked MR x NR micro-kernel accumulates in SIMD registers. */
+#include "kernels.h"
+
+enum { MR = 4, NR = 8, KC = 256, MC = 72, NC = 2048 };
+
+/* The packing buffers come from the caller (a numpy array it keeps alive): a side module's static arrays
+   would be written into the file as zeros. */
+static float *packed_a, *packed_b;
+
+/* Floats of scratch gemm_f32 needs, 16-byte aligned. */
+API int gemm_scratch_floats(void) { return MC * KC + KC * NC; }
+
+API void gemm_set_scratch(float *scratch) {
+  packed_a = scratch;
+  packed_b = scratch + MC * KC;
+}
+
+static inline int min(int a, int b) { return a < b ? a : b; }
+
+/* op(B)[p, j] = b[p * rs + j * cs], p < kc, j < nc  ->  panels of NR columns, kc rows each, zero-padded. */
+static void pack_b(int kc, int nc, const float *b, int rs, int cs, float *out) {
+  for (int j0 = 0; j0 < nc; j0 += NR, out += kc * NR) {
+    int nr = min(NR, nc - j0);
+    float *o = out;
+    if (nr == NR && cs == 1) {
+      for (int p = 0; p < kc; p++, o += NR) {
+        const float *s = b + p * rs + j0;
+        wasm_v128_store(o, wasm_v128_load(s));
+        wasm_v128_store(o + 4, wasm_v128_load(s + 4));
+      }
+    } else if (nr == NR && rs == 1) {
+      for (int j = 0; j < NR; j++) {
+        const float *s = b + (j0 + j) * cs;
+        for (int p = 0; p < kc; p++) o[p * NR + j] = s[p];
+      }
+    } else {
+      for (int p = 0; p < kc; p++, o += NR) {
+        const float *s = b + p * rs + j0 * cs;
+        int j = 0;
+        for (; j < nr; j++) o[j] = s[j * cs];
+        for (; j < NR; j++) o[j] = 0.0f;
+      }
+    }
+  }
+}
+
+/* op(A)[i, p] = a[i * rs + p * cs], i < mc, p < kc  ->  panels of MR rows, kc columns each, zero-padded. */
+static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
+  for (int i0 = 0; i0 < mc; i0 += MR, out += kc * MR) {
+    int mr = min(MR, mc - i0);
+    float *o = out;
+    if (mr == MR && rs == 1) {
+      for (int p = 0; p < kc; p++, o += MR) wasm_v128_store(o, wasm_v128_load(a + i0 + p * cs));
+    } else if (mr == MR) {
+      const float *r0 = a + i0 * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+      for (int p = 0; p < kc; p++, o += MR) {
+        int q = p * cs;
+        o[0] = r0[q]; o[1] = r1[q]; o[2] = r2[q]; o[3] = r3[q];
+      }
+    } else {
+      for (int p = 0; p < kc; p++, o += MR) {
+        int i = 0;
+        for (; i < mr; i++) o[i] = a[(i0 + i) * rs + p * cs];
+        for (; i < MR; i++) o[i] = 0.0f;
+      }
+    }
+  }
+}
+
+#define ROW(r)                                                                          \
+  { v128_t x = wasm_v128_load32_splat(a + r);                                           \
+    c##r##0 = madd(x, b0, c##r##0); c##r##1 = madd(x, b1, c##r##1); }
+
+/* C[0:mr, 0:nr] += alpha * (packed A panel) (packed B panel) */
+static void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, v128_t alpha) {
+  v128_t z = wasm_f32x4_splat(0.0f);
+  v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
+  for (int p = 0; p < kc; p++, a += MR, b += NR) {
+    v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
+    ROW(0) ROW(1) ROW(2) ROW(3)
+  }
+  v128_t acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+  if (mr == MR && nr == NR) {
+    for (int i = 0; i < MR; i++, c += ldc) {
+      wasm_v128_store(c, madd(alpha, acc[i][0], wasm_v128_load(c)));
+      wasm_v128_store(c + 4, madd(alpha, acc[i][1], wasm_v128_load(c + 4)));
+    }
+    return;
+  }
+  float tile[MR * NR] __attribute__((aligned(16)));
+  for (int i = 0; i < MR; i++) {
+    wasm_v128_store(tile + i * NR, wasm_f32x4_mul(alpha, acc[i][0]));
+    wasm_v128_store(tile + i * NR + 4, wasm_f32x4_mul(alpha, acc[i][1]));
+  }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) c[i * ldc + j] += tile[i * NR + j];
+}
+
+static void scale(int m, int n, float beta, float *c, int ldc) {
+  for (int i = 0; i < m; i++, c += ldc) {
+    if (beta == 0.0f) for (int j = 0; j < n; j++) c[j] = 0.0f;   /* BLAS: beta 0 ignores what C held */
+    else for (int j = 0; j < n; j++) c[j] *= beta;
+  }
+}
+
+static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int csa, const float *b, int rsb,
+                  int csb, float beta, float *c, int ldc) {
+  if (beta != 1.0f) scale(m, n, beta, c, ldc);
+  if (alpha == 0.0f) return;
+  v128_t va = wasm_f32x4_splat(alpha);
+  for (int jc = 0; jc < n; jc += NC) {
+    int nc = min(NC, n - jc);
+    for (int pc = 0; pc < k; pc += KC) {
+      int kc = min(KC, k - pc);
+      pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, packed_b);
+      for (int ic = 0; ic < m; ic += MC) {
+        int mc = min(MC, m - ic);
+        pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, packed_a);
+        for (int jr = 0; jr < nc; jr += NR)
+          for (int ir = 0; ir < mc; ir += MR)
+            micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
+                  min(MR, mc - ir), min(NR, nc - jr), va);
+      }
+    }
+  }
+}
+
+/* For each of `batch` products (batch strides sa, sb, sc; 0 broadcasts):
+   C[i, j] = alpha * sum_p A[i * rsa + p * csa] * B[p * rsb + j * csb] + beta * C[i * ldc + j]. */
+API void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, int sa, int rsa, int csa,
+                  const float *b, int sb, int rsb, int csb, float beta, float *c, int sc, int ldc) {
+  for (int t = 0; t < batch; t++)
+    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc);
+}
