@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 
+from . import simd
 from .matmul import matmul
 from .registry import kernel
 
@@ -59,6 +60,9 @@ def _pad_input(X, pads, fill=0):
 
 def im2col(X, kernel_shape, pads, out, strides, dilations):
     """cols (N, C, K, *out) where K runs over the kernel offsets: one copy of a strided view of the input."""
+    cols = simd.im2col(X, kernel_shape, pads, out, strides, dilations)
+    if cols is not None:
+        return cols
     xp = _pad_input(X, pads)
     n, c = X.shape[:2]
     spatial = xp.strides[2:]
@@ -71,6 +75,9 @@ def im2col(X, kernel_shape, pads, out, strides, dilations):
 
 def col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations):
     """The adjoint of im2col: scatter-add cols (N, C, K, *out) back into an input of ``x_shape``."""
+    x = simd.col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations)
+    if x is not None:
+        return x
     nd = len(x_shape) - 2
     padded = [x_shape[0], x_shape[1]] + [x_shape[2 + i] + pads[i] + pads[i + nd] for i in range(nd)]
     xp = np.zeros(padded, dtype=cols.dtype)

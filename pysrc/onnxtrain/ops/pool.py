@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import simd
 from .conv import _windows, conv_geometry
 from .registry import kernel
 
@@ -74,11 +75,17 @@ def _flat_indices(k, x_shape, out, kernel_shape, strides, pads, dilations, stora
 @kernel("MaxPool", since=8)
 def MaxPool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, pads=None, storage_order=0,
             strides=None, _outputs=(True, False)):
+    want_indices = len(_outputs) > 1 and _outputs[1]
+    if storage_order == 0 and simd.available():
+        geometry = conv_geometry(X.shape[2:], kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)
+        fast = simd.maxpool(X, kernel_shape, *geometry, indices=want_indices)
+        if fast is not None:
+            return fast if want_indices else fast[0]
     fill = -np.inf if X.dtype.kind == "f" else np.iinfo(X.dtype).min
     xp, out, pads, strides, dilations, _ = _pooled(X, fill, kernel_shape, strides, pads, dilations, auto_pad,
                                                    ceil_mode)
     views = [xp[index] for index in _windows(xp, out, strides, dilations, kernel_shape)]
-    if not (len(_outputs) > 1 and _outputs[1]):
+    if not want_indices:
         Y = views[0].copy()
         for v in views[1:]:
             np.maximum(Y, v, out=Y)
@@ -105,6 +112,9 @@ def MaxPoolGrad(dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, 
         raise ValueError("MaxPoolGrad needs the static shape of its output (the MaxPool input) in the graph's "
                          f"value_info; found {shape}")
     shape = [dY.shape[0]] + list(shape[1:])
+    dX = simd.maxpool_grad(dY, Indices, shape)
+    if dX is not None:
+        return dX
     size = int(np.prod(shape, dtype=np.int64))
     index = Indices.ravel().astype(np.intp, copy=False)       # intp: wasm32
     if _disjoint_windows(kernel_shape, strides, pads, dilations, auto_pad, ceil_mode):
