@@ -174,9 +174,13 @@ def _source_hash() -> str:
 
 def _export_inference(folder: Path) -> None:
     """ORT's own inference model of the artifact set (the forward graph with the checkpoint's parameters)."""
+    import onnxruntime
     api = oc.ort_api()
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
     state = api.CheckpointState.load_checkpoint(str(folder / "checkpoint"))
-    module = api.Module(str(folder / "training_model.onnx"), state, str(folder / "eval_model.onnx"))
+    module = api.Module(str(folder / "training_model.onnx"), state, str(folder / "eval_model.onnx"),
+                        session_options=options)
     module.export_model_for_inferencing(str(folder / "inference_model.onnx"), ["output"])
 
 

@@ -1,0 +1,144 @@
+// Added by bench/bench_side_by_side.py as an init script to the product page (the site's index.html, served
+// unchanged): it notes when `window.onnxtrain.ready` resolves, then at once loads the MLP artifacts and trains
+// one batch through the worker ("time to the first trained step"), and offers the bench's training and
+// forward-only timers over the worker's messages (`load`, `train`, `runPython`).  Times are on the page's
+// clock, which starts when the navigation starts.  window.__benchConfig is set just before this script.
+(() => {
+  if (!/^\/(index\.html)?$/.test(location.pathname)) return;
+  const config = window.__benchConfig || {};
+  const times = {};
+  let api;
+  let firstStep;
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  };
+
+  async function bytes(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    return response.arrayBuffer();
+  }
+
+  async function modelData(dir) {
+    const base = new URL(dir, location.href);
+    const url = (name) => new URL(name, base).href;
+    const meta = await (await fetch(url("meta.json"))).json();
+    const [training, checkpoint, evalModel, optimizer, x, y] = await Promise.all(
+      [meta.files.training, meta.files.checkpoint, meta.files.eval, meta.files.optimizer, "x.f32", "y.i64"].map((f) => bytes(url(f))));
+    const batch = [{ data: new Float32Array(x), shape: [meta.batch, ...meta.inputShape], dtype: "float32" },
+      { data: new BigInt64Array(y), shape: [meta.batch], dtype: "int64" }];
+    return { meta, url, files: { training, checkpoint, evalModel, optimizer }, batch };
+  }
+
+  async function runFirstStep(onnxtrain) {
+    const { files, batch } = await modelData(config.firstStepDir);
+    times.artifactsFetched = performance.now();
+    await onnxtrain.call("load", files, { transfer: Object.values(files) });
+    times.artifactsLoaded = performance.now();
+    const result = await onnxtrain.call("train", { batches: [batch] });
+    times.firstStep = performance.now();
+    return { loss: result.losses[0], stepMs: result.stepMilliseconds[0] };
+  }
+
+  Object.defineProperty(window, "onnxtrain", {
+    configurable: true,
+    enumerable: true,
+    get: () => api,
+    set(value) {
+      api = value;
+      times.apiDefined = performance.now();
+      firstStep = value.ready.then((info) => {
+        times.ready = performance.now();
+        return runFirstStep(value).then((step) => ({ info, step }));
+      });
+      if (value.blas) value.blas.then((on) => { times.blas = performance.now(); times.blasOn = on; }, () => {});
+    },
+  });
+
+  async function serviceWorkerReady(timeoutMs) {
+    if (!("serviceWorker" in navigator)) return false;
+    const ready = navigator.serviceWorker.ready.then(() => true);
+    return Promise.race([ready, new Promise((resolve) => setTimeout(() => resolve(false), timeoutMs))]);
+  }
+
+  // What the visit took; waits for the page's background work too (scipy's BLAS where the site loads it,
+  // the service worker's precache), so that the bytes the visit downloads are all counted.
+  async function visit() {
+    const { info, step } = await firstStep;
+    if (api.blas) await api.blas.catch(() => false);
+    const serviceWorker = await serviceWorkerReady(120000);
+    times.settled = performance.now();
+    return { times, timings: info.timings, info: { ...info, timings: undefined }, step, serviceWorker };
+  }
+
+  // Train the model folder's artifacts in the worker: `setup` (Python) first, then warmupMs of training in
+  // calls of about 300 ms, then one `train` call of as many steps as fit in budgetMs (at least minSteps, at most
+  // steps); the worker's own per-step times (train step, optimizer step, reset, and the hand-over of the batch).
+  async function train(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10, reload = true } = {}) {
+    const { files, batch } = await modelData(dir);
+    const call = api.call;
+    const t0 = performance.now();
+    if (reload) await call("load", files, { transfer: Object.values(files) });
+    const loadMs = performance.now() - t0;
+    const trainSteps = (n) => call("train", { batches: Array(n).fill(batch) });
+    const w0 = performance.now();
+    let result = await trainSteps(1);
+    const firstStepMs = result.stepMilliseconds[0];
+    let pace = firstStepMs;
+    let warmupSteps = 1;
+    const losses = [result.losses[0]];
+    while (performance.now() - w0 < warmupMs) {
+      const n = Math.max(1, Math.min(50, Math.round(300 / Math.max(pace, 0.05))));
+      result = await trainSteps(n);
+      pace = median(result.stepMilliseconds);
+      warmupSteps += n;
+    }
+    const count = Math.max(minSteps, Math.min(steps, Math.ceil(budgetMs / Math.max(pace, 0.01))));
+    result = await trainSteps(count);
+    losses.push(result.losses.at(-1));
+    return { times: result.stepMilliseconds, warmupSteps, firstStepMs, loadMs, firstLoss: losses[0], lastLoss: losses[1] };
+  }
+
+  // Forward-only in the worker: onnxtrain's runtime (onnxtrain.runtime.Session) on the exported inference model,
+  // timed in Python (time.perf_counter is performance.now in Pyodide) after warmupMs.
+  async function forward(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10 } = {}) {
+    const base = new URL(dir, location.href);
+    const meta = await (await fetch(new URL("meta.json", base))).json();
+    const code = `
+import time as _time
+import numpy as _np
+from pyodide.http import pyfetch as _pyfetch
+from onnxtrain import ir as _ir
+from onnxtrain.runtime import Session as _Session
+
+async def _bytes(url):
+    response = await _pyfetch(url)
+    return await response.bytes()
+
+_session = _Session(_ir.load(await _bytes(${JSON.stringify(new URL(meta.files.inference, base).href)})))
+_x = _np.frombuffer(await _bytes(${JSON.stringify(new URL("fx.f32", base).href)}), _np.float32).reshape(${JSON.stringify([meta.forwardBatch, ...meta.inputShape])})
+
+def _once():
+    start = _time.perf_counter()
+    _session.run([_x])
+    return (_time.perf_counter() - start) * 1e3
+
+_warm = []
+_t0 = _time.perf_counter()
+while (_time.perf_counter() - _t0) * 1e3 < ${warmupMs} or len(_warm) < 2:
+    _warm.append(_once())
+_pace = sorted(_warm[len(_warm) // 2:])[len(_warm[len(_warm) // 2:]) // 2]
+_count = max(${minSteps}, min(${steps}, int(${budgetMs} / max(_pace, 0.01)) + 1))
+_times = [_once() for _ in range(_count)]
+del _session, _x
+{"times": _times, "warmupSteps": len(_warm), "firstStepMs": _warm[0]}
+`;
+    return api.call("runPython", { code });
+  }
+
+  const python = (code) => api.call("runPython", { code });
+
+  window.__bench = { times, visit, train, forward, python };
+})();
