@@ -181,7 +181,7 @@ def short(error: Exception | str) -> str:
 
 def timing_options(args, warmup: float | None = None) -> dict:
     return {"warmupMs": 1000 * (args.warmup if warmup is None else warmup), "budgetMs": 1000 * args.budget,
-            "steps": args.steps, "minSteps": 10}
+            "steps": args.steps, "minSteps": 5}
 
 
 def open_product_page(browser, url: str):
@@ -354,7 +354,7 @@ def report(rounds: list, keys: list, metas: dict, args, size: dict) -> None:
     main = VARIANTS[0].name
     print(f"\nSide by side in headless Chromium ({n} fresh-browser rounds; ms per full training step: the median over "
           f"rounds of each round's median [min-max over rounds];\nratios: the median of the per-round ratios; "
-          f"warm-up {args.warmup:g} s, then {args.budget:g} s of single steps, 10 to {args.steps} per model)")
+          f"warm-up {args.warmup:g} s, then {args.budget:g} s of single steps, 5 to {args.steps} per model)")
     variants = [v.name for v in VARIANTS]
     cols = (variants if "onnxtrain" in args.runtimes else []) + [RUNTIMES[r] for r in args.runtimes if r != "onnxtrain"]
     notes = []
@@ -389,6 +389,13 @@ def report(rounds: list, keys: list, metas: dict, args, size: dict) -> None:
         label = bm.MODELS[key].label
         print(f"{label:40s} " + " ".join(f"{c:>24s}" for c in cells)
               + f" {ratio(rounds, main, ORT, key):>14s} {ratio(rounds, main, TF, key):>16s}")
+    losses = []
+    for key in keys:
+        first = [column(rounds, c, key)[2][0] for c in (main, ORT)]
+        if all(isinstance(e, dict) for e in first):
+            losses.append(f"{key} {first[0]['firstLoss']:.5f} / {first[1]['firstLoss']:.5f}")
+    if losses:
+        print("First-step losses, same artifacts and batch (onnxtrain in the worker / ORT-web): " + ", ".join(losses))
     fwd = [k for k in keys if bm.MODELS[k].forward_batch]
     for key in fwd:
         batch = bm.MODELS[key].forward_batch
@@ -423,14 +430,23 @@ def report(rounds: list, keys: list, metas: dict, args, size: dict) -> None:
         if cells != ["n/a", "n/a"]:
             print(f"{label:58s} {cells[0]:>22s} {cells[1]:>24s}")
     for visit in ("fresh", "repeat"):
-        mb = [sum(s for _, s in c[visit]["served"]) / 1e6 for c in colds]
-        reqs = [len(c[visit]["served"]) for c in colds]
-        distinct = [sum(dict(c[visit]["served"]).values()) / 1e6 for c in colds]
-        print(f"downloaded during the {visit} visit: {cell(mb, 2, ' MB')} in {cell(reqs, 0)} responses with a body "
-              f"({cell(distinct, 2, ' MB')} distinct files)")
+        site = [[(p, s) for p, s in c[visit]["served"] if not p.startswith("/bench-")] for c in colds]
+        mb = [sum(s for _, s in log) / 1e6 for log in site]
+        reqs = [len(log) for log in site]
+        distinct = [sum(dict(log).values()) / 1e6 for log in site]
+        extra = [sum(s for p, s in c[visit]["served"] if p.startswith("/bench-")) / 1e6 for c in colds]
+        print(f"site files downloaded by the {visit} visit: {cell(mb, 2, ' MB')} in {cell(reqs, 0)} responses with a body "
+              f"({cell(distinct, 2, ' MB')} distinct files; plus {med(extra):.2f} MB of the bench's MLP artifacts)")
     if colds:
-        biggest = sorted(dict(colds[0]["fresh"]["served"]).items(), key=lambda kv: -kv[1])[:6]
+        log = colds[0]["fresh"]["served"]
+        biggest = sorted(dict(log).items(), key=lambda kv: -kv[1])[:5]
         print("  largest files of a fresh visit: " + ", ".join(f"{p.lstrip('/')} {s / 1e6:.1f} MB" for p, s in biggest))
+        paths = [p for p, _ in log]
+        twice = sorted({p for p in paths if paths.count(p) > 1}, key=lambda p: -dict(log)[p])
+        if twice:
+            print(f"  downloaded twice in a fresh visit (the page, then the service worker's precache): "
+                  f"{sum(dict(log)[p] * (paths.count(p) - 1) for p in twice) / 1e6:.2f} MB, "
+                  + ", ".join(p.lstrip("/") for p in twice[:6]) + (", ..." if len(twice) > 6 else ""))
         info = colds[0]["fresh"]["info"]
         print(f"  worker: Python {str(info.get('python', '?')).split(' ')[0]}, numpy {info.get('numpy')}"
               + "".join(f", {k} {v}" for k, v in info.items() if k not in ("python", "numpy", "timings")))
@@ -443,6 +459,12 @@ def report(rounds: list, keys: list, metas: dict, args, size: dict) -> None:
     print("wasm heap after the runs (never shrinks, so the peak): " + "; ".join(
         f"{k} {cell([v / 2 ** 20 for v in vals if isinstance(v, (int, float))], 1, ' MiB')}"
         if any(isinstance(v, (int, float)) for v in vals) else f"{k} {errors_of(vals)}" for k, vals in heaps.items()))
+    pages = [f"onnxtrain page crossOriginIsolated={colds[0]['fresh'].get('crossOriginIsolated')}" if colds else ""]
+    for runtime in (ORT, TF):
+        info = next((r[runtime].get("info") for r in rounds if runtime in r and r[runtime].get("info")), None)
+        if info:
+            pages.append(f"{runtime}: " + ", ".join(f"{k}={v}" for k, v in info.items()))
+    print("pages: " + "; ".join(p for p in pages if p))
     markdown(rounds, keys, cols, main)
 
 
@@ -465,7 +487,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200, help="at most this many timed steps per model and runtime")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per model and runtime")
-    parser.add_argument("--budget", type=float, default=2.0, help="seconds of timed steps per model and runtime")
+    parser.add_argument("--budget", type=float, default=1.5,
+                        help="seconds of timed steps per model and runtime (at least 5 steps)")
     parser.add_argument("--models", nargs="+", choices=list(bm.MODELS), default=list(bm.MODELS))
     parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments

@@ -66,11 +66,17 @@
   // What the visit took; waits for the page's background work too (scipy's BLAS where the site loads it,
   // the service worker's precache), so that the bytes the visit downloads are all counted.
   async function visit() {
-    const { info, step } = await firstStep;
+    for (let waited = 0; !firstStep; waited += 100) {
+      if (waited > 60000) throw new Error("the page never set window.onnxtrain");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const { info, step } = await Promise.race([firstStep, new Promise((_, reject) => setTimeout(
+      () => reject(new Error("no trained step 180 s after page open")), 180000 - performance.now()))]);
     if (api.blas) await api.blas.catch(() => false);
     const serviceWorker = await serviceWorkerReady(120000);
     times.settled = performance.now();
-    return { times, timings: info.timings, info: { ...info, timings: undefined }, step, serviceWorker };
+    return { times, timings: info.timings, info: { ...info, timings: undefined }, step, serviceWorker,
+      crossOriginIsolated: self.crossOriginIsolated };
   }
 
   // Train the model folder's artifacts in the worker: `setup` (Python) first, then warmupMs of training in

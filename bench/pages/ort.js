@@ -42,4 +42,5 @@ window.bench.forward = async (key, dir, options) => {
   await session.release();
   return { ...result, heapBytes: window.bench.heapBytes() };
 };
-window.bench.ready = Promise.resolve({ runtime: "onnxruntime-web", version: ort.env.versions?.common ?? "?" });
+window.bench.ready = Promise.resolve({ version: ort.env.versions?.common ?? "?", numThreads: ort.env.wasm.numThreads,
+  crossOriginIsolated: self.crossOriginIsolated });

@@ -207,4 +207,5 @@ window.bench.forward = async (key, dir, options) => {
   release(model, x);
   return { ...result, heapBytes: window.bench.heapBytes() };
 };
-window.bench.ready = backendReady.then(() => ({ runtime: "tfjs", version: tf.version.tfjs, backend: tf.getBackend() }));
+window.bench.ready = backendReady.then(() => ({ version: tf.version.tfjs, backend: tf.getBackend(),
+  threads: tf.wasm.getThreadsCount ? tf.wasm.getThreadsCount() : "?", crossOriginIsolated: self.crossOriginIsolated }));
