@@ -1,6 +1,8 @@
 """Checks for the values fed to a graph input, built once per input from its declared type."""
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 
 from ..ir import dtypes
@@ -28,8 +30,10 @@ def check_feed(value_info):
         return lambda value: value
     dtype = dtypes.to_numpy(typ.elem_type)
     shape = typ.shape
-    fixed = [] if shape is None else [(i, d) for i, d in enumerate(shape) if isinstance(d, int)]
     rank = None if shape is None else len(shape)
+    fixed = [] if shape is None else [i for i, d in enumerate(shape) if isinstance(d, int)]
+    fixed_dims = itemgetter(*fixed) if fixed else None   # a tuple of the fixed dims (one int if one)
+    want = fixed_dims(shape) if fixed else None
 
     def check_tensor(value):
         if not isinstance(value, np.ndarray):
@@ -40,7 +44,7 @@ def check_feed(value_info):
         if value.dtype != dtype:
             raise FeedError(f"input '{name}' must have dtype {dtype.name}, got {value.dtype.name} "
                             f"(shape {list(value.shape)})")
-        if rank is not None and (value.ndim != rank or any(value.shape[i] != d for i, d in fixed)):
+        if rank is not None and (value.ndim != rank or (fixed_dims is not None and fixed_dims(value.shape) != want)):
             raise FeedError(f"input '{name}' must have shape {_shape_text(shape)}, got {list(value.shape)}")
         return value
     return check_tensor
