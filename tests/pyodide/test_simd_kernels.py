@@ -234,3 +234,18 @@ def test_conv_gemm_and_pool_kernels_agree_with_and_without_simd():
                          lookup("MaxPoolGrad")(y, where, **pool, _output_shapes=([3, 4, 9, 9],))])
     for fast, plain in zip(*runs):
         np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (64, 128), (3, 8, 28, 28)])
+def test_relu_and_its_gradient_are_bit_equal_to_numpy(shape):
+    x, dy = rand(*shape), rand(*shape, seed=1)
+    specials = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0, 1.0], np.float32)
+    flat = x.reshape(-1)
+    flat[:min(flat.size, specials.size)] = specials[:flat.size]
+    relu, relu_grad = lookup("Relu"), lookup("ReluGrad", "com.microsoft")
+    fast = [relu(x), relu_grad(dy, x), relu(x.T), relu_grad(dy.T, x.T)]
+    with numpy_only():
+        plain = [relu(x), relu_grad(dy, x), relu(x.T), relu_grad(dy.T, x.T)]
+    for f, p in zip(fast, plain):
+        assert f.dtype == p.dtype and f.shape == p.shape
+        np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too

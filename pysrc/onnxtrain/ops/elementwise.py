@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..ir import dtypes
+from . import simd
 from .registry import kernel
 
 
@@ -23,10 +24,16 @@ for _name, _fn in {
     "Reciprocal": np.reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round, "Sin": np.sin,
     "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh,
     "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh, "Tanh": np.tanh,
-    "Relu": lambda x: np.maximum(x, 0), "Softsign": lambda x: x / (1 + np.abs(x)),
+    "Softsign": lambda x: x / (1 + np.abs(x)),
     "Softplus": lambda x: np.logaddexp(0, x),
 }.items():
     _unary(_name, _fn)
+
+
+@kernel("Relu")
+def Relu(X):
+    Y = simd.relu(X)
+    return np.maximum(X, X.dtype.type(0)) if Y is None else Y    # a typed zero: numpy's slow path otherwise
 
 
 @kernel("Sigmoid")

@@ -149,6 +149,26 @@ def sgd(weights, gradients, neg_lr) -> bool:
     return True
 
 
+def relu(x: np.ndarray) -> np.ndarray | None:
+    """np.maximum(x, 0) for float32; None for anything else."""
+    if not _on or x.dtype != F32:
+        return None
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, F32)
+    _lib.relu_f32(x.size, _ptr(x), _ptr(y))
+    return y
+
+
+def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """dy where x > 0, else +0, for same-shaped float32 arrays; None for anything else."""
+    if not _on or dy.dtype != F32 or x.dtype != F32 or dy.shape != x.shape:
+        return None
+    dy, x = np.ascontiguousarray(dy), np.ascontiguousarray(x)
+    dx = np.empty(x.shape, F32)
+    _lib.relu_grad_f32(x.size, _ptr(dy), _ptr(x), _ptr(dx))
+    return dx
+
+
 def _window_args(x_shape, out, kernel_shape, strides, pads, dilations) -> list:
     h, w = x_shape[-2:]
     return [h, w, out[0], out[1], kernel_shape[0], kernel_shape[1], strides[0], strides[1], pads[0], pads[1],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import simd
 from .optimizers import bool_flag, scalar_input
 from .reduce import reduce_with
 from .registry import kernel
@@ -20,6 +21,9 @@ _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 @kernel("ReluGrad", MS)
 def ReluGrad(dY, X):
     """dY where X > 0, else +0.  For floats as a bit mask: np.where is slow on the random masks of real data."""
+    dX = simd.relu_grad(dY, X)
+    if dX is not None:
+        return dX
     ints = _SAME_SIZE_INT.get(dY.dtype.itemsize) if dY.dtype.kind == "f" else None
     if ints is None or dY.shape != X.shape:
         return np.where(X > 0, dY, dY.dtype.type(0))

@@ -1,0 +1,32 @@
+/* ReLU and its gradient over float32, with numpy's results bit for bit: np.maximum(x, 0) keeps NaN (its bits
+   too) and -0.0, and the gradient passes dy where x > 0 and +0 elsewhere.  Both are bit masks, also for the
+   last n % 4 elements (through a 4-float buffer), so no float instruction can rewrite a NaN. */
+#include "kernels.h"
+
+static inline v128_t relu4(v128_t v) {
+  return wasm_v128_and(v, wasm_v128_or(wasm_f32x4_ge(v, wasm_f32x4_splat(0.0f)), wasm_f32x4_ne(v, v)));
+}
+
+static inline v128_t relu_grad4(v128_t dy, v128_t x) {
+  return wasm_v128_and(dy, wasm_f32x4_gt(x, wasm_f32x4_splat(0.0f)));
+}
+
+API void relu_f32(int n, const float *x, float *y) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, relu4(wasm_v128_load(x + i)));
+  if (i == n) return;
+  float t[4] = {0};
+  for (int j = i; j < n; j++) t[j - i] = x[j];
+  wasm_v128_store(t, relu4(wasm_v128_load(t)));
+  for (int j = i; j < n; j++) y[j] = t[j - i];
+}
+
+API void relu_grad_f32(int n, const float *dy, const float *x, float *dx) {
+  int i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(dx + i, relu_grad4(wasm_v128_load(dy + i), wasm_v128_load(x + i)));
+  if (i == n) return;
+  float a[4] = {0}, b[4] = {0};
+  for (int j = i; j < n; j++) { a[j - i] = dy[j]; b[j - i] = x[j]; }
+  wasm_v128_store(a, relu_grad4(wasm_v128_load(a), wasm_v128_load(b)));
+  for (int j = i; j < n; j++) dx[j] = a[j - i];
+}
