@@ -44,7 +44,8 @@ def assert_product_close(out, a, b, c=None, alpha=1.0, beta=0.0):
     assert np.all(np.abs(out - expected) <= 2 * (k + 2) * EPS32 * bound + 1e-30), np.abs(out - expected).max()
 
 
-SHAPES = [(1, 1, 1), (5, 7, 3), (4, 8, 8), (61, 53, 37), (64, 784, 128), (3, 300, 9), (33, 257, 70), (9, 2, 1001)]
+SHAPES = [(1, 1, 1), (5, 7, 3), (4, 8, 8), (61, 53, 37), (64, 784, 128), (3, 300, 9), (33, 257, 70), (9, 2, 1001),
+          (8, 784, 9), (7, 1001, 3), (32, 1568, 10)]   # the last three: few outputs from long rows
 
 
 @pytest.mark.parametrize("m, k, n", SHAPES)

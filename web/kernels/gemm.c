@@ -73,8 +73,9 @@ static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
   { v128_t x = wasm_v128_load32_splat(a + r);                                           \
     c##r##0 = madd(x, b0, c##r##0); c##r##1 = madd(x, b1, c##r##1); }
 
-/* C[0:mr, 0:nr] += alpha * (packed A panel) (packed B panel) */
-static void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, v128_t alpha) {
+/* C[0:mr, 0:nr] = alpha * (packed A panel) (packed B panel) + (overwrite ? 0 : C) */
+static void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, v128_t alpha,
+                  int overwrite) {
   v128_t z = wasm_f32x4_splat(0.0f);
   v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   for (int p = 0; p < kc; p++, a += MR, b += NR) {
@@ -82,6 +83,13 @@ static void micro(int kc, const float *a, const float *b, float *c, int ldc, int
     ROW(0) ROW(1) ROW(2) ROW(3)
   }
   v128_t acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+  if (mr == MR && nr == NR && overwrite) {
+    for (int i = 0; i < MR; i++, c += ldc) {
+      wasm_v128_store(c, wasm_f32x4_mul(alpha, acc[i][0]));
+      wasm_v128_store(c + 4, wasm_f32x4_mul(alpha, acc[i][1]));
+    }
+    return;
+  }
   if (mr == MR && nr == NR) {
     for (int i = 0; i < MR; i++, c += ldc) {
       wasm_v128_store(c, madd(alpha, acc[i][0], wasm_v128_load(c)));
@@ -95,7 +103,7 @@ static void micro(int kc, const float *a, const float *b, float *c, int ldc, int
     wasm_v128_store(tile + i * NR + 4, wasm_f32x4_mul(alpha, acc[i][1]));
   }
   for (int i = 0; i < mr; i++)
-    for (int j = 0; j < nr; j++) c[i * ldc + j] += tile[i * NR + j];
+    for (int j = 0; j < nr; j++) c[i * ldc + j] = tile[i * NR + j] + (overwrite ? 0.0f : c[i * ldc + j]);
 }
 
 static void scale(int m, int n, float beta, float *c, int ldc) {
@@ -105,10 +113,50 @@ static void scale(int m, int n, float beta, float *c, int ldc) {
   }
 }
 
+/* Few outputs from long rows: dot products of contiguous rows of A and columns of B, two by two, no packing. */
+static void gemm_dots(int m, int n, int k, float alpha, const float *a, int rsa, const float *b, int csb,
+                      float beta, float *c, int ldc) {
+  for (int i = 0; i < m; i += 2) {
+    const float *a0 = a + i * rsa, *a1 = i + 1 < m ? a0 + rsa : a0;
+    for (int j = 0; j < n; j += 2) {
+      const float *b0 = b + j * csb, *b1 = j + 1 < n ? b0 + csb : b0;
+      v128_t s00 = wasm_f32x4_splat(0.0f), s01 = s00, s10 = s00, s11 = s00;
+      int p = 0;
+      for (; p + 4 <= k; p += 4) {
+        v128_t x0 = wasm_v128_load(a0 + p), x1 = wasm_v128_load(a1 + p);
+        v128_t y0 = wasm_v128_load(b0 + p), y1 = wasm_v128_load(b1 + p);
+        s00 = madd(x0, y0, s00); s01 = madd(x0, y1, s01); s10 = madd(x1, y0, s10); s11 = madd(x1, y1, s11);
+      }
+      float d[4] = {0}, t[4];
+      v128_t sums[4] = {s00, s01, s10, s11};
+      for (int q = 0; q < 4; q++) {
+        wasm_v128_store(t, sums[q]);
+        d[q] = (t[0] + t[1]) + (t[2] + t[3]);
+      }
+      for (; p < k; p++) {
+        d[0] += a0[p] * b0[p]; d[1] += a0[p] * b1[p]; d[2] += a1[p] * b0[p]; d[3] += a1[p] * b1[p];
+      }
+      for (int di = 0; di < 2 && i + di < m; di++)
+        for (int dj = 0; dj < 2 && j + dj < n; dj++) {
+          float *out = c + (i + di) * ldc + j + dj;
+          *out = alpha * d[di * 2 + dj] + (beta == 0.0f ? 0.0f : beta * *out);
+        }
+    }
+  }
+}
+
 static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int csa, const float *b, int rsb,
                   int csb, float beta, float *c, int ldc) {
-  if (beta != 1.0f) scale(m, n, beta, c, ldc);
-  if (alpha == 0.0f) return;
+  if (csa == 1 && rsb == 1 && m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f) {
+    gemm_dots(m, n, k, alpha, a, rsa, b, csb, beta, c, ldc);
+    return;
+  }
+  int overwrite = beta == 0.0f && k > 0;          /* BLAS: beta 0 ignores what C held */
+  if (beta != 1.0f && !overwrite) scale(m, n, beta, c, ldc);
+  if (alpha == 0.0f) {
+    if (overwrite) scale(m, n, 0.0f, c, ldc);
+    return;
+  }
   v128_t va = wasm_f32x4_splat(alpha);
   for (int jc = 0; jc < n; jc += NC) {
     int nc = min(NC, n - jc);
@@ -121,7 +169,7 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
         for (int jr = 0; jr < nc; jr += NR)
           for (int ir = 0; ir < mc; ir += MR)
             micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
-                  min(MR, mc - ir), min(NR, nc - jr), va);
+                  min(MR, mc - ir), min(NR, nc - jr), va, overwrite && pc == 0);
       }
     }
   }
