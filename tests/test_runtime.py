@@ -1,10 +1,14 @@
 """The runtime: planning (order, slots, liveness) and running, with clear errors.  Pure numpy, no onnxruntime."""
 
+import platform
+import sys
+
 import numpy as np
 import pytest
 
 from onnxtrain.ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from onnxtrain.runtime import FeedError, GraphError, RunError, Session
+from onnxtrain.runtime.memory import keep_freed_memory
 
 IN_PYODIDE = True  # pure numpy: also run inside Pyodide by tests/browser/test_in_pyodide.py
 FLOAT, INT64 = 1, 7
@@ -204,3 +208,8 @@ def test_mse_training_graph_runs_no_dead_nodes():
     np.testing.assert_allclose(loss, np.mean((x @ w + b - target) ** 2), rtol=1e-5)
     np.testing.assert_allclose(module._state._entries["w"].grad, x.T @ dy, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(module._state._entries["b"].grad, dy.sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_freed_memory_is_kept_for_the_next_step_on_glibc_only():
+    glibc = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+    assert keep_freed_memory() is glibc and keep_freed_memory() is glibc

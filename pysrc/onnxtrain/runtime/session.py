@@ -5,6 +5,7 @@ import numpy as np
 
 from ..ir.model import Model
 from .feeds import FeedError, check_feed
+from .memory import keep_freed_memory
 from .plan import Plan
 
 
@@ -26,6 +27,7 @@ class Session:
     """An executable graph.  ``run`` takes feeds in input order (or by name)."""
 
     def __init__(self, model: Model):
+        keep_freed_memory()
         self.model = model
         self.plan = Plan(model)
         self._checks = [check_feed(vi) for vi in self.plan.input_info]
