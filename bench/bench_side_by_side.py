@@ -171,7 +171,7 @@ def short(error: Exception | str) -> str:
     """An error's message in one line (a Python traceback from the worker: its last line, which says what failed)."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
     if any("Traceback (most recent call last)" in line for line in lines):
-        lines = [line for line in lines if not line.startswith("at ")] [-1:]
+        lines = [line for line in lines if not line.startswith("at ")][-1:]
     text = lines[0] if lines else "?"
     for prefix in ("Page.evaluate: ", "Error: ", "PythonError: "):
         while text.startswith(prefix):
@@ -208,99 +208,106 @@ def cold_start(page, url: str, served: Served) -> dict:
     return out
 
 
-def run_onnxtrain(page, keys: list, args) -> dict:
-    """{(variant, key): result or error text} and forward results under (variant, key, "forward")."""
-    out = {}
-    for key in keys:
-        directory = f"bench-artifacts/{key}/"
-        loaded = False
-        for i, variant in enumerate(VARIANTS):
-            if variant.setup:
-                try:
-                    page.evaluate("(code) => window.__bench.python(code)", variant.setup)
-                except Exception as e:  # noqa: BLE001 - printed as n/a
-                    out[variant.name, key] = f"n/a (setup failed: {short(e)})"
-                    continue
+def run_onnxtrain(page, key: str, args, out: dict) -> None:
+    """Every variant on one model: out[(variant, key)] and, forward-only, out[(variant, key, "forward")] (a result
+    or an n/a text)."""
+    directory = f"bench-artifacts/{key}/"
+    loaded = False
+    for variant in VARIANTS:
+        if variant.setup:
             try:
-                options = timing_options(args, None if not loaded else args.warmup / 4)
-                options["reload"] = not loaded
-                out[variant.name, key] = page.evaluate("([d, o]) => window.__bench.train(d, o)", [directory, options])
-                loaded = True
-                if bm.MODELS[key].forward_batch:
-                    try:
-                        out[variant.name, key, "forward"] = page.evaluate("([d, o]) => window.__bench.forward(d, o)",
-                                                                          [directory, timing_options(args)])
-                    except Exception as e:  # noqa: BLE001
-                        out[variant.name, key, "forward"] = f"n/a ({short(e)})"
-            except Exception as e:  # noqa: BLE001
-                out[variant.name, key] = f"n/a ({short(e)})"
-            finally:
-                if variant.undo:
-                    try:
-                        page.evaluate("(code) => window.__bench.python(code)", variant.undo)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"warning: undo of variant {variant.name!r} failed: {short(e)}", file=sys.stderr)
+                page.evaluate("(code) => window.__bench.python(code)", variant.setup)
+            except Exception as e:  # noqa: BLE001 - printed as n/a
+                out[variant.name, key] = f"n/a (setup failed: {short(e)})"
+                continue
+        try:
+            options = timing_options(args, None if not loaded else args.warmup / 4)
+            options["reload"] = not loaded
+            out[variant.name, key] = page.evaluate("([d, o]) => window.__bench.train(d, o)", [directory, options])
+            loaded = True
+            if bm.MODELS[key].forward_batch:
+                try:
+                    out[variant.name, key, "forward"] = page.evaluate("([d, o]) => window.__bench.forward(d, o)",
+                                                                      [directory, timing_options(args)])
+                except Exception as e:  # noqa: BLE001
+                    out[variant.name, key, "forward"] = f"n/a ({short(e)})"
+        except Exception as e:  # noqa: BLE001
+            out[variant.name, key] = f"n/a ({short(e)})"
+        finally:
+            if variant.undo:
+                try:
+                    page.evaluate("(code) => window.__bench.python(code)", variant.undo)
+                except Exception as e:  # noqa: BLE001
+                    print(f"warning: undo of variant {variant.name!r} failed: {short(e)}", file=sys.stderr)
+
+
+def onnxtrain_heap(page):
     try:
-        out["heap"] = page.evaluate("() => window.__bench.python('import pyodide_js\\npyodide_js._module.HEAPU8.length')")
+        return page.evaluate("() => window.__bench.python('import pyodide_js\\npyodide_js._module.HEAPU8.length')")
     except Exception as e:  # noqa: BLE001
-        out["heap"] = f"n/a ({short(e)})"
-    return out
+        return f"n/a ({short(e)})"
 
 
-def run_page(browser, url: str, page_name: str, runtime: str, keys: list, args) -> dict:
-    """The ORT-web or TF.js bench page in a fresh context: every model trained, forward-only where wanted."""
+def open_bench_page(browser, url: str, page_name: str, out: dict):
+    """The ORT-web or TF.js bench page in a fresh context (its own storage, no service worker); its context and
+    page, or None when it failed to start (out["failed"] says why)."""
     context = browser.new_context()
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    out = {}
     try:
         page.goto(url + f"bench-pages/{page_name}")
         page.wait_for_function("() => window.bench && window.bench.ready")
         out["info"] = page.evaluate("() => window.bench.ready")
-        for key in keys:
-            if runtime == TF and key in TFJS_SAME:
-                continue
-            directory = f"../bench-artifacts/{key}/"
-            for kind in ("train", "forward"):
-                if kind == "forward" and not bm.MODELS[key].forward_batch:
-                    continue
-                try:
-                    out[runtime, key, kind] = page.evaluate(f"([k, d, o]) => window.bench.{kind}(k, d, o)",
-                                                            [key, directory, timing_options(args)])
-                except Exception as e:  # noqa: BLE001
-                    out[runtime, key, kind] = f"n/a ({short(e)})"
-        out["heap"] = page.evaluate("() => window.bench.heapBytes()")
+        return context, page
     except Exception as e:  # noqa: BLE001
-        out["failed"] = f"{short(e)} {errors[:1]}"
-    finally:
+        out["failed"] = f"n/a ({short(e)} {errors[:1]})"
         context.close()
-    return out
+        return context, None
+
+
+def run_bench_page(page, runtime: str, key: str, args, out: dict) -> None:
+    """One model on the ORT-web or TF.js page: trained, and forward-only where the model wants it."""
+    if page is None or (runtime == TF and key in TFJS_SAME):
+        return
+    for kind in ("train", "forward"):
+        if kind == "forward" and not bm.MODELS[key].forward_batch:
+            continue
+        try:
+            out[runtime, key, kind] = page.evaluate(f"([k, d, o]) => window.bench.{kind}(k, d, o)",
+                                                    [key, f"../bench-artifacts/{key}/", timing_options(args)])
+        except Exception as e:  # noqa: BLE001
+            out[runtime, key, kind] = f"n/a ({short(e)})"
 
 
 def one_round(playwright, url: str, served: Served, keys: list, args, round_index: int) -> dict:
+    """A fresh browser: the product page's cold start, then the models one by one, each measured by every runtime
+    back to back (the runtime order rotating), so that machine noise hits a model's runtimes alike; all three
+    pages stay open, idle while another one runs."""
     from browser.conftest import CHROMIUM_ARGS
     browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
-    result = {}
+    result = {"onnxtrain": {}, ORT: {}, TF: {}}
     try:
         context, page = open_product_page(browser, url)
         result["cold"] = cold_start(page, url, served)
-        order = ["onnxtrain", ORT, TF]
-        order = order[round_index % 3:] + order[:round_index % 3]  # each runtime first in some round
-        for runtime in order:
-            if runtime not in [RUNTIMES[r] for r in args.runtimes]:
-                continue
+        pages = {"onnxtrain": page}
+        for runtime, name in ((ORT, "ort.html"), (TF, "tfjs.html")):
+            if [r for r in args.runtimes if RUNTIMES[r] == runtime]:
+                pages[runtime] = open_bench_page(browser, url, name, result[runtime])[1]
+        runtimes = [RUNTIMES[r] for r in RUNTIMES if r in args.runtimes]
+        for m, key in enumerate(keys):
             t0 = time.perf_counter()
-            if runtime == "onnxtrain":
-                result["onnxtrain"] = run_onnxtrain(page, keys, args)
-                context.close()
-            elif runtime == ORT:
-                result[ORT] = run_page(browser, url, "ort.html", ORT, keys, args)
-            else:
-                result[TF] = run_page(browser, url, "tfjs.html", TF, keys, args)
-            print(f"  round {round_index + 1}: {runtime} took {time.perf_counter() - t0:.0f} s", flush=True)
-        if "onnxtrain" not in args.runtimes:
-            context.close()
+            shift = (round_index + m) % len(runtimes)
+            for runtime in runtimes[shift:] + runtimes[:shift]:
+                if runtime == "onnxtrain":
+                    run_onnxtrain(page, key, args, result["onnxtrain"])
+                else:
+                    run_bench_page(pages[runtime], runtime, key, args, result[runtime])
+            print(f"  round {round_index + 1}: {key} took {time.perf_counter() - t0:.0f} s", flush=True)
+        result["onnxtrain"]["heap"] = onnxtrain_heap(page)
+        for runtime in (ORT, TF):
+            if pages.get(runtime) is not None:
+                result[runtime]["heap"] = pages[runtime].evaluate("() => window.bench.heapBytes()")
     finally:
         browser.close()
     return result
@@ -334,9 +341,8 @@ def column(rounds, runtime, key, kind="train"):
         if runtime in (ORT, TF):
             entries.append(r.get(runtime, {}).get((runtime, TFJS_SAME.get(key, key) if runtime == TF else key, kind),
                                                   r.get(runtime, {}).get("failed", "n/a (not run)")))
-        else:
-            name = runtime
-            entries.append(r.get("onnxtrain", {}).get((name, key) if kind == "train" else (name, key, "forward"),
+        else:  # an onnxtrain variant
+            entries.append(r.get("onnxtrain", {}).get((runtime, key) if kind == "train" else (runtime, key, "forward"),
                                                       "n/a (not run)"))
     values = [step_ms(e) for e in entries]
     return [v for v in values if v is not None], errors_of(entries), entries
@@ -349,7 +355,7 @@ def ratio(rounds, a, b, key) -> str:
     return f"{med(ratios):.2f}x" if ratios else "n/a"
 
 
-def report(rounds: list, keys: list, metas: dict, args, size: dict) -> None:
+def report(rounds: list, keys: list, args, size: dict) -> None:
     n = len(rounds)
     main = VARIANTS[0].name
     print(f"\nSide by side in headless Chromium ({n} fresh-browser rounds; ms per full training step: the median over "
@@ -482,20 +488,31 @@ def markdown(rounds, keys, cols, main) -> None:
               + f" | {ratio(rounds, main, ORT, key)} | {ratio(rounds, main, TF, key)} |")
 
 
+def flatten(result: dict):
+    """A round's results as (key, value) pairs with string-able keys, for --json."""
+    for part, value in result.items():
+        if isinstance(value, dict) and part != "cold":
+            for key, entry in value.items():
+                yield (part, *key) if isinstance(key, tuple) else (part, key), entry
+        else:
+            yield part, value
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=200, help="at most this many timed steps per model and runtime")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per model and runtime")
-    parser.add_argument("--budget", type=float, default=1.5,
+    parser.add_argument("--budget", type=float, default=1.0,
                         help="seconds of timed steps per model and runtime (at least 5 steps)")
     parser.add_argument("--models", nargs="+", choices=list(bm.MODELS), default=list(bm.MODELS))
     parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
+    parser.add_argument("--json", type=Path, help="also write every round's raw results here")
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments
     from playwright.sync_api import sync_playwright
     keys = list(dict.fromkeys([FIRST_STEP_MODEL] + args.models))
     t0 = time.perf_counter()
-    metas = assemble(keys)
+    assemble(keys)
     size = site_size()
     served = Served()
     server, url = serve(BENCH_SITE, served)
@@ -508,7 +525,10 @@ def main():
                 rounds.append(one_round(p, url, served, keys, args, i))
     finally:
         server.shutdown()
-    report(rounds, [k for k in keys if k in args.models], metas, args, size)
+    if args.json:
+        args.json.write_text(json.dumps([{("|".join(k) if isinstance(k, tuple) else k): v
+                                          for k, v in flatten(r)} for r in rounds], indent=1))
+    report(rounds, [k for k in keys if k in args.models], args, size)
     print(f"\n(bench took {time.perf_counter() - t0:.0f} s)")
 
 
