@@ -32,6 +32,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -67,15 +68,13 @@ class Variant:
     undo: str = ""
 
 
+# e.g. Variant("onnxtrain, numpy matmul", "from onnxtrain.ops.matmul import use_scipy_blas\nuse_scipy_blas(False)",
+# "...use_scipy_blas(True)") for a site that loads scipy's BLAS
 VARIANTS = [
     Variant("onnxtrain"),  # the site as it ships
     Variant("onnxtrain, SIMD kernels off",
             "from onnxtrain.ops import simd\nassert simd.available(), 'the SIMD kernels are not loaded'\nsimd.use(False)",
             "from onnxtrain.ops import simd\nsimd.use(True)"),
-    Variant("onnxtrain, scipy BLAS off",
-            "from onnxtrain.ops.matmul import scipy_blas_on, use_scipy_blas\nassert scipy_blas_on(), "
-            "\"scipy's BLAS is not on\"\nuse_scipy_blas(False)",
-            "from onnxtrain.ops.matmul import use_scipy_blas\nuse_scipy_blas(True)"),
 ]
 ORT, TF = "onnxruntime-web 1.19.2", "TF.js 4.22 wasm"
 RUNTIMES = {"onnxtrain": "onnxtrain", "ort": ORT, "tfjs": TF}  # --runtimes names
@@ -128,10 +127,14 @@ def assemble(keys: list) -> dict:
 
 
 def site_size() -> dict:
-    files = [p for p in build.SITE.rglob("*") if p.is_file()]
-    precache = json.loads((build.SITE / "precache.json").read_text())
+    """The served copy of site/ (what the bench measured, even if site/ is rebuilt meanwhile)."""
+    site = BENCH_SITE
+    files = [p for p in site.rglob("*") if p.is_file() and not p.relative_to(site).parts[0].startswith("bench-")]
+    precache = json.loads((site / "precache.json").read_text())
+    version = re.search(r'VERSION = "([^"]*)"', (site / "sw.js").read_text())
     return {"files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "precache_bytes": sum((build.SITE / f).stat().st_size for f in precache if f != "./")}
+            "precache_bytes": sum((site / f).stat().st_size for f in precache if f != "./"),
+            "version": version.group(1) if version else "?"}
 
 
 class Served:
@@ -456,8 +459,8 @@ def report(rounds: list, keys: list, args, size: dict) -> None:
         info = colds[0]["fresh"]["info"]
         print(f"  worker: Python {str(info.get('python', '?')).split(' ')[0]}, numpy {info.get('numpy')}"
               + "".join(f", {k} {v}" for k, v in info.items() if k not in ("python", "numpy", "timings")))
-    print(f"site/: {size['files']} files, {size['bytes'] / 1e6:.2f} MB ({size['precache_bytes'] / 1e6:.2f} MB in the "
-          f"service worker's precache list)")
+    print(f"site/ (service worker cache version {size['version']}): {size['files']} files, {size['bytes'] / 1e6:.2f} MB "
+          f"({size['precache_bytes'] / 1e6:.2f} MB in the service worker's precache list)")
 
     heaps = {"onnxtrain worker (Pyodide wasm heap)": [r["onnxtrain"]["heap"] for r in rounds if "onnxtrain" in r],
              f"{ORT} page (wasm memory)": [r[ORT].get("heap") for r in rounds if ORT in r],
