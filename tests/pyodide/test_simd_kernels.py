@@ -250,3 +250,44 @@ def test_relu_and_its_gradient_are_bit_equal_to_numpy(shape):
     for f, p in zip(fast, plain):
         assert f.dtype == p.dtype and f.shape == p.shape
         np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
+
+
+def assert_summation_close(out, exact, magnitude, terms):
+    """|out - exact| <= 2 * (terms + 2) * eps * magnitude, the error bound of a float32 sum of `terms` products
+    (exact: the float64 result; magnitude: the same computation on absolute values)."""
+    assert out.dtype == np.float32 and out.shape == exact.shape
+    assert np.all(np.abs(out - exact) <= 2 * (terms + 2) * EPS32 * magnitude + 1e-30), np.abs(out - exact).max()
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("bias", [False, True])
+def test_depthwise_conv_and_its_gradients_match_float64(window, bias):
+    shape, kernel, pads, strides, dilations = window
+    c = shape[1]
+    x, w, dy_seed = rand(*shape), rand(c, 1, *kernel, seed=1), 2
+    b = rand(c, seed=3) if bias else None
+    attrs = dict(group=c, kernel_shape=list(kernel), pads=list(pads), strides=list(strides),
+                 dilations=list(dilations))
+    conv_op, grad_op = lookup("Conv"), lookup("ConvGrad", "com.microsoft")
+    y = conv_op(x, w, *([b] if bias else []), **attrs)
+    assert simd.depthwise(x, w, b, *geometry(shape, kernel, pads, strides, dilations)[1:]) is not None
+    dy = rand(*y.shape, seed=dy_seed)
+    dx, dw, db = grad_op(dy, x, w, **attrs)
+    with numpy_only():
+        f64 = lambda *arrays: [a.astype(np.float64) for a in arrays]  # noqa: E731
+        y64 = conv_op(*f64(x, w, *([b] if bias else [])), **attrs)
+        ymag = conv_op(*f64(np.abs(x), np.abs(w), *([np.abs(b)] if bias else [])), **attrs)
+        dx64, dw64, _ = grad_op(*f64(dy, x, w), **attrs)
+        dxmag, dwmag, _ = grad_op(*f64(np.abs(dy), np.abs(x), np.abs(w)), **attrs)
+    taps = kernel[0] * kernel[1]
+    assert_summation_close(y, y64, ymag, taps + 1)
+    assert_summation_close(dx, dx64, dxmag, taps)
+    assert_summation_close(dw, dw64, dwmag, shape[0] * y.shape[2] * y.shape[3])
+    np.testing.assert_allclose(db, dy.sum(axis=(0, 2, 3)), rtol=1e-6, atol=1e-6)
+
+
+def test_depthwise_only_takes_one_filter_per_channel():
+    x = rand(1, 4, 5, 5)
+    assert simd.depthwise(x, rand(4, 2, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None
+    assert simd.depthwise(x, rand(3, 1, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None
+    assert simd.depthwise(x.astype(np.float64), rand(4, 1, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None

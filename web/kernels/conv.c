@@ -2,29 +2,13 @@
    cols has the layout (planes, kh * kw, oh, ow), planes = N * C; out-of-image cells read as zero. */
 #include "kernels.h"
 
-typedef struct {
-  int h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw;
-} geometry;
-
-/* The output columns [*lo, *hi) whose input column ow * sw - pl + kj * dw lies inside the image. */
-static void valid_range(int kj, const geometry *g, int *lo, int *hi) {
-  int off = kj * g->dw - g->pl;
-  int first = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
-  int last = g->w - 1 - off < 0 ? -1 : (g->w - 1 - off) / g->sw;
-  if (last > g->ow - 1) last = g->ow - 1;
-  *lo = first;
-  *hi = last + 1 > first ? last + 1 : first;
-}
-
 API void im2col_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
                     int dh, int dw, const float *x, float *cols) {
-  geometry g = {h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw};
   for (int c = 0; c < planes; c++, x += h * w) {
     for (int ki = 0; ki < kh; ki++) {
       for (int kj = 0; kj < kw; kj++) {
-        int lo, hi;
-        valid_range(kj, &g, &lo, &hi);
-        int off = kj * dw - pl;
+        int lo, hi, off = kj * dw - pl;
+        valid_columns(off, w, ow, sw, &lo, &hi);
         for (int i = 0; i < oh; i++, cols += ow) {
           int ih = i * sh - pt + ki * dh;
           if (ih < 0 || ih >= h) {
@@ -45,14 +29,12 @@ API void im2col_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, in
 /* x = 0, then every column cell is added back where im2col took it from. */
 API void col2im_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
                     int dh, int dw, const float *cols, float *x) {
-  geometry g = {h, w, oh, ow, kh, kw, sh, sw, pt, pl, dh, dw};
   for (int i = 0; i < planes * h * w; i++) x[i] = 0.0f;
   for (int c = 0; c < planes; c++, x += h * w) {
     for (int ki = 0; ki < kh; ki++) {
       for (int kj = 0; kj < kw; kj++) {
-        int lo, hi;
-        valid_range(kj, &g, &lo, &hi);
-        int off = kj * dw - pl;
+        int lo, hi, off = kj * dw - pl;
+        valid_columns(off, w, ow, sw, &lo, &hi);
         for (int i = 0; i < oh; i++, cols += ow) {
           int ih = i * sh - pt + ki * dh;
           if (ih < 0 || ih >= h) continue;

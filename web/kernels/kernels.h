@@ -19,4 +19,13 @@ static inline v128_t madd(v128_t a, v128_t b, v128_t c) {
 #endif
 }
 
+/* The output columns [*lo, *hi) whose input column j * sw + off (off = kj * dw - pl) lies in [0, w). */
+static inline void valid_columns(int off, int w, int ow, int sw, int *lo, int *hi) {
+  int first = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  int last = w - 1 - off < 0 ? -1 : (w - 1 - off) / sw;
+  if (last > ow - 1) last = ow - 1;
+  *lo = first;
+  *hi = last + 1 > first ? last + 1 : first;
+}
+
 #endif

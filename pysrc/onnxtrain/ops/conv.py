@@ -98,6 +98,10 @@ def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     if X.ndim < 3 or W.ndim != X.ndim or X.shape[1] != W.shape[1] * group:
         raise ValueError(f"Conv: input {list(X.shape)} and weight {list(W.shape)} do not match with group={group}")
     kernel_shape, pads, out, strides, dilations = _prepare(X, W, kernel_shape, strides, pads, dilations, auto_pad)
+    if group == X.shape[1] == W.shape[0]:
+        y = simd.depthwise(X, W, B, pads, out, strides, dilations)
+        if y is not None:
+            return y
     n, m = X.shape[0], W.shape[0]
     cols = im2col(X, kernel_shape, pads, out, strides, dilations)        # N, C, K, *out
     cg, mg, K = X.shape[1] // group, m // group, cols.shape[2]
@@ -119,6 +123,11 @@ def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     dy = dY.reshape(n, group, mg, -1)                                      # N, G, Mg, P
     want_dx, want_dw, want_db = (tuple(_outputs) + (False,) * 3)[:3]
     dX = dW = dB = None
+    fast = simd.depthwise_grad(dY, X, W, pads, out, strides, dilations, want_dx, want_dw) \
+        if group == X.shape[1] == W.shape[0] else None
+    if fast is not None:
+        dX, dW = fast
+        want_dx = want_dw = False
     if want_dw:
         cols = im2col(X, kernel_shape, pads, out, strides, dilations).reshape(n, group, cg * K, -1)
         dW = matmul(dy, cols.swapaxes(-1, -2)).sum(axis=0).reshape(W.shape).astype(W.dtype, copy=False)

@@ -200,6 +200,42 @@ def col2im(cols: np.ndarray, x_shape, kernel_shape, pads, out, strides, dilation
     return x
 
 
+def _depthwise_args(x, w, pads, out, strides, dilations):
+    """The geometry arguments when x (N, C, H, W) and w (C, 1, kh, kw) are float32: one filter per channel."""
+    if not _on or x.ndim != 4 or x.dtype != F32 or w.dtype != F32 or w.shape[:2] != (x.shape[1], 1):
+        return None
+    return [x.shape[0], x.shape[1], *_window_args(x.shape, out, w.shape[2:], strides, pads, dilations)]
+
+
+def depthwise(x, w, b, pads, out, strides, dilations) -> np.ndarray | None:
+    """Conv with group = channels and one filter per channel (2-D, float32), bias b or None; None otherwise."""
+    args = _depthwise_args(x, w, pads, out, strides, dilations)
+    if args is None or (b is not None and (b.dtype != F32 or b.shape != (x.shape[1],))):
+        return None
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    b = None if b is None else np.ascontiguousarray(b)
+    y = np.empty((x.shape[0], x.shape[1], out[0], out[1]), F32)
+    if y.size:
+        _lib.depthwise_f32(*args, _ptr(x), _ptr(w), 0 if b is None else _ptr(b), _ptr(y))
+    return y
+
+
+def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_dw: bool):
+    """(dX or None, dW or None) of depthwise; None when not taken."""
+    args = _depthwise_args(x, w, pads, out, strides, dilations)
+    if args is None or dy.dtype != F32 or dy.shape != (x.shape[0], x.shape[1], out[0], out[1]):
+        return None
+    dy, x, w = np.ascontiguousarray(dy), np.ascontiguousarray(x), np.ascontiguousarray(w)
+    dx = np.empty(x.shape, F32) if want_dx else None
+    dw = np.empty(w.shape, F32) if want_dw else None
+    if want_dw and not x.size:
+        dw[...] = 0
+    if x.size and (want_dx or want_dw):
+        _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else 0,
+                                _ptr(dw) if want_dw else 0)
+    return dx, dw
+
+
 def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices: bool):
     """(Y, flat argmax indices or None) of 2-D max pooling over float32 NCHW; None for anything else."""
     if not _on or x.ndim != 4 or x.dtype != F32:
