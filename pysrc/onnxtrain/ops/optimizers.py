@@ -47,6 +47,10 @@ def _writable(op: str, name: str, index, arr) -> None:
         raise ValueError(f"{op}: {where} must be a writable numpy array (it is updated in place)")
 
 
+def _shapes(seq) -> list:
+    return [x.shape if isinstance(x, np.ndarray) else np.shape(x) for x in seq]
+
+
 def _check_groups(op: str, **seqs) -> None:
     """The sequences are equally long (and not empty), with equal shapes index by index."""
     names = list(seqs)
@@ -57,18 +61,19 @@ def _check_groups(op: str, **seqs) -> None:
         if not isinstance(seqs[name], (list, tuple)) or len(seqs[name]) != len(first):
             raise ValueError(f"{op}: '{name}' has {len(seqs[name]) if isinstance(seqs[name], (list, tuple)) else 'no'}"
                              f" tensors but '{names[0]}' has {len(first)}")
-    for i, reference in enumerate(first):
-        shape = np.shape(reference)
-        for name in names[1:]:
-            other = np.shape(seqs[name][i])
-            if other != shape:
-                raise ValueError(f"{op}: {name}[{i}] has shape {other} but {names[0]}[{i}] has shape {shape}")
+    shapes = [_shapes(seqs[name]) for name in names]
+    if any(other != shapes[0] for other in shapes[1:]):
+        for i, shape in enumerate(shapes[0]):
+            for name, other in zip(names[1:], shapes[1:]):
+                if other[i] != shape:
+                    raise ValueError(f"{op}: {name}[{i}] has shape {other[i]} but {names[0]}[{i}] has shape {shape}")
 
 
 def _check_writable(op: str, **seqs) -> None:
     for name, seq in seqs.items():
-        for i, arr in enumerate(seq):
-            _writable(op, name, i, arr)
+        if not all(isinstance(arr, np.ndarray) and arr.flags.writeable for arr in seq):
+            for i, arr in enumerate(seq):
+                _writable(op, name, i, arr)
 
 
 _scratch_store = threading.local()
@@ -157,7 +162,7 @@ def _adamw_mode0(w, g, m, v, lr, a, b, eps, wd, ac, bc, one_a, one_b) -> None:
     w -= t
 
 
-def _adamw_mode1(w, g, m, v, lr, lr_c, a, b, eps, wd, one_a, one_b) -> None:
+def _adamw_mode1(w, g, m, v, lr_wd, lr_c, a, b, eps, one_a, one_b) -> None:
     """Hugging Face's AdamW: the update with the corrected lr, then decay with the un-corrected lr."""
     s, t = _scratch(w, 0), _scratch(w, 1)
     _moments(g, m, v, a, one_a, b, one_b, s)
@@ -166,7 +171,7 @@ def _adamw_mode1(w, g, m, v, lr, lr_c, a, b, eps, wd, one_a, one_b) -> None:
     np.multiply(m, lr_c, out=t)
     t /= s
     w -= t
-    np.multiply(w, lr * wd, out=s)       # onnxruntime applies it also when wd is 0
+    np.multiply(w, lr_wd, out=s)         # onnxruntime applies it also when wd is 0
     w -= s
 
 
@@ -195,11 +200,13 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
     scalars = [lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd]
     if simd.adamw(weights, gradients, momentums_1, momentums_2, adam_mode, scalars):
         return bool_flag(True, step), weights, momentums_1, momentums_2
+    # 0-d arrays: numpy's ufuncs take them faster than numpy scalars, with the same result types.
+    lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr_wd = (np.array(x) for x in scalars)
     for w, g, m, v in zip(weights, gradients, momentums_1, momentums_2):
         if adam_mode == 0:
             _adamw_mode0(w, g, m, v, lr, a, b, eps, wd, ac, bc, one_a, one_b)
         else:
-            _adamw_mode1(w, g, m, v, lr, lr_c, a, b, eps, wd, one_a, one_b)
+            _adamw_mode1(w, g, m, v, lr_wd, lr_c, a, b, eps, one_a, one_b)
     return bool_flag(True, step), weights, momentums_1, momentums_2
 
 
@@ -213,6 +220,7 @@ def SGDOptimizerV2(lr, weights, gradients, update_signal=None):
     neg_lr = -np.float32(scalar_input(op, "lr", lr))
     if simd.sgd(weights, gradients, neg_lr):
         return bool_flag(True, lr), weights
+    neg_lr = np.array(neg_lr)
     for w, g in zip(weights, gradients):
         s = _scratch(w)
         np.multiply(g, neg_lr, out=s)
