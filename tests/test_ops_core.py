@@ -124,6 +124,7 @@ CASES = [
     ("conv-groups", "Conv", [f32(2, 4, 5, 5), f32(6, 2, 3, 3)], {"group": 2}, 17, 1),
     ("conv-depthwise-same", "Conv", [f32(1, 3, 6, 6), f32(3, 1, 3, 3)], {"group": 3, "auto_pad": "SAME_UPPER",
                                                                         "strides": [2, 2]}, 17, 1),
+    ("conv-1x1", "Conv", [f32(2, 5, 4, 3), f32(7, 5, 1, 1), f32(7)], {}, 17, 1),
     ("conv-1d", "Conv", [f32(2, 3, 10), f32(4, 3, 3)], {"pads": [2, 0]}, 17, 1),
     ("convtranspose", "ConvTranspose", [f32(1, 2, 4, 4), f32(2, 3, 3, 3), f32(3)], {"strides": [2, 2]}, 17, 1),
     ("convtranspose-pads-outpad", "ConvTranspose", [f32(2, 4, 3, 3), f32(4, 1, 3, 3)],
@@ -183,10 +184,12 @@ def test_maxpool_grad_scatters_into_the_input_shape():
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("attrs", [{"pads": [1, 1, 1, 1]}, {"strides": [2, 2], "group": 2},
-                                   {"dilations": [2, 2], "pads": [0, 1, 2, 0]}], ids=["pad", "stride-group", "dil"])
-def test_conv_grad_matches_onnxruntime(attrs):
-    x, w = f32(2, 4, 7, 7), f32(6, 4 // attrs.get("group", 1), 3, 3)
+@pytest.mark.parametrize("attrs, out_channels, kernel", [
+    ({"pads": [1, 1, 1, 1]}, 6, 3), ({"strides": [2, 2], "group": 2}, 6, 3),
+    ({"dilations": [2, 2], "pads": [0, 1, 2, 0]}, 6, 3), ({}, 6, 1), ({"group": 4, "pads": [1, 1, 1, 1]}, 4, 3)],
+    ids=["pad", "stride-group", "dil", "pointwise", "depthwise"])
+def test_conv_grad_matches_onnxruntime(attrs, out_channels, kernel):
+    x, w = f32(2, 4, 7, 7), f32(out_channels, 4 // attrs.get("group", 1), kernel, kernel)
     (y,) = ort_run("Conv", [x, w], attrs)
     dy = f32(*y.shape)
     ref = ort_run("ConvGrad", [dy, x, w], attrs, domain="com.microsoft", n_outputs=3)

@@ -291,3 +291,17 @@ def test_depthwise_only_takes_one_filter_per_channel():
     assert simd.depthwise(x, rand(4, 2, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None
     assert simd.depthwise(x, rand(3, 1, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None
     assert simd.depthwise(x.astype(np.float64), rand(4, 1, 3, 3), None, [1, 1, 1, 1], [5, 5], [1, 1], [1, 1]) is None
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (16, 32, 48, 48), (1, 1, 1, 1), (2, 3, 10)])
+def test_plane_sums_give_global_average_pool_and_conv_bias_gradients(shape):
+    x = rand(*shape)
+    gap, grad = lookup("GlobalAveragePool"), lookup("ConvGrad", "com.microsoft")
+    w = rand(4, shape[1], *([1] * (len(shape) - 2)), seed=1)
+    fast = [gap(x), grad(x[:, :1].repeat(4, axis=1), x, w)[2]]
+    with numpy_only():
+        plain = [gap(x), grad(x[:, :1].repeat(4, axis=1), x, w)[2]]
+    size = int(np.prod(shape[2:]))
+    for f, p in zip(fast, plain):
+        assert f.dtype == np.float32 and f.shape == p.shape
+        np.testing.assert_allclose(f, p, rtol=0, atol=4 * size * shape[0] * EPS32 * np.abs(x).max())

@@ -3,7 +3,7 @@
    register-blocked MR x NR micro-kernel accumulates in SIMD registers. */
 #include "kernels.h"
 
-enum { MR = 4, NR = 8, KC = 256, MC = 72, NC = 2048 };
+enum { MR = 4, NR = 8, KC = 256, MC = 72, NC = 512 };
 
 /* The packing buffers come from the caller (a numpy array it keeps alive): a side module's static arrays
    would be written into the file as zeros. */
@@ -74,8 +74,8 @@ static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
     c##r##0 = madd(x, b0, c##r##0); c##r##1 = madd(x, b1, c##r##1); }
 
 /* C[0:mr, 0:nr] = alpha * (packed A panel) (packed B panel) + (overwrite ? 0 : C) */
-static void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, v128_t alpha,
-                  int overwrite) {
+static inline __attribute__((always_inline))
+void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, v128_t alpha, int overwrite) {
   v128_t z = wasm_f32x4_splat(0.0f);
   v128_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z;
   for (int p = 0; p < kc; p++, a += MR, b += NR) {
@@ -166,8 +166,8 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
       for (int ic = 0; ic < m; ic += MC) {
         int mc = min(MC, m - ic);
         pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, packed_a);
-        for (int jr = 0; jr < nc; jr += NR)
-          for (int ir = 0; ir < mc; ir += MR)
+        for (int ir = 0; ir < mc; ir += MR)      /* C row strips in order: short k writes C often */
+          for (int jr = 0; jr < nc; jr += NR)
             micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
                   min(MR, mc - ir), min(NR, nc - jr), va, overwrite && pc == 0);
       }

@@ -60,6 +60,8 @@ def _pad_input(X, pads, fill=0):
 
 def im2col(X, kernel_shape, pads, out, strides, dilations):
     """cols (N, C, K, *out) where K runs over the kernel offsets: one copy of a strided view of the input."""
+    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
+        return X.reshape(X.shape[:2] + (1,) + tuple(X.shape[2:]))    # a 1x1 kernel reads the input as it is
     cols = simd.im2col(X, kernel_shape, pads, out, strides, dilations)
     if cols is not None:
         return cols
@@ -75,6 +77,8 @@ def im2col(X, kernel_shape, pads, out, strides, dilations):
 
 def col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations):
     """The adjoint of im2col: scatter-add cols (N, C, K, *out) back into an input of ``x_shape``."""
+    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
+        return cols.reshape(x_shape)
     x = simd.col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations)
     if x is not None:
         return x
@@ -137,7 +141,9 @@ def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
         dcols = dcols.reshape(n, group * cg, K, *out)
         dX = col2im(dcols, X.shape, kernel_shape, pads, out, strides, dilations).astype(X.dtype, copy=False)
     if want_db:
-        dB = dY.sum(axis=(0,) + tuple(range(2, dY.ndim))).astype(dY.dtype, copy=False)
+        sums = simd.plane_sums(dY, dY.ndim - 2)
+        dB = (dY.sum(axis=(0,) + tuple(range(2, dY.ndim))) if sums is None else sums.sum(axis=0)
+              ).astype(dY.dtype, copy=False)
     return dX, dW, dB
 
 

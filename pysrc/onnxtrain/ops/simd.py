@@ -169,6 +169,19 @@ def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     return dx
 
 
+def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
+    """x summed over its last ``axes`` dims (float32), shaped x.shape[:-axes]; None for anything else."""
+    if not _on or x.dtype != F32 or axes < 1 or x.ndim < axes:
+        return None
+    x = np.ascontiguousarray(x)
+    lead = x.shape[:x.ndim - axes]
+    out = np.empty(lead, F32)
+    planes, size = out.size, x.size // out.size if out.size else 0
+    if planes:
+        _lib.plane_sums_f32(planes, size, _ptr(x), _ptr(out))
+    return out
+
+
 def _window_args(x_shape, out, kernel_shape, strides, pads, dilations) -> list:
     h, w = x_shape[-2:]
     return [h, w, out[0], out[1], kernel_shape[0], kernel_shape[1], strides[0], strides[1], pads[0], pads[1],

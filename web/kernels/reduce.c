@@ -1,0 +1,21 @@
+/* Sums of contiguous planes (GlobalAveragePool, bias gradients): four SIMD accumulators per plane. */
+#include "kernels.h"
+
+API void plane_sums_f32(int planes, int size, const float *x, float *out) {
+  for (int p = 0; p < planes; p++, x += size) {
+    v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int i = 0;
+    for (; i + 16 <= size; i += 16) {
+      s0 = wasm_f32x4_add(s0, wasm_v128_load(x + i));
+      s1 = wasm_f32x4_add(s1, wasm_v128_load(x + i + 4));
+      s2 = wasm_f32x4_add(s2, wasm_v128_load(x + i + 8));
+      s3 = wasm_f32x4_add(s3, wasm_v128_load(x + i + 12));
+    }
+    for (; i + 4 <= size; i += 4) s0 = wasm_f32x4_add(s0, wasm_v128_load(x + i));
+    float t[4];
+    wasm_v128_store(t, wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(s2, s3)));
+    float sum = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < size; i++) sum += x[i];
+    out[p] = sum;
+  }
+}
