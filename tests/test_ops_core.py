@@ -174,6 +174,15 @@ def test_com_microsoft_gelus(op, inputs):
     assert_same(op, inputs, domain="com.microsoft", rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("a, b, attrs", [
+    (f32(3, 4), f32(4, 5), {}), (f32(4, 3), f32(4, 5), {"transA": 1, "alpha": 0.5}),
+    (f32(2, 3, 4), f32(5, 4), {"transB": 1}), (f32(2, 6, 3, 4), f32(2, 6, 3, 5), {"transA": 1, "alpha": -2.0}),
+    (f32(2, 6, 4, 3), f32(2, 6, 5, 4), {"transA": 1, "transB": 1})],
+    ids=["plain", "transA-alpha", "stack-transB", "attention-transA", "both"])
+def test_fused_matmul(a, b, attrs):
+    assert_same("FusedMatMul", [a, b], attrs, domain="com.microsoft", rtol=1e-5, atol=1e-5)
+
+
 def test_maxpool_grad_scatters_into_the_input_shape():
     x = f32(2, 3, 6, 6)
     _, idx = ort_run("MaxPool", [x], {"kernel_shape": [2, 2], "strides": [2, 2]}, n_outputs=2)

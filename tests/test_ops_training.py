@@ -232,6 +232,17 @@ def test_activation_grads(op, attrs, dtype, shape):
     assert_same(op, [dY, y], attrs, domain=MS, **tol)
 
 
+@pytest.mark.parametrize("shape, axis", [((4, 6), -1), ((2, 5, 8), -1), ((2, 3, 4), 1)], ids=["2d", "3d", "axis1"])
+def test_layer_normalization_grad(shape, axis):
+    x = rand(shape, 1, scale=3.0) + 1.0
+    norm_shape = shape[axis if axis >= 0 else len(shape) + axis:]
+    scale, bias = rand(norm_shape, 2), rand(norm_shape, 3)
+    _, mean, inv_std = ort_run("LayerNormalization", [x, scale, bias], {"axis": axis}, n_outputs=3)
+    dy = rand(shape, 4)
+    assert_same("LayerNormalizationGrad", [dy, x, scale, mean, inv_std], {"axis": axis}, domain=MS, n_outputs=3,
+                rtol=1e-5, atol=1e-6)
+
+
 # ---- math and tensor gradients --------------------------------------------------------------------
 
 SCALES = {"f32": np.float32(4.0), "f64": np.float64(3.0), "i64": np.int64(3), "i32": np.int32(7),

@@ -31,6 +31,21 @@ def MatMul(A, B):
     return matmul(A, B)
 
 
+@kernel("FusedMatMul", domain=MS)
+def FusedMatMul(A, B, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
+    """com.microsoft::FusedMatMul: alpha * op(A) @ op(B), op swapping the last two axes when trans is set."""
+    if transBatchA or transBatchB:
+        raise ValueError("FusedMatMul: transBatchA and transBatchB are not supported (onnxruntime's gradient "
+                         "builders do not emit them)")
+    a = A.swapaxes(-1, -2) if transA and A.ndim >= 2 else A
+    b = B.swapaxes(-1, -2) if transB and B.ndim >= 2 else B
+    y = simd.gemm(a, b, None, alpha)
+    if y is not None:
+        return y
+    y = matmul(a, b)
+    return y * y.dtype.type(alpha) if alpha != 1.0 else y
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)

@@ -49,3 +49,18 @@ def LayerNormalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1)
     if B is not None:
         y = y + B
     return y.astype(X.dtype, copy=False), mean, inv_std
+
+
+@kernel("LayerNormalizationGrad", domain="com.microsoft")
+def LayerNormalizationGrad(Y_grad, X, scale, mean, inv_std_dev, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """(X_grad, scale_grad, bias_grad) of LayerNormalization, from the mean and 1/std its forward returned."""
+    axis = axis + X.ndim if axis < 0 else axis
+    norm_axes, batch_axes = tuple(range(axis, X.ndim)), tuple(range(axis))
+    x_hat = (X - mean) * inv_std_dev
+    dx_hat = Y_grad * scale
+    X_grad = inv_std_dev * (dx_hat - dx_hat.mean(axis=norm_axes, keepdims=True)
+                            - x_hat * (dx_hat * x_hat).mean(axis=norm_axes, keepdims=True))
+    scale_grad = (Y_grad * x_hat).sum(axis=batch_axes).reshape(scale.shape)
+    bias_grad = Y_grad.sum(axis=batch_axes).reshape(scale.shape)
+    return X_grad.astype(X.dtype, copy=False), scale_grad.astype(scale.dtype, copy=False), \
+        bias_grad.astype(scale.dtype, copy=False)
