@@ -177,3 +177,20 @@ def test_artifacts_generated_in_the_page_train_like_cpython(site_page):
         optimizer.step()
         module.lazy_reset_grad()
     np.testing.assert_allclose(result["losses"], losses, rtol=1e-5)
+
+
+def test_without_the_kernel_modules_the_page_trains_with_numpy(browser, site_url):
+    """A host that lost the kernel files (or an engine without wasm SIMD): numpy's kernels, same losses."""
+    context = browser.new_context()
+    context.route("**/kernels/*", lambda route: route.fulfill(status=404, body="missing"))
+    page = context.new_page()
+    page.goto(site_url)
+    info = page.evaluate("() => window.onnxtrain.ready")
+    assert info["kernels"] is None
+    assert "numpy kernels only" in page.locator("#status").text_content()
+    batches = oc.batches(CASE, 5)
+    page.evaluate(TO_JS, [files_of(CASE), [js_batch(b) for b in batches]])
+    page.evaluate("() => window.onnxtrain.call('load', window.__files)")
+    result = page.evaluate("() => window.onnxtrain.call('train', {batches: window.__batches})")
+    np.testing.assert_allclose(result["losses"], cpython_run(batches)[0], rtol=1e-5)
+    context.close()
