@@ -45,15 +45,28 @@ def _scalar_index(op: str, ignore_index):
 
 def _label_weights(op: str, labels: np.ndarray, n_classes: int, weights, ignore_index, dtype):
     """(safe_labels, w): labels with ignored entries replaced by 0, and the per-label weight
-    (weights[label], or 1) that is 0 where the label is ignored."""
-    ignored = labels == ignore_index if ignore_index is not None else np.zeros(labels.shape, bool)
-    safe = np.where(ignored, 0, labels).astype(np.intp)
+    (weights[label], or 1) that is 0 where the label is ignored; w is None when every weight is 1."""
+    ignored = labels == ignore_index if ignore_index is not None else None
+    safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp)
     if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
         bad = safe[(safe < 0) | (safe >= n_classes)].flat[0]
         raise ValueError(f"{op}: label {bad} is outside [0, {n_classes})"
                          + ("" if ignore_index is None else f" and is not ignore_index={ignore_index}"))
+    if weights is None and ignored is None:
+        return safe, None
     w = np.ones(labels.shape, dtype) if weights is None else weights[safe].astype(dtype, copy=False)
-    return safe, np.where(ignored, dtype.type(0), w)
+    return safe, w if ignored is None else np.where(ignored, dtype.type(0), w)
+
+
+def _total_weight(w, labels, dtype):
+    return dtype.type(labels.size) if w is None else w.sum(dtype=dtype)
+
+
+def _pick(log_prob: np.ndarray, safe: np.ndarray) -> np.ndarray:
+    """log_prob[n, safe[n, d...], d...]"""
+    if log_prob.ndim == 2:
+        return log_prob[np.arange(len(safe)), safe]
+    return np.take_along_axis(log_prob, np.expand_dims(safe, 1), axis=1)[:, 0]
 
 
 def _log_softmax(scores: np.ndarray, axis: int) -> np.ndarray:
@@ -68,13 +81,14 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
     _check_class_layout(op, log_prob, labels, weights)
     dtype = log_prob.dtype
     safe, w = _label_weights(op, labels, log_prob.shape[1], weights, ignore_index, dtype)
-    picked = np.take_along_axis(log_prob, np.expand_dims(safe, 1), axis=1)[:, 0]
-    loss = -picked * w
+    loss = -_pick(log_prob, safe)
+    if w is not None:
+        loss *= w
     if reduction == "none":
         return loss
     total = loss.sum(dtype=dtype)
     if reduction == "mean":
-        denom = w.sum(dtype=dtype)
+        denom = _total_weight(w, labels, dtype)
         if denom != 0 or not zero_total_keeps_sum:
             with np.errstate(invalid="ignore", divide="ignore"):
                 total = total / denom
@@ -103,13 +117,18 @@ def _softmax_ce_grad(op, dY, log_prob, labels, weights, ignore_index, reduction)
             raise ValueError(f"{op}: dY must be a scalar for reduction {reduction!r}, got shape {dY.shape}")
         scale = dY.reshape(())
         if reduction == "mean":
-            denom = w.sum(dtype=dtype)
+            denom = _total_weight(w, labels, dtype)
             if denom != 0:
                 scale = scale / denom
     grad = np.exp(log_prob)
-    onehot = np.arange(log_prob.shape[1]).reshape((1, -1) + (1,) * (labels.ndim - 1)) == np.expand_dims(safe, 1)
-    grad -= onehot
-    grad *= np.expand_dims(w * scale, 1)
+    if log_prob.ndim == 2:
+        grad[np.arange(len(safe)), safe] -= dtype.type(1)
+    else:
+        grad -= np.arange(log_prob.shape[1]).reshape((1, -1) + (1,) * (labels.ndim - 1)) == np.expand_dims(safe, 1)
+    if w is None and np.ndim(scale) == 0:
+        grad *= scale
+    else:
+        grad *= np.expand_dims(scale if w is None else w * scale, 1)
     return grad
 
 
