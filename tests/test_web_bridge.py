@@ -1,4 +1,5 @@
 """The Python side of the browser bridge, in CPython: bytes and flat buffers in, bytes and numbers out."""
+import ctypes
 import io
 
 import numpy as np
@@ -6,7 +7,7 @@ import pytest
 
 import ort_cases as oc
 from onnxtrain import api
-from onnxtrain.web import TrainingSession, as_array
+from onnxtrain.web import TrainingSession, as_array, new_array
 
 
 def session(name="mlp_ce_adamw"):
@@ -41,6 +42,17 @@ def test_as_array_is_a_view_with_shape_and_dtype():
         as_array(memoryview(source).cast("B"), [4, 2], "float32")
     with pytest.raises(ValueError, match="unsupported dtype 'float16'"):
         as_array(b"\0\0", [1], "float16")
+
+
+def test_new_array_gives_the_address_the_worker_copies_into():
+    array, address = new_array([2, 3], "int64", 48)
+    assert array.shape == (2, 3) and array.dtype == np.int64 and array.flags.c_contiguous
+    ctypes.memmove(address, np.arange(6, dtype=np.int64).ctypes.data, 48)
+    np.testing.assert_array_equal(array, np.arange(6).reshape(2, 3))
+    with pytest.raises(ValueError, match="cannot have shape"):
+        new_array([2, 3], "int64", 40)
+    with pytest.raises(ValueError, match="unsupported dtype 'float16'"):
+        new_array([1], "float16", 2)
 
 
 def test_training_through_the_bridge_matches_the_api():

@@ -55,11 +55,31 @@ function bytesOf(proxy) {
   return view.slice().buffer;
 }
 
+// A numpy array holding a copy of a typed array: allocated in Python, filled with one copy into Pyodide's memory.
+function pyArray({ data, shape, dtype }) {
+  const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const made = bridge.new_array(shape, dtype, bytes.length);
+  const array = made.get(0);
+  py._module.HEAPU8.set(bytes, made.get(1));
+  made.destroy();
+  return array;
+}
+
 function pyInputs(inputs) {
-  const arrays = inputs.map((i) => bridge.as_array(i.data, i.shape, i.dtype));
+  const arrays = inputs.map(pyArray);
   const list = py.toPy(arrays);
   arrays.forEach((a) => a.destroy());
   return list;
+}
+
+// Lets pause and cancel messages in between training steps: a turn of the event loop, at most every 50 ms.
+// Turning it after every step slowed the steps themselves (MLP step in the worker, median: 3.7 ms with a turn
+// per step, 2.1 ms without, same page).
+let lastTurn = 0;
+async function letMessagesIn() {
+  if (performance.now() - lastTurn < 50) return;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  lastTurn = performance.now();
 }
 
 // Trains `target` (a TabularSession or TrainingSession holding its data) until `epochs` epochs are done in
@@ -83,7 +103,7 @@ async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "cons
       metrics = message.metrics;
     }
     self.postMessage(message, message.checkpoint ? [message.checkpoint] : []);
-    await new Promise((resolve) => setTimeout(resolve, 0)); // let pause and cancel messages in
+    await letMessagesIn();
   }
   return { epoch: target.epoch, cancelled, metrics };
 }
@@ -184,7 +204,7 @@ const handlers = {
       const seconds = (performance.now() - t0) / 1000;
       self.postMessage({ id, type: "progress", step: step + 1, steps: batches.length, loss: losses.at(-1),
         examplesPerSecond: examples / seconds });
-      await new Promise((resolve) => setTimeout(resolve, 0)); // let a cancel message in
+      await letMessagesIn();
     }
     return { losses, cancelled, stepMilliseconds, milliseconds: performance.now() - t0 };
   },

@@ -52,6 +52,18 @@ def as_array(data, shape, dtype: str) -> np.ndarray:
     return array.reshape(shape)
 
 
+def new_array(shape, dtype: str, nbytes: int) -> tuple:
+    """(an uninitialised array of ``shape`` and ``dtype``, the address of its data) for the worker to copy a
+    typed array's ``nbytes`` bytes into: one copy, straight into Pyodide's memory."""
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; use one of {sorted(DTYPES)}")
+    shape = [int(d) for d in _buffer(shape)]
+    array = np.empty(shape, DTYPES[dtype])
+    if array.nbytes != nbytes:
+        raise ValueError(f"a buffer of {nbytes // array.itemsize} {dtype} values cannot have shape {shape}")
+    return array, array.__array_interface__["data"][0]
+
+
 def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntropyLoss", optimizer="AdamW",
                        additional_output_names=None) -> dict:
     """The four artifacts (name -> bytes) for a forward-only model given as bytes; ``loss`` and ``optimizer``
