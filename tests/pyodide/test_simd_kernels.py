@@ -305,3 +305,46 @@ def test_plane_sums_give_global_average_pool_and_conv_bias_gradients(shape):
     for f, p in zip(fast, plain):
         assert f.dtype == np.float32 and f.shape == p.shape
         np.testing.assert_allclose(f, p, rtol=0, atol=4 * size * shape[0] * EPS32 * np.abs(x).max())
+
+
+ULP = 2 * EPS32   # the SIMD exp is within 2 ulp of a correctly rounded expf; softmax sums in another order
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (8, 4, 64, 64), (64, 10), (3, 7), (2, 3, 5)])
+def test_softmax_and_its_gradient_match_numpy(shape):
+    x = rand(*shape) * 4
+    x.reshape(-1)[:3] = [80.0, -90.0, 30.0][:x.size]
+    dy = rand(*shape, seed=1)
+    softmax, grad = lookup("Softmax"), lookup("SoftmaxGrad_13", "com.microsoft")
+    y, dx = softmax(x), grad(dy, softmax(x))
+    with numpy_only():
+        y_ref = softmax(x)
+        dx_ref = grad(dy, y_ref)
+    cols = shape[-1]
+    np.testing.assert_allclose(y, y_ref, rtol=(cols + 8) * ULP, atol=1e-37)
+    bound = (cols + 4) * EPS32 * (np.abs(y_ref) * (np.abs(dy) + np.abs(dy * y_ref).sum(-1, keepdims=True)))
+    assert np.all(np.abs(dx - dx_ref) <= bound + 1e-37)
+
+
+def test_softmax_rows_with_nan_and_inf_are_numpys():
+    x = np.array([[1, np.nan, 2, 3, 4], [1, np.inf, 2, 3, 4], [-np.inf] * 5, [0, -np.inf, 1, 2, 3]], np.float32)
+    y = lookup("Softmax")(x)
+    with numpy_only(), np.errstate(invalid="ignore"):
+        ref = lookup("Softmax")(x)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+    np.testing.assert_allclose(y[3], ref[3], rtol=8 * ULP)
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (64, 129)])
+def test_sigmoid_and_its_gradient_match_numpy(shape):
+    x = rand(*shape) * 6
+    specials = np.array([0.0, -0.0, 100.0, -100.0, 88.0, -87.0, np.inf], np.float32)
+    x.reshape(-1)[:min(x.size, 7)] = specials[:min(x.size, 7)]
+    dy = rand(*shape, seed=1)
+    sigmoid, grad = lookup("Sigmoid"), lookup("SigmoidGrad", "com.microsoft")
+    y = sigmoid(x)
+    with numpy_only():
+        y_ref = sigmoid(x)
+        dx_ref = grad(dy, y_ref)
+    np.testing.assert_allclose(y, y_ref, rtol=4 * ULP, atol=1e-37)
+    np.testing.assert_array_equal(grad(dy, y_ref), dx_ref)

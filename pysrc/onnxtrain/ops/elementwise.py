@@ -38,6 +38,9 @@ def Relu(X):
 
 @kernel("Sigmoid")
 def Sigmoid(X):
+    Y = simd.sigmoid(X)
+    if Y is not None:
+        return Y
     # exp of a non-positive argument only, so no overflow warnings for large |x|
     e = np.exp(-np.abs(X))
     return _like(X, np.where(X >= 0, 1 / (1 + e), e / (1 + e)))

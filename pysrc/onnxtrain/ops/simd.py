@@ -169,6 +169,54 @@ def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     return dx
 
 
+def _rows(x: np.ndarray, axis: int):
+    """(x contiguous, rows, cols) when ``axis`` is x's last axis and x is float32; None otherwise."""
+    if not _on or x.dtype != F32 or x.ndim == 0 or axis not in (-1, x.ndim - 1) or x.shape[-1] == 0:
+        return None
+    return np.ascontiguousarray(x), x.size // x.shape[-1], x.shape[-1]
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray | None:
+    """Softmax along the last axis of float32 x; None for anything else."""
+    rows = _rows(x, axis)
+    if rows is None:
+        return None
+    x, n, cols = rows
+    y = np.empty(x.shape, F32)
+    _lib.softmax_f32(n, cols, _ptr(x), _ptr(y))
+    return y
+
+
+def softmax_grad(dy: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray | None:
+    """y * (dy - sum(dy * y)) along the last axis, float32 and same shapes; None for anything else."""
+    rows = _rows(y, axis)
+    if rows is None or dy.dtype != F32 or dy.shape != y.shape:
+        return None
+    y, n, cols = rows
+    dy = np.ascontiguousarray(dy)
+    dx = np.empty(y.shape, F32)
+    _lib.softmax_grad_f32(n, cols, _ptr(dy), _ptr(y), _ptr(dx))
+    return dx
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray | None:
+    if not _on or x.dtype != F32:
+        return None
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, F32)
+    _lib.sigmoid_f32(x.size, _ptr(x), _ptr(y))
+    return y
+
+
+def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    if not _on or dy.dtype != F32 or y.dtype != F32 or dy.shape != y.shape:
+        return None
+    dy, y = np.ascontiguousarray(dy), np.ascontiguousarray(y)
+    dx = np.empty(y.shape, F32)
+    _lib.sigmoid_grad_f32(y.size, _ptr(dy), _ptr(y), _ptr(dx))
+    return dx
+
+
 def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
     """x summed over its last ``axes`` dims (float32), shaped x.shape[:-axes]; None for anything else."""
     if not _on or x.dtype != F32 or axes < 1 or x.ndim < axes:
