@@ -277,13 +277,14 @@ def build_kernels(dest: Path) -> None:
     work = CACHE / "kernels"
     work.mkdir(parents=True, exist_ok=True)
     for name, flags in KERNEL_BUILDS.items():
+        log(f"{CLANG.name} {' '.join(flags)} web/kernels/*.c -> {name}")
         objects = []
         for source in sources:
             obj = work / f"{Path(name).stem}-{source.stem}.o"
-            run([CLANG, "--target=wasm32-unknown-emscripten", "-O3", *flags, "-ffreestanding", "-nostdlib", "-fPIC",
-                 "-ffp-contract=off", "-Wall", "-Werror", "-c", source, "-o", obj])
+            subprocess.run([CLANG, "--target=wasm32-unknown-emscripten", "-O3", *flags, "-ffreestanding", "-nostdlib",
+                            "-fPIC", "-ffp-contract=off", "-Wall", "-Werror", "-c", source, "-o", obj], check=True)
             objects.append(obj)
-        run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects])
+        subprocess.run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects], check=True)
 
 
 def build_site() -> Path:
