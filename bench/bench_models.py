@@ -21,10 +21,13 @@ as onnxruntime-training.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,6 +187,25 @@ def _export_inference(folder: Path) -> None:
     module.export_model_for_inferencing(str(folder / "inference_model.onnx"), ["output"])
 
 
+@contextlib.contextmanager
+def native_info_logs_dropped():
+    """onnxruntime's C++ gradient builder logs every graph transformer at INFO level to fd 2 whatever the Python
+    logger severity; keep the other lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            for line in log.read().decode(errors="replace").splitlines():
+                if "[I:onnxruntime:" not in line:
+                    print(line, file=sys.stderr)
+
+
 def artifact_dir(key: str) -> Path:
     """The folder with the model's ORT artifacts (and inference model), generated on first use."""
     model = MODELS[key]
@@ -194,6 +216,9 @@ def artifact_dir(key: str) -> Path:
         return folder
     folder = CACHE / _source_hash() / key
     if not (folder / "done").exists():
+        for old in CACHE.glob("*"):  # artifacts of earlier versions of this file
+            if old.name != folder.parent.name:
+                shutil.rmtree(old, ignore_errors=True)
         tmp = folder.with_name(key + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -201,10 +226,11 @@ def artifact_dir(key: str) -> Path:
             from onnxtrain import artifacts
         else:
             artifacts = oc.ort_training().artifacts
-        artifacts.generate_artifacts(model.forward(), requires_grad=model.params(),
-                                     loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW,
-                                     artifact_directory=str(tmp))
-        _export_inference(tmp)
+        with native_info_logs_dropped():
+            artifacts.generate_artifacts(model.forward(), requires_grad=model.params(),
+                                         loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW,
+                                         artifact_directory=str(tmp))
+            _export_inference(tmp)
         (tmp / "done").write_text("ok")
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
