@@ -149,72 +149,56 @@ def sgd(weights, gradients, neg_lr) -> bool:
     return True
 
 
-def relu(x: np.ndarray) -> np.ndarray | None:
-    """np.maximum(x, 0) for float32; None for anything else."""
-    if not _on or x.dtype != F32:
+def _elementwise(kernel: str, *arrays) -> np.ndarray | None:
+    """kernel(n, *inputs, out) over same-shaped float32 arrays; None for anything else."""
+    if not _on or any(a.dtype != F32 or a.shape != arrays[0].shape for a in arrays):
         return None
-    x = np.ascontiguousarray(x)
-    y = np.empty(x.shape, F32)
-    _lib.relu_f32(x.size, _ptr(x), _ptr(y))
-    return y
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    out = np.empty(arrays[0].shape, F32)
+    getattr(_lib, kernel)(out.size, *[_ptr(a) for a in arrays], _ptr(out))
+    return out
+
+
+def relu(x: np.ndarray) -> np.ndarray | None:
+    """np.maximum(x, 0)"""
+    return _elementwise("relu_f32", x)
 
 
 def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray | None:
-    """dy where x > 0, else +0, for same-shaped float32 arrays; None for anything else."""
-    if not _on or dy.dtype != F32 or x.dtype != F32 or dy.shape != x.shape:
-        return None
-    dy, x = np.ascontiguousarray(dy), np.ascontiguousarray(x)
-    dx = np.empty(x.shape, F32)
-    _lib.relu_grad_f32(x.size, _ptr(dy), _ptr(x), _ptr(dx))
-    return dx
-
-
-def _rows(x: np.ndarray, axis: int):
-    """(x contiguous, rows, cols) when ``axis`` is x's last axis and x is float32; None otherwise."""
-    if not _on or x.dtype != F32 or x.ndim == 0 or axis not in (-1, x.ndim - 1) or x.shape[-1] == 0:
-        return None
-    return np.ascontiguousarray(x), x.size // x.shape[-1], x.shape[-1]
-
-
-def softmax(x: np.ndarray, axis: int) -> np.ndarray | None:
-    """Softmax along the last axis of float32 x; None for anything else."""
-    rows = _rows(x, axis)
-    if rows is None:
-        return None
-    x, n, cols = rows
-    y = np.empty(x.shape, F32)
-    _lib.softmax_f32(n, cols, _ptr(x), _ptr(y))
-    return y
-
-
-def softmax_grad(dy: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray | None:
-    """y * (dy - sum(dy * y)) along the last axis, float32 and same shapes; None for anything else."""
-    rows = _rows(y, axis)
-    if rows is None or dy.dtype != F32 or dy.shape != y.shape:
-        return None
-    y, n, cols = rows
-    dy = np.ascontiguousarray(dy)
-    dx = np.empty(y.shape, F32)
-    _lib.softmax_grad_f32(n, cols, _ptr(dy), _ptr(y), _ptr(dx))
-    return dx
+    """dy where x > 0, else +0"""
+    return _elementwise("relu_grad_f32", dy, x)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray | None:
-    if not _on or x.dtype != F32:
-        return None
-    x = np.ascontiguousarray(x)
-    y = np.empty(x.shape, F32)
-    _lib.sigmoid_f32(x.size, _ptr(x), _ptr(y))
-    return y
+    return _elementwise("sigmoid_f32", x)
 
 
 def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    if not _on or dy.dtype != F32 or y.dtype != F32 or dy.shape != y.shape:
+    """dy * y * (1 - y)"""
+    return _elementwise("sigmoid_grad_f32", dy, y)
+
+
+def _by_rows(kernel: str, axis: int, *arrays) -> np.ndarray | None:
+    """kernel(rows, cols, *inputs, out) over same-shaped float32 arrays whose rows run along ``axis``, the last
+    axis; None for anything else."""
+    x = arrays[0]
+    if not _on or x.ndim == 0 or axis not in (-1, x.ndim - 1) or x.shape[-1] == 0:
         return None
-    dy, y = np.ascontiguousarray(dy), np.ascontiguousarray(y)
-    dx = np.empty(y.shape, F32)
-    _lib.sigmoid_grad_f32(y.size, _ptr(dy), _ptr(y), _ptr(dx))
-    return dx
+    if any(a.dtype != F32 or a.shape != x.shape for a in arrays):
+        return None
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    out = np.empty(x.shape, F32)
+    getattr(_lib, kernel)(x.size // x.shape[-1], x.shape[-1], *[_ptr(a) for a in arrays], _ptr(out))
+    return out
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray | None:
+    return _by_rows("softmax_f32", axis, x)
+
+
+def softmax_grad(dy: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray | None:
+    """y * (dy - sum(dy * y)) along the rows"""
+    return _by_rows("softmax_grad_f32", axis, dy, y)
 
 
 def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
