@@ -27,11 +27,13 @@ export function call(type, args = {}, { transfer = [], onProgress } = {}) {
   });
 }
 
-if ("serviceWorker" in navigator) {
-  navigator.serviceWorker.register("sw.js").catch(() => {}); // optional: only speeds up and enables offline use
-}
-
 const ready = call("init");
+
+// The service worker caches the whole site (18 MB) for repeat and offline visits: it is registered once the
+// runtime is up, so that its downloads do not compete with the first start for the CPU.
+if ("serviceWorker" in navigator) {
+  ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
+}
 window.onnxtrain = { call, ready };
 setUpTabular(call, ready);
 setUpOwnModel(call, ready);

@@ -19,6 +19,17 @@ API void gemm_set_scratch(float *scratch) {
 
 static inline int min(int a, int b) { return a < b ? a : b; }
 
+/* Four 4-float vectors (v[k][i] = M[i][k] of a 4x4 block M read by columns) stored as its 4 rows, each at
+   out + i * stride. */
+static inline void store_transposed4(const v128_t *v, float *out, int stride) {
+  v128_t t0 = wasm_i32x4_shuffle(v[0], v[1], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(v[0], v[1], 2, 6, 3, 7);
+  v128_t t2 = wasm_i32x4_shuffle(v[2], v[3], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(v[2], v[3], 2, 6, 3, 7);
+  wasm_v128_store(out, wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5));
+  wasm_v128_store(out + stride, wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7));
+  wasm_v128_store(out + 2 * stride, wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5));
+  wasm_v128_store(out + 3 * stride, wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7));
+}
+
 /* op(B)[p, j] = b[p * rs + j * cs], p < kc, j < nc  ->  panels of NR columns, kc rows each, zero-padded. */
 static void pack_b(int kc, int nc, const float *b, int rs, int cs, float *out) {
   for (int j0 = 0; j0 < nc; j0 += NR, out += kc * NR) {
@@ -30,11 +41,16 @@ static void pack_b(int kc, int nc, const float *b, int rs, int cs, float *out) {
         wasm_v128_store(o, wasm_v128_load(s));
         wasm_v128_store(o + 4, wasm_v128_load(s + 4));
       }
-    } else if (nr == NR && rs == 1) {
-      for (int j = 0; j < NR; j++) {
-        const float *s = b + (j0 + j) * cs;
-        for (int p = 0; p < kc; p++) o[p * NR + j] = s[p];
+    } else if (nr == NR && rs == 1) {             /* columns contiguous: 4x4 SIMD transposes */
+      int p = 0;
+      for (; p + 4 <= kc; p += 4) {
+        v128_t v[NR];
+        for (int j = 0; j < NR; j++) v[j] = wasm_v128_load(b + (j0 + j) * cs + p);
+        store_transposed4(v, o + p * NR, NR);
+        store_transposed4(v + 4, o + p * NR + 4, NR);
       }
+      for (; p < kc; p++)
+        for (int j = 0; j < NR; j++) o[p * NR + j] = b[(j0 + j) * cs + p];
     } else {
       for (int p = 0; p < kc; p++, o += NR) {
         const float *s = b + p * rs + j0 * cs;
@@ -53,6 +69,16 @@ static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
     float *o = out;
     if (mr == MR && rs == 1) {
       for (int p = 0; p < kc; p++, o += MR) wasm_v128_store(o, wasm_v128_load(a + i0 + p * cs));
+    } else if (mr == MR && cs == 1) {             /* rows contiguous: 4x4 SIMD transposes */
+      const float *r = a + i0 * rs;
+      int p = 0;
+      for (; p + 4 <= kc; p += 4) {
+        v128_t v[MR] = {wasm_v128_load(r + p), wasm_v128_load(r + rs + p), wasm_v128_load(r + 2 * rs + p),
+                        wasm_v128_load(r + 3 * rs + p)};
+        store_transposed4(v, o + p * MR, MR);
+      }
+      for (; p < kc; p++)
+        for (int i = 0; i < MR; i++) o[p * MR + i] = r[i * rs + p];
     } else if (mr == MR) {
       const float *r0 = a + i0 * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
       for (int p = 0; p < kc; p++, o += MR) {
