@@ -74,8 +74,6 @@ class Variant:
     undo: str = ""
 
 
-# e.g. Variant("onnxtrain, numpy matmul", "from onnxtrain.ops.matmul import use_scipy_blas\nuse_scipy_blas(False)",
-# "...use_scipy_blas(True)") for a site that loads scipy's BLAS
 VARIANTS = [
     Variant("onnxtrain"),  # the site as it ships
     Variant("onnxtrain, SIMD kernels off",
@@ -203,7 +201,7 @@ def open_product_page(browser, url: str):
     context = browser.new_context()
     config = {"firstStepDir": f"bench-artifacts/{FIRST_STEP_MODEL}/"}
     context.add_init_script(script=f"window.__benchConfig = {json.dumps(config)};\n"
-                                   + (PAGES / "onnxtrain_hook.js").read_text())
+                                   + (PAGES / "util.js").read_text() + (PAGES / "onnxtrain_hook.js").read_text())
     return context, context.new_page()
 
 
@@ -448,7 +446,6 @@ def report(rounds: list, keys: list, args, size: dict) -> None:
              ("  of which: artifacts fetched after ready", lambda v: v["times"]["artifactsFetched"] - v["times"]["ready"]),
              ("  of which: `load` (4 artifacts)", lambda v: v["times"]["artifactsLoaded"] - v["times"]["artifactsFetched"]),
              ("  of which: `train` (1 batch)", lambda v: v["times"]["firstStep"] - v["times"]["artifactsLoaded"]),
-             ("page open -> scipy BLAS on (sites that load scipy)", lambda v: v["times"].get("blas")),
              ("page open -> background work done (service worker ready)", lambda v: v["times"].get("settled"))]
     for label, get in rows:
         cells = []

@@ -21,17 +21,7 @@
     if (native) WebAssembly[name] = (...args) => native.apply(WebAssembly, args).then(collect);
   }
 
-  const median = (values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  };
-
-  async function bytes(url) {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    return response.arrayBuffer();
-  }
+  const { median, bytes } = window.benchUtil;
 
   // A model folder of the bench site: meta.json, the artifacts, x.f32 / y.i64 (the training batch) and,
   // for models timed forward-only, fx.f32 (the forward batch).

@@ -9,17 +9,7 @@
   const times = {};
   let api;
   let firstStep;
-  const median = (values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  };
-
-  async function bytes(url) {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    return response.arrayBuffer();
-  }
+  const { median, bytes } = window.benchUtil;
 
   async function modelData(dir) {
     const base = new URL(dir, location.href);
@@ -53,7 +43,6 @@
         times.ready = performance.now();
         return runFirstStep(value).then((step) => ({ info, step }));
       });
-      if (value.blas) value.blas.then((on) => { times.blas = performance.now(); times.blasOn = on; }, () => {});
     },
   });
 
@@ -63,8 +52,8 @@
     return Promise.race([ready, new Promise((resolve) => setTimeout(() => resolve(false), timeoutMs))]);
   }
 
-  // What the visit took; waits for the page's background work too (scipy's BLAS where the site loads it,
-  // the service worker's precache), so that the bytes the visit downloads are all counted.
+  // What the visit took; waits for the page's background work too (the service worker's precache), so that the
+  // bytes the visit downloads are all counted.
   async function visit() {
     for (let waited = 0; !firstStep; waited += 100) {
       if (waited > 60000) throw new Error("the page never set window.onnxtrain");
@@ -72,7 +61,6 @@
     }
     const { info, step } = await Promise.race([firstStep, new Promise((_, reject) => setTimeout(
       () => reject(new Error("no trained step 180 s after page open")), 180000 - performance.now()))]);
-    if (api.blas) await api.blas.catch(() => false);
     const serviceWorker = await serviceWorkerReady(120000);
     times.settled = performance.now();
     return { times, timings: info.timings, info: { ...info, timings: undefined }, step, serviceWorker,

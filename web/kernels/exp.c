@@ -1,7 +1,6 @@
 /* Softmax and sigmoid (with their gradients) over float32 rows, on a SIMD exp.
-   exp: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf polynomial, 2^n added to the exponent bits;
-   within 2 ulp of a correctly rounded expf; 0 below -87.33 (where expf is subnormal), inf above 88.72,
-   NaN stays NaN. */
+   exp: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf polynomial, times 2^n; 0 below -87.33 (where
+   expf is subnormal), inf above 88.72, NaN stays NaN.  The tests hold it to a few ulp of numpy's exp. */
 #include "kernels.h"
 
 static inline v128_t exp4(v128_t x) {

@@ -99,8 +99,12 @@ API void maxpool_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, i
   }
 }
 
-/* dx = 0, then dx[indices[i]] += dy[i]. */
-API void maxpool_grad_f32(int n_out, int n_in, const float *dy, const long long *indices, float *dx) {
+/* dx = 0, then dx[indices[i]] += dy[i]; 0, or -1 (dx unfinished) when an index lies outside dx. */
+API int maxpool_grad_f32(int n_out, int n_in, const float *dy, const long long *indices, float *dx) {
   for (int i = 0; i < n_in; i++) dx[i] = 0.0f;
-  for (int i = 0; i < n_out; i++) dx[indices[i]] += dy[i];
+  for (int i = 0; i < n_out; i++) {
+    if ((unsigned long long)indices[i] >= (unsigned long long)n_in) return -1;
+    dx[indices[i]] += dy[i];
+  }
+  return 0;
 }

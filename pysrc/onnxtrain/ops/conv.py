@@ -58,10 +58,15 @@ def _pad_input(X, pads, fill=0):
     return xp
 
 
+def _reads_input_as_is(kernel_shape, pads, strides) -> bool:
+    """A 1x1 kernel, stride 1, no padding: the columns are the input itself."""
+    return all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads)
+
+
 def im2col(X, kernel_shape, pads, out, strides, dilations):
     """cols (N, C, K, *out) where K runs over the kernel offsets: one copy of a strided view of the input."""
-    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
-        return X.reshape(X.shape[:2] + (1,) + tuple(X.shape[2:]))    # a 1x1 kernel reads the input as it is
+    if _reads_input_as_is(kernel_shape, pads, strides):
+        return X.reshape(X.shape[:2] + (1,) + tuple(X.shape[2:]))
     cols = simd.im2col(X, kernel_shape, pads, out, strides, dilations)
     if cols is not None:
         return cols
@@ -77,7 +82,7 @@ def im2col(X, kernel_shape, pads, out, strides, dilations):
 
 def col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations):
     """The adjoint of im2col: scatter-add cols (N, C, K, *out) back into an input of ``x_shape``."""
-    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
+    if _reads_input_as_is(kernel_shape, pads, strides):
         return cols.reshape(x_shape)
     x = simd.col2im(cols, x_shape, kernel_shape, pads, out, strides, dilations)
     if x is not None:

@@ -150,7 +150,7 @@ def AveragePool(X, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilat
 @kernel("GlobalAveragePool")
 def GlobalAveragePool(X):
     sums = simd.plane_sums(X, X.ndim - 2)
-    if sums is not None and X.ndim > 2:
+    if sums is not None:
         return (sums / np.float32(np.prod(X.shape[2:]))).reshape(X.shape[:2] + (1,) * (X.ndim - 2))
     return X.mean(axis=tuple(range(2, X.ndim)), keepdims=True).astype(X.dtype)
 

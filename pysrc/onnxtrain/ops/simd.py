@@ -24,7 +24,7 @@ def load(path: str) -> bool:
     global _lib, _on
     lib = ctypes.CDLL(path)
     scratch = np.empty(lib.gemm_scratch_floats() + 4, F32)
-    offset = (-scratch.ctypes.data % 16) // 4
+    offset = (-scratch.__array_interface__["data"][0] % 16) // 4
     lib.gemm_set_scratch(_ptr(scratch[offset:]))
     _keep[:] = [scratch]
     _lib, _on = lib, True
@@ -69,7 +69,8 @@ _FLOATS = {1.0: ctypes.c_float(1.0), 0.0: ctypes.c_float(0.0)}
 
 
 def _float(x: float):
-    return _FLOATS.get(x) or ctypes.c_float(x)
+    made = _FLOATS.get(x)
+    return ctypes.c_float(x) if made is None else made
 
 
 def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float = 1.0,
@@ -145,7 +146,7 @@ def sgd(weights, gradients, neg_lr) -> bool:
     groups = list(zip(weights, gradients))
     if not _on or not _takes(groups):
         return False
-    _lib.sgd_f32(len(groups), _ptr(_table("sgd", groups)), ctypes.c_float(float(neg_lr)))
+    _lib.sgd_f32(len(groups), _ptr(_table("sgd", groups)), _float(float(neg_lr)))
     return True
 
 
@@ -301,7 +302,5 @@ def maxpool_grad(dy: np.ndarray, indices: np.ndarray, shape) -> np.ndarray | Non
         return None
     dy, indices = np.ascontiguousarray(dy), np.ascontiguousarray(indices)
     dx = np.empty(tuple(shape), F32)
-    if indices.size and (indices.min() < 0 or indices.max() >= dx.size):
-        return None
-    _lib.maxpool_grad_f32(dy.size, dx.size, _ptr(dy), _ptr(indices), _ptr(dx))
-    return dx
+    bad = _lib.maxpool_grad_f32(dy.size, dx.size, _ptr(dy), _ptr(indices), _ptr(dx))
+    return None if bad else dx
