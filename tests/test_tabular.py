@@ -2,6 +2,7 @@
 that takes the raw columns and runs in onnxruntime."""
 import csv
 import io
+import json
 
 import numpy as np
 import onnxruntime as ort
@@ -82,7 +83,11 @@ def test_exported_model_takes_raw_columns_and_beats_the_baseline():
     line = signature(ir.to_bytes(model))
     described = lambda vs: ", ".join(f"{v.name} {v.type[7:-1]} [{', '.join(map(str, v.shape))}]" for v in vs)  # noqa: E731
     assert line.startswith(f"Inputs: {described(sess.get_inputs())}. Outputs: {described(sess.get_outputs())}. ")
-    assert line.endswith("Classes: class_0, class_1, class_2")
+    assert line.endswith("""Input 'numeric': float32 [batch, 13], the columns """ + json.dumps(load_wine().feature_names)
+                         + """ in this order, NaN where a value is missing. Input 'categorical': string [batch, 1], the \
+columns ["region"] in this order (one-hot encoded inside the model). Predicts "cultivar": output 'label' is the index \
+of the class in ["class_0", "class_1", "class_2"], 'probabilities' the probability of each.""")
+    assert json.loads(model.metadata_props["onnxtrain.classes"]) == ["class_0", "class_1", "class_2"]
 
 
 def test_regression_exports_and_beats_predicting_the_mean():
@@ -96,10 +101,20 @@ def test_regression_exports_and_beats_predicting_the_mean():
 
 
 @pytest.mark.parametrize("text, message", [
-    (b"", "is empty"),
-    (b"a,b\n", "no data rows"),
-    (b"a,b\n1,2\n3\n", "row 3 has 1 fields, but the header has 2"),
-    (b"\xff\xfe\x00a", "not UTF-8"),
+    (b"", "the CSV file is empty"),
+    (b" \n\n ,  \n", "the CSV file is empty"),
+    (b"a,b\n", "the CSV file has a header row but no data rows"),
+    (b"a,b\n\n,\n", "the CSV file has a header row but no data rows"),
+    (b"a,b\n1,2\n3\n", "the CSV file: row 3 has 1 fields, but the header has 2"),
+    (b"a,b\n\n1,2\n\n3,4,5\n", "the CSV file: row 5 has 3 fields, but the header has 2"),  # rows as in the file
+    (b"\xff\xfea\x00,\x00b\x00", "the CSV file is UTF-16 text: save it as CSV UTF-8"),
+    (b"a,b\n1,\xe9\n", r"the CSV file is not UTF-8 text \(byte 6\)"),
+    (b"a,b\n1,2\n3," + b"x" * 140_000 + b"\n", r"the CSV file: row 3 cannot be read as CSV \(field larger than"),
+    (b"a,b,a\n1,2,3\n", r'the CSV file has two columns named "a" \(columns 1 and 3\): rename one'),
+    (b"a, b ,b\n1,2,3\n", r'two columns named "b" \(columns 2 and 3\)'),  # names are compared as shown, stripped
+    (b"x,,column 2\n1,2,3\n", r'two columns named "column 2" \(columns 2 and 3\)'),  # an unnamed column's name
+    (b",".join(b"c%d" % i for i in range(1001)) + b"\n" + b",".join([b"1"] * 1001) + b"\n",
+     "the CSV file has 1,001 columns; at most 1,000 can be used"),
 ])
 def test_bad_csv_files(text, message):
     with pytest.raises(tabular.DataError, match=message):
@@ -153,22 +168,115 @@ def test_a_saved_run_resumes_exactly():
     assert api.CheckpointState.load_checkpoint(saved).properties["epoch"] == a.epoch
 
 
-def test_predict_rows_of_another_csv():
+def ort_outputs(model: bytes, pre, table, rows=None) -> list:
+    num, cat = pre.raw_inputs(table, range(len(table.rows)) if rows is None else rows)
+    feeds = {}
+    if pre.numeric:
+        feeds["numeric"] = num
+    if pre.categorical:
+        feeds["categorical"] = cat.astype(str)
+    return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def test_try_it_pages_through_all_rows_with_the_true_labels_and_accuracy():
     session = tabular.TabularSession(wine_csv())
     session.setup("cultivar", "classification", [16])
-    while session.epoch < 10:
+    while session.epoch < 3:
         session.step(32, 0.01)
-    unlabelled = b"\n".join(line.rsplit(b",", 1)[0] for line in wine_csv().splitlines()[:21])
-    result = session.predict_csv(unlabelled)
-    assert len(result["predictions"]) == 20 and set(result["predictions"]) <= {"class_0", "class_1", "class_2"}
-    table = tabular.parse_csv(wine_csv())
+    data = wine_csv()
+    table = tabular.parse_csv(data)
     pre = session.prep["preprocessing"]
-    num, cat = pre.raw_inputs(table, list(range(20)))
-    label = ort.InferenceSession(session.export_model(), providers=["CPUExecutionProvider"]).run(
-        ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
-    assert [pre.classes[i] for i in label] == result["predictions"]
-    with pytest.raises(tabular.DataError, match=r"lacks the columns \['alcohol'"):
+    expected = [pre.classes[i] for i in ort_outputs(session.export_model(), pre, table)[2]]
+    pages = [session.predict_csv(data, offset, 100) for offset in (0, 100)]
+    assert [len(p["rows"]) for p in pages] == [100, 78] and all(p["total"] == 178 for p in pages)
+    assert [p["offset"] for p in pages] == [0, 100] and pages[1]["rows"][0] == table.rows[100]
+    assert pages[0]["predictions"] + pages[1]["predictions"] == expected
+    assert pages[0]["labels"] + pages[1]["labels"] == [r[-1] for r in table.rows]  # the true label of each row
+    assert pages[0]["label"] == "cultivar" and pages[0]["header"] == table.header
+    truth = [r[-1] for r in table.rows]
+    assert pages[0]["accuracy"] == pages[1]["accuracy"] == np.mean([p == t for p, t in zip(expected, truth)])
+    assert pages[0]["mae"] is None and len(pages[1]["confidence"]) == 78 and pages[0]["labelled"] == 178
+    assert set(pages[0]) == {"header", "rows", "predictions", "confidence", "total", "offset", "labels", "label",
+                             "accuracy", "mae", "labelled"}
+    # more training: the next page comes from the new weights, not from the cached predictions
+    while session.epoch < 12:
+        session.step(32, 0.01)
+    again = session.predict_csv(data, 150, 10)
+    now = [pre.classes[i] for i in ort_outputs(session.export_model(), pre, table)[2]]
+    assert again["predictions"] == now[150:160] and again["accuracy"] > 0.8
+    assert again["accuracy"] == np.mean([p == t for p, t in zip(now, truth)])
+
+    # a file without the label column: predictions only; rows whose label is missing are left out of the accuracy
+    unlabelled = b"\n".join(line.rsplit(b",", 1)[0] for line in data.splitlines()[:21])
+    result = session.predict_csv(unlabelled)
+    assert result["total"] == 20 and result["labels"] is None and result["accuracy"] is None
+    assert result["predictions"] == now[:20]
+    gaps = b"\n".join(line.rsplit(b",", 1)[0] + (b"," if i in (3, 4) else line[line.rindex(b","):])
+                      for i, line in enumerate(data.splitlines()))
+    result = session.predict_csv(gaps, 0, 5)
+    assert result["labels"] == truth[:2] + ["", ""] + truth[4:5] and result["labelled"] == 176
+    assert result["accuracy"] == np.mean([p == t for i, (p, t) in enumerate(zip(now, truth)) if i not in (2, 3)])
+
+    with pytest.raises(tabular.DataError, match=r'the CSV file to predict lacks the columns \["alcohol", '):
         session.predict_csv(b"x,y\n1,2\n")
+    with pytest.raises(tabular.DataError, match="row offset 178 is past the end: the file has 178 data rows"):
+        session.predict_csv(data, 178)
+    for offset, limit, message in [(-1, 100, 'the offset is "-1"; it must be a whole number of 0 or more'),
+                                   (0.5, 100, 'the offset is "0.5"'),
+                                   (0, 0, 'the limit is "0"; it must be a whole number from 1 to 1000'),
+                                   (0, 1001, 'the limit is "1001"')]:
+        with pytest.raises(tabular.DataError, match=message):
+            session.predict_csv(data, offset, limit)
+
+
+def test_try_it_for_regression_gives_the_mean_absolute_error_over_all_rows():
+    data = wine_csv(missing=False)
+    session = tabular.TabularSession(data)
+    session.setup("proline", "regression", [8])
+    while session.epoch < 2:
+        session.step(32, 0.01)
+    table = tabular.parse_csv(data)
+    pred = ort_outputs(session.export_model(), session.prep["preprocessing"], table)[0].ravel()
+    truth = np.array([float(r[table.header.index("proline")]) for r in table.rows])
+    result = session.predict_csv(data, 170)
+    assert result["total"] == 178 and len(result["rows"]) == 8 and result["confidence"] is None
+    assert result["accuracy"] is None and result["label"] == "proline"
+    np.testing.assert_allclose(result["mae"], np.mean(np.abs(pred.astype(np.float64) - truth)), rtol=1e-12)
+    np.testing.assert_allclose(result["predictions"], pred[170:], rtol=1e-6)
+    assert result["labels"] == [r[table.header.index("proline")] for r in table.rows[170:]]
+    lines = data.splitlines()
+    j = table.header.index("proline")
+    cells = lines[5].split(b",")
+    cells[j] = b"lots"
+    with pytest.raises(tabular.DataError, match='row 6, column "proline": "lots" is not a number, but the model '
+                                                'predicts numbers for this column'):
+        session.predict_csv(b"\n".join(lines[:5] + [b",".join(cells)] + lines[6:]))
+
+
+def test_a_word_in_a_numeric_column_of_a_try_it_file_names_row_column_and_value():
+    session = tabular.TabularSession(wine_csv())
+    session.setup("cultivar", "classification", [8])
+    lines = wine_csv().splitlines()
+    cells = lines[7].split(b",")
+    cells[1] = b"twelve"
+    text = b"\n".join(lines[:3] + [b""] + lines[3:7] + [b",".join(cells)] + lines[8:])  # a blank line: row 9 of the file
+    with pytest.raises(tabular.DataError, match='^row 9, column "malic_acid": "twelve" is not a number, but the model '
+                                                'was trained on numbers in this column$'):
+        session.predict_csv(text)
+    with pytest.raises(tabular.DataError, match="the CSV file to predict has two columns named"):
+        session.predict_csv(b"a,a\n1,2\n")
+
+
+def test_try_it_caps_the_rows(monkeypatch):
+    session = tabular.TabularSession(b"x,y\n" + b"".join(b"%d,%s\n" % (i, b"ab"[i % 2:i % 2 + 1]) for i in range(20)))
+    session.setup("y", "classification", [4])
+    monkeypatch.setattr(tabular, "MAX_PREDICT_ROWS", 10)
+    with pytest.raises(tabular.DataError, match="the CSV file to predict has 11 rows; at most 10 are predicted at "
+                                                "once: split the file"):
+        session.predict_csv(b"x\n" + b"1\n" * 11)
+    assert session.predict_csv(b"x\n" + b"1\n" * 10)["total"] == 10
+    with pytest.raises(tabular.DataError, match="set up the model first"):
+        tabular.TabularSession(b"x,y\n1,2\n").predict_csv(b"x\n1\n")
 
 
 def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz():
@@ -197,10 +305,16 @@ def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz()
     types = from_csv.input_types()
     bad = {"text": b"a,labels\nx,1\n", "gap": b"a,labels\n,1\n1,0\n", "narrow": b"a,b,labels\n1,2,0\n",
            "fraction": ("\n".join([",".join(header)] + [",".join(["0.5"] * 21)])).encode()}
-    for name, message in [("text", "column 'a' of the data file is not numeric"),
-                          ("gap", "column 'a' of the data file has 1 missing values"),
+    bad["inf"] = b"a,labels\n1,0\n\n-inf,1\n"
+    bad["overflow"] = b"a,labels\n1,0\n1e39,1\n"
+    bad["one column"] = b"labels\n1\n"
+    for name, message in [("text", 'column "a" of the data file is not numeric'),
+                          ("gap", 'column "a" of the data file has 1 missing values'),
+                          ("inf", r'column "a" of the data file has 1 non-finite values \(first: row 4, "-inf"\)'),
+                          ("overflow", r'column "a" of the data file has 1 non-finite values \(first: row 3, "1e39"\)'),
+                          ("one column", r'the data file has one column \("labels"\)'),
                           ("narrow", r"input 'input' takes \[20\] values per row, but the data file has 2 feature"),
-                          ("fraction", "the label column 'labels' must hold whole numbers")]:
+                          ("fraction", 'the label column "labels" must hold whole numbers')]:
         with pytest.raises(tabular.DataError, match=message):
             tabular.csv_inputs(bad[name], types)
     with pytest.raises(tabular.DataError, match="fits a model whose training inputs are features and labels"):

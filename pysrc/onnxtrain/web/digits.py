@@ -3,6 +3,7 @@ classes added to the head, fine-tuning of the head or the whole model, live pred
 from __future__ import annotations
 
 import io
+import unicodedata
 
 import numpy as np
 
@@ -11,9 +12,11 @@ from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
 from .bridge import TrainingSession, _buffer, _bytes
-from .tabular import DataError, mlp_model
+from .tabular import DataError, mlp_model, names_text, show
 
 HEAD = ("fc2.weight", "fc2.bias")
+MAX_NAME = 40
+MAX_CLASSES = 50
 
 
 def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0) -> bytes:
@@ -43,6 +46,9 @@ class DigitsSession:
     def __init__(self, model, replay=None, classes=None):
         self.model = ir_load(_bytes(model))
         self.classes = [str(c) for c in _buffer(classes)] if classes is not None else [str(i) for i in range(10)]
+        width = {t.name: t.data.shape for t in self.model.graph.initializers}.get("fc2.bias")
+        if width is None or width != (len(self.classes),):
+            raise DataError(f"the model's head has {width} outputs but there are {len(self.classes)} class names")
         self.examples, self.labels = [], []
         self.training = None  # the last fine-tuning run
         self.replay = None
@@ -67,14 +73,31 @@ class DigitsSession:
             examples, labels = archive["examples"], archive["labels"]
         except Exception as e:
             raise DataError(f"the saved drawings cannot be read ({e})") from None
+        if examples.ndim != 2 or examples.shape[1] != 64 or len(labels) != len(examples) \
+                or not np.isfinite(examples).all() or ((labels < 0) | (labels >= len(classes))).any():
+            raise DataError(f"the saved drawings cannot be read (examples {list(examples.shape)}, "
+                            f"{len(labels)} labels, {len(classes)} classes)")
         session = cls(model, replay, classes)
-        session.examples, session.labels = list(examples), [int(v) for v in labels]
+        session.examples, session.labels = list(examples.astype(np.float32)), [int(v) for v in labels]
         return session
 
     def add_class(self, name: str) -> int:
+        """A new class (an output of the head); its index."""
         name = str(name).strip()
-        if not name or name in self.classes:
-            raise DataError(f"a class needs a new, non-empty name ({name!r} is taken or empty)")
+        if not name:
+            raise DataError("a class needs a name")
+        if len(name) > MAX_NAME:
+            raise DataError(f"the class name {show(name)} has {len(name)} characters; at most {MAX_NAME}")
+        # control, format and separator characters, but the zero-width joiner that emoji sequences use
+        odd = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") and c != "\u200d"]
+        if odd:
+            raise DataError(f"the class name {show(name)} contains a control or invisible character "
+                            f"(U+{ord(odd[0]):04X})")
+        taken = [c for c in self.classes if c.casefold() == name.casefold()]
+        if taken:
+            raise DataError(f"the class name {show(name)} is taken (by {show(taken[0])}); choose another")
+        if len(self.classes) >= MAX_CLASSES:
+            raise DataError(f"there are {len(self.classes)} classes already; at most {MAX_CLASSES}")
         inits = {t.name: t for t in self.model.graph.initializers}
         w, b = inits["fc2.weight"], inits["fc2.bias"]
         rng = np.random.default_rng(len(self.classes))
@@ -86,7 +109,14 @@ class DigitsSession:
         return len(self.classes) - 1
 
     def add_example(self, pixels, label: int) -> dict:
-        x = np.asarray(_buffer(pixels), dtype=np.float32).reshape(64)
+        """One drawing of class ``label``; the counts per class."""
+        x = _drawing(pixels)
+        try:
+            ok = not isinstance(label, bool) and float(label) == int(label) and 0 <= int(label) < len(self.classes)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise DataError(f"the label {show(label)} is not a class index from 0 to {len(self.classes) - 1}")
         self.examples.append(x / 16)
         self.labels.append(int(label))
         return self.counts()
@@ -97,7 +127,7 @@ class DigitsSession:
 
     def predict(self, pixels) -> list:
         """Class probabilities for one 8x8 drawing."""
-        x = np.asarray(_buffer(pixels), dtype=np.float32).reshape(1, 64) / 16
+        x = _drawing(pixels).reshape(1, 64) / 16
         logits = self._session.run([x])[0][0].astype(np.float64)
         p = np.exp(logits - logits.max())
         return (p / p.sum()).tolist()
@@ -157,6 +187,23 @@ class DigitsSession:
         model.graph.inputs = [ValueInfo("pixels", TensorType(1, ["batch", 64]))]
         model.graph.outputs = list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
                                                  ValueInfo("label", TensorType(7, ["batch"]))]
-        model.metadata_props = {"onnxtrain.classes": "\t".join(self.classes)}
-        model.graph.doc_string = "Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high)."
+        model.metadata_props = {"onnxtrain.classes": names_text(self.classes)}
+        model.graph.doc_string = ("Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high). Output 'label' "
+                                  f"is the index of the class in {names_text(self.classes)}, 'probabilities' the "
+                                  f"probability of each.")
         return to_bytes(model)
+
+
+def _drawing(pixels) -> np.ndarray:
+    """An 8x8 drawing as 64 float32 values in 0..16."""
+    try:
+        x = np.asarray(_buffer(pixels), dtype=np.float32).ravel()
+    except (TypeError, ValueError) as e:
+        raise DataError(f"a drawing is 64 numbers from 0 to 16 ({e})") from None
+    if x.size != 64:
+        raise DataError(f"a drawing is 8x8 = 64 values, not {x.size}")
+    if not np.isfinite(x).all():
+        raise DataError(f"a drawing has a non-finite value at pixel {int(np.flatnonzero(~np.isfinite(x))[0])}")
+    if x.min() < 0 or x.max() > 16:
+        raise DataError(f"a drawing's values run from 0 to 16; this one has {float(x.min()):g} to {float(x.max()):g}")
+    return x

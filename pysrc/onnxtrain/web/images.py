@@ -8,7 +8,9 @@ from .. import artifacts
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from .bridge import TrainingSession, _buffer, _bytes
-from .tabular import DataError, classification_metrics
+from .tabular import DataError, check_validation, classification_metrics, names_text, show, stratified_split
+
+MIN_SIZE, MAX_SIZE = 8, 128  # two 2x2 poolings need 4 px at least; 8 leaves a 2x2 map for the classifier
 
 
 def _ints(name, values):
@@ -48,18 +50,16 @@ class ImageSession:
 
     def __init__(self, pixels, shape, labels, classes, validation: float = 0.2, seed: int = 0,
                  optimizer: str = "AdamW"):
-        n, size = [int(d) for d in _buffer(shape)][:2]
-        rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(n, size, size, 4)
-        self.classes = [str(c) for c in _buffer(classes)]
-        y = np.array([int(v) for v in _buffer(labels)], dtype=np.int64)
+        n, size = _shape(shape)
+        self.classes = _classes(classes)
+        rgba = _pixels(pixels, n, size, "the images")
+        y = _labels(labels, n, len(self.classes))
         counts = np.bincount(y.astype(np.intp), minlength=len(self.classes))
         if len(self.classes) < 2 or (counts == 0).any():
             raise DataError("an image folder needs at least two class subfolders with images in each "
                             f"(found {dict(zip(self.classes, counts.tolist()))})")
+        train, val = stratified_split(y, check_validation(validation), int(seed))
         x = rgba[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255
-        order = np.random.default_rng(seed).permutation(n)
-        n_val = max(1, int(round(n * validation)))
-        val, train = order[:n_val], order[n_val:]
         self.mean = x[train].mean(axis=(0, 2, 3)).astype(np.float32)
         self.std = (x[train].std(axis=(0, 2, 3)) + 1e-3).astype(np.float32)
         norm = (x - self.mean[None, :, None, None]) / self.std[None, :, None, None]
@@ -70,7 +70,9 @@ class ImageSession:
                                             optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
         self.training = TrainingSession.from_artifacts(arts)
         self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)
+        per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()  # noqa: E731
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
+                     "train_per_class": per_class(train), "validation_per_class": per_class(val),
                      "size": size, "parameters": self.training.module.get_parameters_size(True)}
 
     @property
@@ -87,7 +89,7 @@ class ImageSession:
 
     def predict(self, pixels) -> list:
         """Class probabilities for one RGBA image of the session's size (uint8 bytes)."""
-        rgba = np.frombuffer(_bytes(pixels), np.uint8).reshape(1, self.size, self.size, 4)
+        rgba = _pixels(pixels, 1, self.size, "the image")
         x = (rgba[..., :3].transpose(0, 3, 1, 2).astype(np.float32) / 255 - self.mean[None, :, None, None]) \
             / self.std[None, :, None, None]
         logits = self.training.predict(x)[0]
@@ -120,6 +122,62 @@ class ImageSession:
                       outputs=list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
                                                  ValueInfo("label", TensorType(7, ["batch"]))],
                       doc_string=f"Input 'image': float32 [batch, 3, {self.size}, {self.size}], RGB, values 0..1 "
-                                 f"(resized to {self.size}x{self.size}). Classes: {', '.join(self.classes)}")
+                                 f"(resized to {self.size}x{self.size}). Output 'label' is the index of the class in "
+                                 f"{names_text(self.classes)}, 'probabilities' the probability of each.")
         return to_bytes(Model(graph=graph, ir_version=inner.ir_version, opset_imports=dict(inner.opset_imports),
-                              producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(self.classes)}))
+                              producer_name="onnxtrain", metadata_props={"onnxtrain.classes": names_text(self.classes)}))
+
+
+def _shape(shape) -> tuple:
+    """(image count, side) from the page's [count, size]."""
+    dims = list(_buffer(shape))
+    try:
+        n, size = [int(d) for d in dims[:2]]
+        if len(dims) < 2 or any(float(d) != int(d) for d in dims[:2]):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise DataError(f"the image shape {show(dims)} is not [count, size] in whole numbers") from None
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise DataError(f"an image size of {size} px is not possible; choose from {MIN_SIZE} to {MAX_SIZE} px")
+    if n < 1:
+        raise DataError(f"there are {n} images; add images to the class subfolders")
+    return n, size
+
+
+def _classes(classes) -> list:
+    """The class names as given (folder names); an empty or repeated name is refused."""
+    names = [str(c) for c in _buffer(classes)]
+    for i, name in enumerate(names):
+        if not name.strip():
+            raise DataError(f"class {i + 1} has an empty name; name each class subfolder")
+        if name in names[:i]:
+            raise DataError(f"two classes are named {show(name)} (classes {names.index(name) + 1} and {i + 1})")
+    return names
+
+
+def _pixels(pixels, n: int, size: int, what: str) -> np.ndarray:
+    """RGBA uint8 bytes as [n, size, size, 4]."""
+    data = _bytes(pixels)
+    need = n * size * size * 4
+    if len(data) != need:
+        raise DataError(f"{what}: the pixel buffer has {len(data):,} bytes, but {n} RGBA image{'s' * (n != 1)} of "
+                        f"{size}×{size} px take {need:,}")
+    return np.frombuffer(data, np.uint8).reshape(n, size, size, 4)
+
+
+def _labels(labels, n: int, n_classes: int) -> np.ndarray:
+    """One class index per image, each in 0..n_classes-1."""
+    values = list(_buffer(labels))
+    if len(values) != n:
+        raise DataError(f"there are {n} images but {len(values)} labels")
+    out = np.empty(n, np.int64)
+    for i, v in enumerate(values):
+        try:
+            ok = not isinstance(v, bool) and float(v) == int(v) and 0 <= int(v) < n_classes
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise DataError(f"image {i + 1} has the label {show(v)}; a label is a class index from 0 to "
+                            f"{n_classes - 1}")
+        out[i] = int(v)
+    return out

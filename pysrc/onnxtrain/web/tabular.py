@@ -4,7 +4,11 @@ model whose export takes the raw columns (standardisation, imputation and one-ho
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
+import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,79 +22,199 @@ from .bridge import TrainingSession, _buffer, _bytes
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
 MAX_CATEGORIES = 50
 MAX_CLASSES = 50
+MAX_CSV_BYTES = 64 << 20
+MAX_COLUMNS = 1000
+MAX_CELLS = 5_000_000
+MAX_PREDICT_ROWS = 100_000
+MAX_PAGE_ROWS = 1000
+MAX_LAYERS = 16
+MAX_WIDTH = 1_000_000
+MAX_PARAMETERS = 20_000_000
+TASKS = ("classification", "regression")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class DataError(ValueError):
     """The data cannot be used as it is; the message says what to change."""
 
 
+def show(text, limit: int = 60) -> str:
+    """User text quoted for a message, cut to ``limit`` characters."""
+    text = str(text)
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
+
+
+def names_text(names) -> str:
+    """A list of user names as one unambiguous JSON list (for doc strings)."""
+    return json.dumps([str(n) for n in names], ensure_ascii=False)
+
+
 @dataclass
 class Table:
     header: list
     rows: list  # list of lists of str, all of len(header)
+    lines: list = None  # the file's line (1-based) where each row starts
+
+    def line(self, r: int) -> int:
+        return self.lines[r] if self.lines else r + 2
+
+
+def _decode(data: bytes, name: str) -> str:
+    if len(data) > MAX_CSV_BYTES:
+        raise DataError(f"{name} has {len(data):,} bytes; at most {MAX_CSV_BYTES:,} ({MAX_CSV_BYTES >> 20} MiB) are "
+                        f"read: use a sample of the rows")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataError(f"{name} is UTF-16 text: save it as CSV UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{name} is not UTF-8 text (byte {e.start}): save it as CSV UTF-8") from None
 
 
 def parse_csv(data, name: str = "the CSV file") -> Table:
-    """A Table from CSV bytes (UTF-8, with a header row); ragged rows and empty files are refused."""
-    try:
-        text = bytes(data).decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{name} is not UTF-8 text (byte {e.start}): save it as CSV UTF-8") from None
+    """A Table from CSV bytes (UTF-8, with a header row); ragged rows, repeated column names, empty and
+    oversized files are refused."""
+    text = _decode(bytes(data), name)
     try:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    rows = [r for r in csv.reader(io.StringIO(text), dialect) if any(cell.strip() for cell in r)]
+    reader = csv.reader(io.StringIO(text), dialect)
+    rows, lines, width, cells, last = [], [], None, 0, 0
+    try:
+        for record in reader:
+            start, last = last + 1, reader.line_num
+            if not any(cell.strip() for cell in record):
+                continue
+            if width is None:
+                width = len(record)
+                if width > MAX_COLUMNS:
+                    raise DataError(f"{name} has {width:,} columns; at most {MAX_COLUMNS:,} can be used")
+            elif len(record) != width:
+                raise DataError(f"{name}: row {start} has {len(record)} fields, but the header has {width}")
+            cells += width
+            if cells > MAX_CELLS:
+                raise DataError(f"{name} has more than {MAX_CELLS:,} cells (rows × columns); at most that many are "
+                                f"read: use a sample of the rows")
+            rows.append(record)
+            lines.append(start)
+    except csv.Error as e:
+        raise DataError(f"{name}: row {last + 1} cannot be read as CSV ({e})") from None
     if not rows:
         raise DataError(f"{name} is empty")
     header, body = [h.strip() or f"column {i + 1}" for i, h in enumerate(rows[0])], rows[1:]
+    seen = {}
+    for i, h in enumerate(header):
+        if h in seen:
+            raise DataError(f"{name} has two columns named {show(h)} (columns {seen[h] + 1} and {i + 1}): "
+                            f"rename one")
+        seen[h] = i
     if not body:
         raise DataError(f"{name} has a header row but no data rows")
-    for i, row in enumerate(body):
-        if len(row) != len(header):
-            raise DataError(f"{name}: row {i + 2} has {len(row)} fields, but the header has {len(header)}")
-    return Table(header, [[c.strip() for c in r] for r in body])
+    return Table(header, [[c.strip() for c in r] for r in body], lines[1:])
 
 
 def _is_missing(cell: str) -> bool:
     return cell.lower() in MISSING
 
 
-def _numeric(values: list):
-    """The column as floats (NaN where missing), or None when some present value is not a number."""
-    out = np.empty(len(values))
+def _parse(values: list):
+    """(floats, non-finite mask) of a column, NaN where a cell is missing or not a finite float32 (``inf``,
+    ``1e39``); None when some present cell is not a number."""
+    out = np.full(len(values), np.nan)
+    nonfinite = np.zeros(len(values), dtype=bool)
     for i, v in enumerate(values):
         if _is_missing(v):
-            out[i] = np.nan
             continue
         try:
-            out[i] = float(v)
+            x = float(v)
         except ValueError:
             return None
-    return out
+        if abs(x) <= FLOAT32_MAX:
+            out[i] = x
+        else:
+            nonfinite[i] = True
+    return out, nonfinite
+
+
+def _numeric(values: list):
+    """The column as floats (NaN where missing or non-finite), or None when some present value is not a number."""
+    parsed = _parse(values)
+    return None if parsed is None else parsed[0]
+
+
+def _column(table: Table, name: str) -> int:
+    if name not in table.header:
+        raise DataError(f"there is no column named {show(name)}")
+    return table.header.index(name)
 
 
 def describe(table: Table) -> dict:
-    """Per column: kind (numeric / categorical), missing count, distinct count; plus a preview."""
+    """Per column: kind (numeric / categorical), missing count, non-finite count (numbers such as ``inf`` or
+    ``1e39`` that float32 cannot hold, treated as missing), distinct count; plus a preview."""
     columns = []
     for j, name in enumerate(table.header):
         values = [r[j] for r in table.rows]
-        numbers = _numeric(values)
+        parsed = _parse(values)
         present = [v for v in values if not _is_missing(v)]
-        columns.append({"name": name, "kind": "numeric" if numbers is not None else "categorical",
-                        "missing": len(values) - len(present), "distinct": len(set(present))})
+        columns.append({"name": name, "kind": "numeric" if parsed is not None else "categorical",
+                        "missing": len(values) - len(present), "distinct": len(set(present)),
+                        "nonfinite": 0 if parsed is None else int(parsed[1].sum())})
     return {"columns": columns, "rows": len(table.rows), "preview": table.rows[:8],
             "suggested_label": table.header[-1]}
 
 
 def detect_task(table: Table, label: str) -> str:
-    values = [r[table.header.index(label)] for r in table.rows if not _is_missing(r[table.header.index(label)])]
+    j = _column(table, label)
+    values = [r[j] for r in table.rows if not _is_missing(r[j])]
     numbers = _numeric(values)
     if numbers is None:
         return "classification"
-    if np.all(numbers == np.round(numbers)) and len(set(values)) <= 20:
+    numbers = numbers[~np.isnan(numbers)]
+    if numbers.size and np.all(numbers == np.round(numbers)) and len(set(values)) <= 20:
         return "classification"
     return "regression"
+
+
+def check_task(task) -> str:
+    if task not in TASKS:
+        raise DataError(f"the task is {show(task)}; it must be \"classification\" or \"regression\"")
+    return task
+
+
+def check_validation(validation) -> float:
+    v = float(validation)
+    if not 0 < v < 1:
+        raise DataError(f"the validation share is {v}; it must be above 0 and below 1 (for example 0.2)")
+    return v
+
+
+def stratified_split(y, validation: float, seed: int) -> tuple:
+    """(training rows, validation rows) of the positions of ``y`` (class ids), both sorted: each class gives
+    round(its count × ``validation``) rows to validation, but keeps at least one for training; deterministic by
+    ``seed``.  When every class rounds to none, one row of the largest class with two or more goes."""
+    y = np.asarray(y)
+    rng = np.random.default_rng(seed)
+    classes = sorted(set(y.tolist()))
+    shuffled = {c: rng.permutation(np.flatnonzero(y == c)) for c in classes}
+    share = {c: min(int(math.floor(len(m) * validation + 0.5)), len(m) - 1) for c, m in shuffled.items()}
+    if sum(share.values()) == 0:
+        largest = max(classes, key=lambda c: (len(shuffled[c]), -classes.index(c)))
+        if len(shuffled[largest]) < 2:
+            raise DataError(f"each class has a single example ({len(classes)} in all), so none can be kept for "
+                            f"validation: add more examples")
+        share[largest] = 1
+    val = np.concatenate([m[:share[c]] for c, m in shuffled.items()])
+    train = np.concatenate([m[share[c]:] for c, m in shuffled.items()])
+    return sorted(train.tolist()), sorted(val.tolist())
+
+
+def random_split(n_rows: int, validation: float, seed: int, rows=None) -> tuple:
+    """(training rows, validation rows) of ``rows`` (default all), sorted; at least one for validation."""
+    rows = np.arange(n_rows) if rows is None else np.asarray(rows)
+    order = np.random.default_rng(seed).permutation(rows)
+    n_val = max(1, int(round(len(order) * validation)))
+    return sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
 
 
 @dataclass
@@ -103,16 +227,30 @@ class Preprocessing:
     categories: list = field(default_factory=list)     # per categorical column, its category strings
     classes: list = field(default_factory=list)        # class names (classification)
     task: str = "classification"
+    label: str = ""                                    # the label column's name
 
     @property
     def n_features(self) -> int:
         return len(self.numeric) + sum(len(c) for c in self.categories)
 
     def raw_inputs(self, table: Table, rows) -> tuple:
-        """(numeric float32 [n, k] with NaN for missing, categorical object [n, m] of str)."""
-        idx = [table.header.index(c) for c in self.numeric]
-        num = np.array([[np.nan if _is_missing(table.rows[r][j]) else float(table.rows[r][j]) for j in idx]
-                        for r in rows], dtype=np.float32).reshape(len(rows), len(idx))
+        """(numeric float32 [n, k] with NaN for missing and non-finite cells, categorical object [n, m] of str);
+        a present cell that is not a number gives a DataError naming its row, column and value."""
+        rows = list(rows)
+        num = np.full((len(rows), len(self.numeric)), np.nan, dtype=np.float32)
+        for k, name in enumerate(self.numeric):
+            j = table.header.index(name)
+            for i, r in enumerate(rows):
+                cell = table.rows[r][j]
+                if _is_missing(cell):
+                    continue
+                try:
+                    x = float(cell)
+                except ValueError:
+                    raise DataError(f"row {table.line(r)}, column {show(name)}: {show(cell)} is not a number, but the "
+                                    f"model was trained on numbers in this column") from None
+                if abs(x) <= FLOAT32_MAX:
+                    num[i, k] = x
         cidx = [table.header.index(c) for c in self.categorical]
         cat = np.array([[table.rows[r][j] for j in cidx] for r in rows], dtype=object).reshape(len(rows), len(cidx))
         return num, cat
@@ -127,63 +265,75 @@ class Preprocessing:
 
 
 def prepare(table: Table, label: str, task: str, validation: float = 0.2, seed: int = 0) -> dict:
-    """Split the rows, fit the preprocessing on the training part, and return the arrays."""
-    if label not in table.header:
-        raise DataError(f"there is no column named {label!r}")
-    j = table.header.index(label)
-    labelled = [i for i, r in enumerate(table.rows) if not _is_missing(r[j])]
+    """Split the rows (stratified by class for classification), fit the preprocessing on the training part, and
+    return the arrays.  Rows without a label (missing, or non-finite for regression) are dropped."""
+    j = _column(table, label)
+    check_task(task)
+    validation = check_validation(validation)
+    labels = [r[j] for r in table.rows]
+    if task == "regression":
+        parsed = _parse(labels)
+        if parsed is None:
+            bad = next(r for r, v in enumerate(labels) if not _is_missing(v) and _parse([v]) is None)
+            raise DataError(f"the label column {show(label)} has text values (row {table.line(bad)}: "
+                            f"{show(labels[bad])}), so it cannot be a regression target")
+        target = parsed[0]
+        labelled = [i for i in range(len(labels)) if not np.isnan(target[i])]
+    else:
+        labelled = [i for i, v in enumerate(labels) if not _is_missing(v)]
     dropped = len(table.rows) - len(labelled)
     if len(labelled) < 4:
-        raise DataError(f"only {len(labelled)} rows have a value in the label column {label!r}; at least 4 are needed")
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(labelled)
-    n_val = max(1, int(round(len(order) * validation)))
-    train_rows, val_rows = sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
-    pre = Preprocessing(task=task)
+        raise DataError(f"only {len(labelled)} rows have a value in the label column {show(label)}; at least 4 are "
+                        f"needed")
+    pre = Preprocessing(task=task, label=label)
+    if task == "classification":
+        present = sorted({labels[r] for r in labelled}, key=_class_key)
+        if len(present) < 2:
+            raise DataError(f"the label column {show(label)} has only one class ({show(present[0])}); a classifier "
+                            f"needs at least two")
+        if len(present) > MAX_CLASSES:
+            raise DataError(f"the label column {show(label)} has {len(present)} classes; use regression or fewer "
+                            f"classes (at most {MAX_CLASSES})")
+        index = {c: i for i, c in enumerate(present)}
+        ids = np.array([index[labels[r]] for r in labelled])
+        train_pos, val_pos = stratified_split(ids, validation, seed)
+        train_rows, val_rows = [labelled[p] for p in train_pos], [labelled[p] for p in val_pos]
+        pre.classes = present  # every class keeps a training row
+        y = np.array([index.get(v, -1) for v in labels], dtype=np.int64)
+    else:
+        train_rows, val_rows = random_split(len(labels), validation, seed, labelled)
+        y = np.nan_to_num(target).astype(np.float32).reshape(-1, 1)
+    nonfinite = 0
     for k, name in enumerate(table.header):
         if k == j:
             continue
-        values = [table.rows[r][k] for r in train_rows]
-        numbers = _numeric([table.rows[r][k] for r in range(len(table.rows))])
-        if numbers is not None:
-            present = numbers[train_rows][~np.isnan(numbers[train_rows])]
+        parsed = _parse([r[k] for r in table.rows])
+        if parsed is not None:
+            numbers = parsed[0][train_rows]
+            present = numbers[~np.isnan(numbers)]
             mean = float(present.mean()) if present.size else 0.0
             std = float(present.std()) if present.size else 1.0
             pre.numeric.append(name)
             pre.mean.append(mean)
-            pre.std.append(std if std > 0 else 1.0)
+            pre.std.append(std if std > 0 and math.isfinite(std) else 1.0)
+            nonfinite += int(parsed[1][train_rows + val_rows].sum())
         else:
-            cats = sorted({v for v in values if not _is_missing(v)})
+            cats = sorted({table.rows[r][k] for r in train_rows if not _is_missing(table.rows[r][k])})
             if len(cats) > MAX_CATEGORIES:
-                raise DataError(f"column {name!r} has {len(cats)} different text values; at most {MAX_CATEGORIES} can "
-                                f"be one-hot encoded. Remove the column or make it numeric")
+                raise DataError(f"column {show(name)} has {len(cats)} different text values; at most {MAX_CATEGORIES} "
+                                f"can be one-hot encoded. Remove the column or make it numeric")
             pre.categorical.append(name)
             pre.categories.append(cats)
     if pre.n_features == 0:
         raise DataError("there are no feature columns besides the label")
-    labels = [table.rows[r][j] for r in range(len(table.rows))]
-    if task == "classification":
-        pre.classes = sorted({labels[r] for r in train_rows}, key=_class_key)
-        if len(pre.classes) < 2:
-            raise DataError(f"the label column {label!r} has only one class ({pre.classes[0]!r}) in the training "
-                            f"rows; a classifier needs at least two")
-        if len(pre.classes) > MAX_CLASSES:
-            raise DataError(f"the label column {label!r} has {len(pre.classes)} classes; use regression or fewer "
-                            f"classes (at most {MAX_CLASSES})")
-        index = {c: i for i, c in enumerate(pre.classes)}
-        y = np.array([index.get(labels[r], -1) for r in range(len(labels))], dtype=np.int64)
-    else:
-        numbers = _numeric(labels)
-        if numbers is None:
-            raise DataError(f"the label column {label!r} has text values, so it cannot be a regression target")
-        y = numbers.astype(np.float32).reshape(-1, 1)
-    num, cat = pre.raw_inputs(table, list(range(len(table.rows))))
-    x = pre.features(num, cat)
-    val_known = [r for r in val_rows if task != "classification" or y[r] >= 0]
+    used = sorted(train_rows + val_rows)
+    num, cat = pre.raw_inputs(table, used)
+    x = np.zeros((len(table.rows), pre.n_features), np.float32)
+    x[used] = pre.features(num, cat)
     missing_cells = int(np.isnan(num).sum() + sum(_is_missing(c) for c in cat.ravel()))
     return {"preprocessing": pre, "x_train": x[train_rows], "y_train": y[train_rows],
-            "x_val": x[val_known], "y_val": y[val_known], "train_rows": train_rows, "val_rows": val_known,
-            "dropped_rows": dropped, "missing_cells": missing_cells}
+            "x_val": x[val_rows], "y_val": y[val_rows], "train_rows": train_rows, "val_rows": val_rows,
+            "dropped_rows": dropped, "missing_cells": missing_cells, "nonfinite_cells": nonfinite}
 
 
 def _class_key(c: str):
@@ -223,6 +373,49 @@ def mlp_model(n_in: int, hidden: list, n_out: int, seed: int = 0) -> Model:
                   inputs=[ValueInfo("features", TensorType(1, ["batch", n_in]))],
                   outputs=[ValueInfo("output", TensorType(1, ["batch", n_out]))])
     return Model(graph=graph, ir_version=8, opset_imports={"": 19}, producer_name="onnxtrain")
+
+
+def tabular_doc(pre: Preprocessing) -> str:
+    """The exported model's doc string: which columns go into which input, and what comes out (names as JSON
+    strings, so that commas, quotes and newlines in them stay unambiguous)."""
+    parts = []
+    if pre.numeric:
+        parts.append(f"Input 'numeric': float32 [batch, {len(pre.numeric)}], the columns {names_text(pre.numeric)} "
+                     f"in this order, NaN where a value is missing.")
+    if pre.categorical:
+        parts.append(f"Input 'categorical': string [batch, {len(pre.categorical)}], the columns "
+                     f"{names_text(pre.categorical)} in this order (one-hot encoded inside the model).")
+    if pre.task == "classification":
+        parts.append(f"Predicts {show(pre.label, 10**6)}: output 'label' is the index of the class in "
+                     f"{names_text(pre.classes)}, 'probabilities' the probability of each.")
+    else:
+        parts.append(f"Predicts {show(pre.label, 10**6)} (regression): output 'output' [batch, 1].")
+    return " ".join(parts)
+
+
+def check_hidden(hidden, n_in: int, n_out: int) -> list:
+    """The hidden-layer sizes as ints; each a whole number from 1 to MAX_WIDTH, at most MAX_LAYERS of them and
+    MAX_PARAMETERS weights in all."""
+    if isinstance(hidden, str):
+        hidden = [h for h in re.split(r"[\s,]+", hidden) if h]
+    sizes = []
+    for i, h in enumerate(hidden):
+        try:
+            value = float(h) if not isinstance(h, bool) else math.nan
+        except (TypeError, ValueError):
+            value = math.nan
+        if not (math.isfinite(value) and value == int(value) and 1 <= value <= MAX_WIDTH):
+            raise DataError(f"hidden layer {i + 1} has size {show(h)}; a layer size is a whole number from 1 to "
+                            f"{MAX_WIDTH:,}")
+        sizes.append(int(value))
+    if len(sizes) > MAX_LAYERS:
+        raise DataError(f"{len(sizes)} hidden layers were asked for; at most {MAX_LAYERS} are allowed")
+    widths = [n_in] + sizes + [n_out]
+    weights = sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+    if weights > MAX_PARAMETERS:
+        raise DataError(f"hidden layers {sizes} with {n_in} features give {weights:,} parameters; at most "
+                        f"{MAX_PARAMETERS:,} are allowed: use smaller layers")
+    return sizes
 
 
 def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
@@ -270,11 +463,11 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
                     ValueInfo("label", TensorType(7, ["batch"]))]
     graph = Graph(name=g.name, nodes=nodes + list(g.nodes) + tail, inputs=inputs, outputs=outputs,
                   initializers=inits + list(g.initializers), value_info=list(g.value_info),
-                  doc_string="Inputs: numeric columns " + ", ".join(pre.numeric) + "; categorical columns "
-                  + ", ".join(pre.categorical) + ". Classes: " + ", ".join(pre.classes))
+                  doc_string=tabular_doc(pre))
     opset = max(inference.opset("") or 19, 19)  # Equal on strings needs opset 19
     return Model(graph=graph, ir_version=max(inference.ir_version, 9), opset_imports={"": opset},
-                 producer_name="onnxtrain", metadata_props={"onnxtrain.classes": "\t".join(pre.classes)})
+                 producer_name="onnxtrain",
+                 metadata_props={"onnxtrain.classes": names_text(pre.classes)} if pre.task == "classification" else {})
 
 
 def csv_inputs(data, inputs: dict) -> dict:
@@ -287,36 +480,50 @@ def csv_inputs(data, inputs: dict) -> dict:
                         f"{names}: use a .npz file with one array per input")
     table = parse_csv(_bytes(data), "the data file")
     (features, (f_type, f_shape)), (labels, (l_type, l_shape)) = inputs.items()
+    if len(table.header) < 2:
+        raise DataError(f"the data file has one column ({show(table.header[0])}); it needs feature columns and a "
+                        f"label column")
     j = table.header.index(labels) if labels in table.header else len(table.header) - 1
     columns = []
     for k, name in enumerate(table.header):
-        values = _numeric([r[k] for r in table.rows])
-        if values is None:
-            raise DataError(f"column {name!r} of the data file is not numeric; the CSV flow above one-hot encodes text")
+        parsed = _parse([r[k] for r in table.rows])
+        if parsed is None:
+            raise DataError(f"column {show(name)} of the data file is not numeric; the CSV flow above one-hot "
+                            f"encodes text")
+        values, nonfinite = parsed
+        if nonfinite.any():
+            r = int(np.flatnonzero(nonfinite)[0])
+            raise DataError(f"column {show(name)} of the data file has {int(nonfinite.sum())} non-finite values "
+                            f"(first: row {table.line(r)}, {show(table.rows[r][k])}); float32 holds up to ±3.4e38")
         if np.isnan(values).any():
-            raise DataError(f"column {name!r} of the data file has {int(np.isnan(values).sum())} missing values")
+            raise DataError(f"column {show(name)} of the data file has {int(np.isnan(values).sum())} missing values")
         columns.append(values)
     x = np.stack([c for k, c in enumerate(columns) if k != j], axis=1)
     per_row = f_shape[1:] if f_shape else None
     if per_row and all(d is not None for d in per_row):
         if int(np.prod(per_row)) != x.shape[1]:
             raise DataError(f"input {features!r} takes {per_row} values per row, but the data file has "
-                            f"{x.shape[1]} feature columns besides the label column {table.header[j]!r}")
+                            f"{x.shape[1]} feature columns besides the label column {show(table.header[j])}")
         x = x.reshape([len(x)] + per_row)
     y = columns[j]
     if np.issubdtype(l_type, np.integer) and not np.all(y == np.round(y)):
-        raise DataError(f"the label column {table.header[j]!r} must hold whole numbers (class indices) for {labels!r}")
+        raise DataError(f"the label column {show(table.header[j])} must hold whole numbers (class indices) for {labels!r}")
     if l_shape is not None and len(l_shape) == 2:
         y = y.reshape(-1, 1)
     return {features: x.astype(f_type), labels: y.astype(l_type)}
 
 
 class TabularSession:
-    """The CSV flow for the worker: load, set up, train batch by batch, evaluate, export."""
+    """The CSV flow for the worker: load, set up, train batch by batch, evaluate, export, try on another CSV."""
 
     def __init__(self, data, name: str = "the CSV file"):
         self.table = parse_csv(_bytes(data), name)
         self.prep = self.training = self.settings = None
+        self._predicted = None  # (key, all rows' predictions) of the last file tried
+
+    def _ready(self):
+        if self.training is None:
+            raise DataError("set up the model first (choose the label column and the task)")
 
     def describe(self) -> dict:
         info = describe(self.table)
@@ -328,34 +535,38 @@ class TabularSession:
 
     def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0,
               optimizer: str = "AdamW") -> dict:
-        prep = prepare(self.table, str(label), str(task), float(validation), int(seed))
+        """The preprocessing, the MLP and its training session; on an error nothing changes."""
+        prep = prepare(self.table, str(label), task, float(validation), int(seed))
         pre = prep["preprocessing"]
         n_out = len(pre.classes) if pre.task == "classification" else 1
-        forward = mlp_model(pre.n_features, [int(h) for h in _buffer(hidden)], n_out, seed)
+        sizes = check_hidden(_buffer(hidden), pre.n_features, n_out)
+        forward = mlp_model(pre.n_features, sizes, n_out, seed)
         loss = artifacts.LossType.CrossEntropyLoss if pre.task == "classification" else artifacts.LossType.MSELoss
         arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                             loss=loss, optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
-        self.training = TrainingSession.from_artifacts(arts)
-        self.module, self.optimizer = self.training.module, self.training.optimizer
-        self.settings = {"label": str(label), "task": str(task), "hidden": [int(h) for h in _buffer(hidden)],
+        training = TrainingSession.from_artifacts(arts)
+        training.set_data([prep["x_train"], prep["y_train"]], [prep["x_val"], prep["y_val"]], seed)
+        self.training, self.prep, self._predicted = training, prep, None
+        self.module, self.optimizer = training.module, training.optimizer
+        self.settings = {"label": str(label), "task": task, "hidden": sizes,
                          "validation": float(validation), "seed": int(seed), "optimizer": str(optimizer)}
-        self.prep = prep
-        self.training.set_data([prep["x_train"], prep["y_train"]], [prep["x_val"], prep["y_val"]], seed)
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
                 "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
                 "dropped_rows": prep["dropped_rows"], "missing_cells": prep["missing_cells"],
-                "numeric": pre.numeric, "categorical": pre.categorical,
+                "nonfinite_cells": prep["nonfinite_cells"], "numeric": pre.numeric, "categorical": pre.categorical,
                 "parameters": self.module.get_parameters_size(True)}
 
     def step(self, batch_size: int, learning_rate: float) -> dict:
+        self._ready()
         return self.training.step(batch_size, learning_rate)
 
     @property
     def epoch(self) -> int:
-        return self.training.epoch
+        return self.training.epoch if self.training is not None else 0
 
     def evaluate(self) -> dict:
         """Loss and accuracy (or mean absolute error) on the validation rows, and a confusion matrix."""
+        self._ready()
         pre, x, y = self.prep["preprocessing"], self.prep["x_val"], self.prep["y_val"]
         out = self.training.predict(x)
         result = {"loss": self.training.validation_loss(chunk=256)}
@@ -367,6 +578,7 @@ class TabularSession:
 
     def predict_validation(self) -> list:
         """The validation rows' predictions (class names or numbers), as the page shows them."""
+        self._ready()
         out = self.training.predict(self.prep["x_val"])
         pre = self.prep["preprocessing"]
         if pre.task == "classification":
@@ -375,39 +587,108 @@ class TabularSession:
 
     def checkpoint(self) -> bytes:
         """Parameters, optimizer state, the finished epoch count and the run's settings."""
+        self._ready()
         return self.training.checkpoint({"onnxtrain.tabular": self.settings})
 
     def restore(self, data) -> int:
         """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""
+        self._ready()
         epoch = self.training.restore(data)
         self.module, self.optimizer = self.training.module, self.training.optimizer
+        self._predicted = None
         return epoch
 
-    def predict_csv(self, data, limit: int = 100) -> dict:
-        """Predictions of the exported model (preprocessing included) for the rows of another CSV with the
-        same feature columns (the label column may be missing)."""
-        table = parse_csv(_bytes(data), "the CSV file to predict")
+    def predict_csv(self, data, offset: int = 0, limit: int = 100) -> dict:
+        """The exported model's predictions (preprocessing included) for another CSV with the same feature columns,
+        ``limit`` rows from ``offset`` (0-based among the data rows) with the file's cells; with the label column
+        present, the true labels of those rows and the accuracy (or mean absolute error) over all rows.  All rows
+        are predicted once per file and model state; later pages come from that."""
+        self._ready()
+        offset, limit = _whole(offset, "offset", 0, None), _whole(limit, "limit", 1, MAX_PAGE_ROWS)
+        data = _bytes(data)
+        key = hashlib.sha256(data).digest() + self._weights_digest()
+        if self._predicted is None or self._predicted[0] != key:
+            self._predicted = (key, self._predict_all(data))
+        table, result = self._predicted[1]
+        total = len(table.rows)
+        if offset >= total:
+            raise DataError(f"row offset {offset} is past the end: the file has {total} data rows")
+        shown = slice(offset, offset + limit)
+        labels = result["labels"]
+        return {"header": table.header, "rows": table.rows[shown], "predictions": result["predictions"][shown],
+                "confidence": None if result["confidence"] is None else result["confidence"][shown],
+                "total": total, "offset": offset, "labels": None if labels is None else labels[shown],
+                "label": self.prep["preprocessing"].label, "accuracy": result["accuracy"], "mae": result["mae"],
+                "labelled": result["labelled"]}
+
+    def _weights_digest(self) -> bytes:
+        digest = hashlib.sha256()
+        for _, p in self.training.state.parameters:
+            digest.update(np.ascontiguousarray(p.data).tobytes())
+        return digest.digest()
+
+    def _predict_all(self, data: bytes) -> tuple:
+        name = "the CSV file to predict"
+        table = parse_csv(data, name)
         pre = self.prep["preprocessing"]
+        if len(table.rows) > MAX_PREDICT_ROWS:
+            raise DataError(f"{name} has {len(table.rows):,} rows; at most {MAX_PREDICT_ROWS:,} are predicted at "
+                            f"once: split the file")
         missing = [c for c in pre.numeric + pre.categorical if c not in table.header]
         if missing:
-            raise DataError(f"the CSV file to predict lacks the columns {missing}")
-        rows = list(range(min(len(table.rows), int(limit))))
-        num, cat = pre.raw_inputs(table, rows)
-        feeds = {}
-        if pre.numeric:
-            feeds["numeric"] = num
-        if pre.categorical:
-            feeds["categorical"] = cat
-        outputs = Session(ir_load(self.export_model())).run(feeds)
+            raise DataError(f"{name} lacks the columns {names_text(missing)}")
+        num, cat = pre.raw_inputs(table, range(len(table.rows)))
+        session = Session(ir_load(self.export_model()))
+        outputs = []
+        for start in range(0, len(table.rows), 1024):
+            feeds = {}
+            if pre.numeric:
+                feeds["numeric"] = num[start:start + 1024]
+            if pre.categorical:
+                feeds["categorical"] = cat[start:start + 1024]
+            outputs.append(session.run(feeds))
+        joined = [np.concatenate([o[k] for o in outputs]) for k in range(len(outputs[0]))]
+        result = {"labels": None, "accuracy": None, "mae": None, "labelled": None}
         if pre.task == "classification":
-            labels = [pre.classes[i] for i in outputs[2]]
-            confidence = [float(p.max()) for p in outputs[1]]
+            result["predictions"] = [pre.classes[i] for i in joined[2]]
+            result["confidence"] = [float(p.max()) for p in joined[1]]
         else:
-            labels, confidence = [float(v) for v in outputs[0].ravel()], None
-        return {"header": table.header, "rows": [table.rows[r] for r in rows], "predictions": labels,
-                "confidence": confidence}
+            result["predictions"], result["confidence"] = [float(v) for v in joined[0].ravel()], None
+        if pre.label in table.header:
+            j = table.header.index(pre.label)
+            truth = [r[j] for r in table.rows]
+            result["labels"] = truth
+            if pre.task == "classification":
+                known = [i for i, v in enumerate(truth) if not _is_missing(v)]
+                hits = sum(result["predictions"][i] == truth[i] for i in known)
+            else:
+                parsed = _parse(truth)
+                if parsed is None:
+                    bad = next(i for i, v in enumerate(truth) if not _is_missing(v) and _parse([v]) is None)
+                    raise DataError(f"row {table.line(bad)}, column {show(pre.label)}: {show(truth[bad])} is not a "
+                                    f"number, but the model predicts numbers for this column")
+                known = np.flatnonzero(~np.isnan(parsed[0]))
+                error = np.abs(joined[0].ravel()[known].astype(np.float64) - parsed[0][known])
+            result["labelled"] = len(known)
+            if len(known) and pre.task == "classification":
+                result["accuracy"] = hits / len(known)
+            elif len(known):
+                result["mae"] = float(error.mean())
+        return table, result
 
     def export_model(self) -> bytes:
+        self._ready()
         exported = ir_load(self.module.export_model_for_inferencing(None, ["output"]))
         return to_bytes(with_preprocessing(exported, self.prep["preprocessing"]))
 
+
+def _whole(value, name: str, low: int, high) -> int:
+    """``value`` as an int in low..high (high None: no upper bound), else a DataError naming ``name``."""
+    try:
+        ok = not isinstance(value, bool) and float(value) == int(value)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or int(value) < low or (high is not None and int(value) > high):
+        bound = f"from {low} to {high}" if high is not None else f"of {low} or more"
+        raise DataError(f"the {name} is {show(value)}; it must be a whole number {bound}")
+    return int(value)
