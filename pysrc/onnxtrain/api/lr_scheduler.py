@@ -1,7 +1,15 @@
 """LinearLRScheduler: linear warm-up from 0, then linear decay to 0, as onnxruntime-training's."""
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_learning_rate
+
+
+def _step_count(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, float) and value.is_integer()):
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    return int(value)
 
 
 class LinearLRScheduler:
@@ -14,13 +22,10 @@ class LinearLRScheduler:
     """
 
     def __init__(self, optimizer: Optimizer, warmup_step_count: int, total_step_count: int, initial_lr: float):
-        if warmup_step_count < 0 or total_step_count < 0:
-            raise ValueError(f"step counts must be >= 0, got warmup_step_count={warmup_step_count}, "
-                             f"total_step_count={total_step_count}")
+        self._warmup = _step_count("warmup_step_count", warmup_step_count)
+        self._total = _step_count("total_step_count", total_step_count)
+        self._initial_lr = check_learning_rate(initial_lr, "initial learning rate (initial_lr)")
         self._optimizer = optimizer
-        self._warmup = int(warmup_step_count)
-        self._total = int(total_step_count)
-        self._initial_lr = float(initial_lr)
         optimizer._group.initial_learning_rate = self._initial_lr
         self.step()
 

@@ -1,16 +1,84 @@
 """Optimizer: runs the optimizer model over the state's parameters, gradients and moments in place."""
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
+from ..ir.model import SequenceType, TensorType
 from ..runtime import Session
 from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
 from .module import Module, load_model
 
 ALGORITHMS = {"AdamWOptimizer": ("momentum0", "momentum1"), "SGDOptimizerV2": ("momentum0",)}
+#: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
+UPDATED_MOMENTS = {"AdamWOptimizer": ("momentum0", "momentum1"), "SGDOptimizerV2": ()}
 SEQUENCE_INPUTS = {"AdamWOptimizer": ["params", "gradients", "first_order_moments", "second_order_moments"],
                    "SGDOptimizerV2": ["params", "gradients", "first_order_moments"]}
 DEFAULT_LEARNING_RATE = 0.001
+_FLOAT, _INT64, _BOOL = 1, 7, 9
+
+
+def check_learning_rate(learning_rate, what: str = "learning rate") -> float:
+    """``learning_rate`` as a float, or a ValueError naming the value when it is not a finite number >= 0."""
+    if isinstance(learning_rate, (bool, np.bool_)):
+        raise ValueError(f"the {what} must be a finite number >= 0, got {learning_rate!r}")
+    try:
+        value = float(learning_rate)
+    except (TypeError, ValueError):
+        raise ValueError(f"the {what} must be a finite number >= 0, got {learning_rate!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"the {what} must be a finite number >= 0, got {value!r}")
+    if not math.isfinite(float(np.float32(value))):
+        raise ValueError(f"the {what} {value!r} does not fit in float32 (the optimizer model's learning_rate)")
+    return value
+
+
+def _type_text(t) -> str:
+    if isinstance(t, TensorType):
+        return f"tensor({_ELEM.get(t.elem_type, t.elem_type)})"
+    if isinstance(t, SequenceType):
+        return f"seq({_type_text(t.elem_type) if t.elem_type is not None else '?'})"
+    return "no type" if t is None else type(t).__name__
+
+
+_ELEM = {_FLOAT: "float", _INT64: "int64", _BOOL: "bool"}
+
+
+def _check_signature(model, algorithm: str, where: str) -> None:
+    """The optimizer model's inputs and outputs are typed as onnxruntime-training 1.19.2 declares them:
+    learning_rate tensor(float), step tensor(int64), the parameter groups seq(tensor(float)), and a first output
+    tensor(bool), the flag that says whether the update happened."""
+    graph = model.graph
+    expected = ["learning_rate", "step"] + SEQUENCE_INPUTS[algorithm]
+    names = [vi.name for vi in graph.inputs]
+    if names != expected:
+        raise ValueError(f"{where}: the {algorithm} optimizer model must have inputs {expected}, got {names}")
+    for vi in graph.inputs:
+        want = {"learning_rate": "tensor(float)", "step": "tensor(int64)"}.get(vi.name, "seq(tensor(float))")
+        t = vi.type
+        if vi.name in ("learning_rate", "step"):
+            ok = isinstance(t, TensorType) and t.elem_type == (_FLOAT if vi.name == "learning_rate" else _INT64)
+        else:
+            ok = isinstance(t, SequenceType) and (t.elem_type is None or (
+                isinstance(t.elem_type, TensorType) and t.elem_type.elem_type == _FLOAT))
+        if not ok:
+            raise ValueError(f"{where}: input '{vi.name}' must be {want} (as onnxruntime-training declares it), "
+                             f"but it is declared as {_type_text(t)}")
+    if not graph.outputs:
+        raise ValueError(f"{where}: the model has no outputs; it must output the tensor(bool) flag that says "
+                         f"whether the {algorithm} update happened")
+    first = graph.outputs[0]
+    if not (isinstance(first.type, TensorType) and first.type.elem_type == _BOOL):
+        raise ValueError(f"{where}: output '{first.name}' must be the tensor(bool) update flag, but it is declared "
+                         f"as {_type_text(first.type)}")
+
+
+def _where(optimizer_uri) -> str:
+    if isinstance(optimizer_uri, (str, os.PathLike)):
+        return f"the optimizer model '{os.fspath(optimizer_uri)}'"
+    return "the optimizer model"
 
 
 class Optimizer:
@@ -20,23 +88,26 @@ class Optimizer:
         if not isinstance(module, Module):
             raise TypeError(f"module must be an onnxtrain Module, got {type(module).__name__}")
         model = load_model(optimizer_uri, "optimizer model")
+        where = _where(optimizer_uri)
         found = [n.op_type for n in model.graph.nodes if n.op_type in ALGORITHMS]
         if len(found) != 1:
-            raise ValueError(f"the optimizer model must hold exactly one of {sorted(ALGORITHMS)} nodes, found "
+            raise ValueError(f"{where} must hold exactly one of {sorted(ALGORITHMS)} nodes, found "
                              f"{found or 'none'}")
         self._algorithm = found[0]
-        expected = ["learning_rate", "step"] + SEQUENCE_INPUTS[self._algorithm]
-        names = [vi.name for vi in model.graph.inputs]
-        if names != expected:
-            raise ValueError(f"the {self._algorithm} optimizer model must have inputs {expected}, got {names}")
+        _check_signature(model, self._algorithm, where)
+        state = module._state
+        initial = state._optimizer.initial_learning_rate if state._optimizer is not None else DEFAULT_LEARNING_RATE
+        if LEARNING_RATE_PROPERTY in state._properties:
+            rate = check_learning_rate(state._properties[LEARNING_RATE_PROPERTY],
+                                       f"checkpoint property '{LEARNING_RATE_PROPERTY}'")
+        else:
+            rate = check_learning_rate(initial, "checkpoint's initial learning rate")
         self._session = Session(model)
         self._module = module
-        self._state = module._state
+        self._state = state
         self._names = module._trainable_names
-        group = self._state._optimizer_group()
-        self._group = group
+        self._group = state._optimizer_group()
         self._momentum_names = ALGORITHMS[self._algorithm]
-        rate = self._state._properties.get(LEARNING_RATE_PROPERTY, group.initial_learning_rate)
         self.set_learning_rate(rate)
         if not self._state.is_nominal:
             self._ensure_moments()
@@ -50,6 +121,15 @@ class Optimizer:
                 if m not in moments or moments[m].shape != data.shape:
                     moments[m] = np.zeros_like(data)
 
+    def _updated_arrays(self) -> list:
+        """(parameter name, what, array) for every array a step may write: the trainable parameters
+        (what = "parameter") and the moments the algorithm updates (what = the moment's name)."""
+        self._ensure_moments()
+        entries, states = self._state._entries, self._group.states
+        out = [(n, "parameter", entries[n].data) for n in self._names]
+        out += [(n, m, states[n][m]) for m in UPDATED_MOMENTS[self._algorithm] for n in self._names]
+        return out
+
     def step(self) -> None:
         """One optimizer update; the step count advances when the model reports an update."""
         if self._state.is_nominal:
@@ -60,12 +140,14 @@ class Optimizer:
         feeds = [self._lr, np.array([self._group.step + 1], dtype=np.int64),
                  [entries[n].data for n in self._names], [entries[n].grad for n in self._names]]
         feeds += [[states[n][m] for n in self._names] for m in self._momentum_names]
-        (updated,) = self._session.run(feeds)
+        updated = self._session.run(feeds)[0]
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        self._lr = np.array([learning_rate], dtype=np.float32)
+        """Set the rate for the next steps; NaN, infinite and negative rates are refused (ValueError)."""
+        value = check_learning_rate(learning_rate)
+        self._lr = np.array([value], dtype=np.float32)
         self._state._learning_rate = float(self._lr[0])
 
     def get_learning_rate(self) -> float:

@@ -6,6 +6,7 @@ typed array arrives as a JsProxy, whose ``to_py()`` gives a memoryview.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
@@ -14,8 +15,15 @@ import numpy as np
 
 from .. import artifacts, ir
 from ..api import CheckpointState, Module, Optimizer
+from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
+from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
+from ..checkpoint import write_checkpoint
 from ..runtime import Session
+from ..train import BestEpoch, StepGuard, data as checks
+from ..train.best import PROPERTY as BEST_PROPERTY
+from ..train.guard import check_finite_state
+from ..train.npz import load_npz
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
           "bool": np.bool_}
@@ -119,10 +127,24 @@ def _describe(value) -> dict:
     return {"shape": list(value.shape), "dtype": value.dtype.name, "data": value.ravel().tolist()}
 
 
+def _epoch_property(properties: dict) -> int:
+    """The checkpoint's ``epoch`` property (0 when absent); ValueError naming it when it is not a count."""
+    value = properties.get("epoch", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"the checkpoint's property 'epoch' must be an integer >= 0, got {value!r} "
+                         f"({type(value).__name__})")
+    return value
+
+
 class TrainingSession:
-    """Module + Optimizer over a CheckpointState, built from the four artifacts' bytes."""
+    """Module + Optimizer over a CheckpointState, built from the four artifacts' bytes.
+
+    Steps are checked for non-finite values and undone (NonFiniteStepError) unless ``set_finite_check(False)``.
+    """
 
     epoch = 0
+    train_data = validation_data = order = None
+    position = 0
 
     def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None):
         self.state = CheckpointState.load_checkpoint(_bytes(checkpoint))
@@ -131,6 +153,12 @@ class TrainingSession:
         self.module = Module(self._training_model, self.state, self._eval_model)
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
+        self.guard = StepGuard(self.module, self.optimizer)
+        self.best = BestEpoch()
+
+    def set_finite_check(self, enabled: bool = True) -> None:
+        """Check each step for a non-finite loss or update and undo it (on by default)."""
+        self.guard.check = bool(enabled)
 
     @classmethod
     def from_artifacts(cls, arts: dict) -> "TrainingSession":
@@ -151,27 +179,26 @@ class TrainingSession:
                 for i in _buffer(inputs)]
 
     def train_step(self, inputs) -> float:
-        """One train step, optimizer step and gradient reset; returns the loss."""
-        self.module.train()
-        out = self.module(*self._inputs(inputs))
-        loss = out[0] if isinstance(out, tuple) else out
-        if self.optimizer is not None:
-            self.optimizer.step()
-        self.module.lazy_reset_grad()
-        return float(np.asarray(loss).reshape(-1)[0])  # a custom loss may have shape [1]
+        """One train step, optimizer step and gradient reset; returns the loss.  A step whose loss or update is
+        not finite is undone (NonFiniteStepError) while the finite check is on."""
+        return self.guard.step(self._inputs(inputs))
 
     # ---- training on data held here, batch by batch ---------------------------------------------------
 
     def set_data(self, train: list, validation: list = None, seed: int = 0) -> None:
         """Arrays (one per training-model user input, rows along axis 0) to draw batches from."""
         names = self.module.train().input_names()
-        if len(train) != len(names):
-            raise ValueError(f"the training model takes {len(names)} inputs {names}, but {len(train)} arrays came")
-        rows = {len(a) for a in train}
-        if len(rows) != 1:
-            raise ValueError(f"the arrays for {names} have different numbers of rows: {[len(a) for a in train]}")
+        for what, arrays in (("training", train), ("validation", validation)):
+            if arrays is None or (what == "validation" and not len(arrays)):
+                continue
+            if len(arrays) != len(names):
+                raise ValueError(f"the training model takes {len(names)} inputs {names}, but {len(arrays)} "
+                                 f"{what} arrays came")
+            checks.rows(names, arrays, f"{what} data")
+            checks.finite(names, arrays, f"{what} data")
         self.train_data, self.validation_data = list(train), list(validation) if validation else None
         self.rng, self.order, self.position, self.epoch = np.random.default_rng(seed), None, 0, 0
+        self.best.reset()
 
     def input_types(self) -> dict:
         """The training model's user inputs: name -> (numpy dtype, shape with None for a free axis)."""
@@ -186,49 +213,58 @@ class TrainingSession:
 
     def set_npz(self, data, validation: float = 0.1, seed: int = 0) -> dict:
         """Data from a .npz file with one array per training-model input, named like the inputs."""
-        names = self.module.train().input_names()
-        try:
-            archive = np.load(io.BytesIO(_bytes(data)), allow_pickle=False)
-        except Exception as e:
-            raise ValueError(f"the data file is not a readable .npz archive: {e}") from None
-        missing = [n for n in names if n not in archive.files]
-        if missing:
-            raise ValueError(f"the .npz file needs arrays named {names}; missing {missing} (it has {archive.files})")
-        return self.set_named({n: archive[n] for n in names}, validation, seed)
+        checks.fraction(validation)
+        return self.set_named(load_npz(_bytes(data), self.module.train().input_names()), validation, seed)
 
     def set_named(self, arrays: dict, validation: float = 0.1, seed: int = 0) -> dict:
         """Data as one array per training-model input (by name), split into training and validation rows."""
         names = self.module.train().input_names()
-        arrays = [arrays[n] for n in names]
-        n = len(arrays[0])
+        validation = checks.fraction(validation)
+        missing = [n for n in names if n not in arrays]
+        if missing:
+            raise ValueError(f"the data needs arrays named {names}; missing {missing}")
+        arrays = [np.asarray(arrays[n]) for n in names]
+        n = checks.rows(names, arrays)
         order = np.random.default_rng(seed).permutation(n)
-        n_val = int(round(n * validation)) if n >= 10 else 0
+        n_val = min(int(round(n * validation)), n - 1) if n >= 10 else 0
         val, train = order[:n_val], order[n_val:]
         self.set_data([a[train] for a in arrays], [a[val] for a in arrays] if n_val else None, seed)
         return {"rows": n, "train_rows": len(train), "validation_rows": int(n_val),
                 "inputs": {k: [list(a.shape), a.dtype.name] for k, a in zip(names, arrays)}}
 
     def step(self, batch_size: int, learning_rate: float) -> dict:
-        """One batch of the held data; ``epoch_done`` is set on an epoch's last batch."""
+        """One batch of the held data; ``epoch_done`` is set on an epoch's last batch.  A step that fails
+        (bad arguments, out of memory, a non-finite loss or update) leaves the run as it was."""
+        batch_size = checks.batch_size(batch_size)
+        learning_rate = check_learning_rate(learning_rate)
+        if self.train_data is None:
+            raise ValueError("there is no training data: give it with set_data, set_named or set_npz first")
         n = len(self.train_data[0])
-        if self.order is None:
-            self.order, self.position = self.rng.permutation(n), 0
-        rows = self.order[self.position:self.position + int(batch_size)]
+        order, position, rng_state = self.order, self.position, None
+        if order is None:
+            rng_state = self.rng.bit_generator.state
+            order, position = self.rng.permutation(n), 0
+        rows = order[position:position + batch_size]
+        previous_rate = None if self.optimizer is None else self.optimizer.get_learning_rate()
         self.set_learning_rate(learning_rate)
         try:
-            loss = self.train_step([a[rows] for a in self.train_data])
+            loss = self.guard.step([a[rows] for a in self.train_data], epoch=self.epoch + 1)
         except Exception as e:
+            if rng_state is not None:
+                self.rng.bit_generator.state = rng_state
+            if previous_rate is not None:
+                self.optimizer.set_learning_rate(previous_rate)
             if _out_of_memory(e):
                 raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
                                   f"size (nothing was changed, training can go on)") from e
             raise
-        self.position += len(rows)
+        self.order, self.position = order, position + len(rows)
         done = self.position >= n
         if done:
             self.epoch += 1
             self.order = None
         return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
-                "batches_per_epoch": -(-n // int(batch_size)), "progress": self.epoch + (0 if done else self.position / n)}
+                "batches_per_epoch": -(-n // batch_size), "progress": self.epoch + (0 if done else self.position / n)}
 
     def validation_loss(self, chunk: int = None):
         """The eval model's loss on the held validation data (None without validation data).  With ``chunk``,
@@ -261,27 +297,95 @@ class TrainingSession:
         return self.module.get_contiguous_parameters(trainable_only).tobytes()
 
     def set_learning_rate(self, lr: float) -> None:
+        """ValueError naming ``lr`` when it is NaN, infinite or negative; the rate stays as it was."""
+        lr = check_learning_rate(lr)
         if self.optimizer is not None:
-            self.optimizer.set_learning_rate(float(lr))
+            self.optimizer.set_learning_rate(lr)
 
     def save_checkpoint(self, include_optimizer_state: bool = True) -> bytes:
         return CheckpointState.save_checkpoint(self.state, None, include_optimizer_state=include_optimizer_state)
 
     def checkpoint(self, properties: dict = None) -> bytes:
-        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``) and
-        ``properties`` (values that are not int, float or str are stored as JSON)."""
+        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``), the best-epoch
+        tracker's counters and ``properties`` (values that are not int, float or str are stored as JSON).
+        NonFiniteStateError, and nothing written, when a trainable parameter or optimizer state is not finite."""
+        check_finite_state(self.module, self.optimizer)
+        extra = {key: value if isinstance(value, (int, float, str)) and not isinstance(value, bool)
+                 else json.dumps(value) for key, value in (properties or {}).items()}
         props = self.state.properties
         props["epoch"] = self.epoch
-        for key, value in (properties or {}).items():
-            props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else json.dumps(value)
+        props[BEST_PROPERTY] = self.best.to_property()
+        for key, value in extra.items():
+            props[key] = value
         return self.save_checkpoint(True)
 
-    def restore(self, data) -> int:
-        """Continue a run saved by ``checkpoint`` (same model): its state, at the start of its next epoch."""
-        self.load_checkpoint(data)
-        props = self.state.properties
-        self.epoch, self.order = int(props["epoch"]) if "epoch" in props else 0, None
+    def restore(self, data, best=None) -> int:
+        """Continue a run saved by ``checkpoint`` (same model): its state, at the start of its next epoch, and
+        its best-epoch counters; with ``best``, the bytes of its ``best_checkpoint()``, the best parameters too.
+        On any error the session is left as it was."""
+        loaded = self._checked_checkpoint(data, "checkpoint")
+        props = loaded._properties
+        epoch = _epoch_property(props)
+        if BEST_PROPERTY in props:
+            tracker = BestEpoch.from_property(props[BEST_PROPERTY])
+        else:
+            tracker = BestEpoch(self.best.keep_best, self.best.patience)
+        if best is not None:
+            tracker.params = self._best_parameters(best, tracker)
+        elif tracker.keep_best and tracker.best_epoch is not None and tracker.best_epoch == epoch:
+            tracker.params = {n: loaded._entries[n].data.copy() for n in self.module._trainable_names}
+        self._commit(loaded)
+        self.epoch, self.order, self.position, self.best = epoch, None, 0, tracker
         return self.epoch
+
+    def _best_parameters(self, data, tracker: BestEpoch) -> dict:
+        kept = self._checked_checkpoint(data, "best-epoch checkpoint")
+        epoch = _epoch_property(kept._properties)
+        if tracker.best_epoch is None or epoch != tracker.best_epoch or not tracker.keep_best:
+            raise ValueError(f"the best-epoch checkpoint is of epoch {epoch}, but the run's best epoch is "
+                             f"{tracker.best_epoch} (keep_best {tracker.keep_best}): they are not from the same run")
+        return {n: kept._entries[n].data.copy() for n in self.module._trainable_names}
+
+    # ---- the best epoch and early stopping -------------------------------------------------------------
+
+    def set_early_stopping(self, keep_best: bool = True, patience: int = 10) -> None:
+        """Keep a copy of the parameters of the epoch with the lowest validation loss; stop after ``patience``
+        epochs without a lower one (0: never stop).  The counters so far stay."""
+        self.best.configure(keep_best, patience)
+
+    def _trainable(self) -> dict:
+        entries = self.state._entries
+        return {n: entries[n].data for n in self.module._trainable_names}
+
+    def end_epoch(self, validation_loss) -> dict:
+        """Record the finished epoch's validation loss (None without validation data): best_epoch, best_loss,
+        improved, stop, epochs_without_improvement."""
+        if self.epoch < 1:
+            raise ValueError("end_epoch is for after an epoch: no epoch has finished yet")
+        return self.best.end_epoch(self.epoch, validation_loss, self._trainable())
+
+    def use_best(self):
+        """Put the best epoch's parameters back (the optimizer state stays); the best epoch, or None when the
+        session does not hold its parameters (no validation loss, keep_best off, or not kept)."""
+        best = self.best
+        if best.best_epoch is None:
+            return None
+        if best.put_back(self._trainable()):
+            return best.best_epoch
+        current = best.best_epoch == self.epoch and self.order is None
+        return best.best_epoch if current else None
+
+    def best_checkpoint(self):
+        """A checkpoint (no optimizer state) of the kept best parameters, its ``epoch`` the best epoch, or None."""
+        best = self.best
+        if best.params is None:
+            return None
+        data = self.state._to_data(False)
+        properties = dict(data.properties, epoch=best.best_epoch)
+        properties[BEST_PROPERTY] = best.to_property()
+        data = dataclasses.replace(data, trainable={n: best.params.get(n, a) for n, a in data.trainable.items()},
+                                   properties=properties)
+        return write_checkpoint(data, None, layout="runtime")
 
     def artifacts_zip(self) -> bytes:
         """The artifact set with the current state as its checkpoint, so training can go on elsewhere
@@ -299,19 +403,37 @@ class TrainingSession:
 
     def load_checkpoint(self, data) -> None:
         """Replace parameters and optimizer state with a checkpoint's (same model)."""
+        self._commit(self._checked_checkpoint(data, "checkpoint"))
+
+    def _checked_checkpoint(self, data, what: str) -> CheckpointState:
+        """A checkpoint's state, checked to fit this model (and its learning rate to be one) before it is used."""
         loaded = CheckpointState.load_checkpoint(_bytes(data))
+        if loaded.is_nominal:
+            raise ValueError(f"the {what} is nominal (it holds no parameter values)")
         mine = {n: p.data for n, p in self.state.parameters}
         theirs = {n: p.data for n, p in loaded.parameters}
         if {n: (a.shape, a.dtype) for n, a in mine.items()} != {n: (a.shape, a.dtype) for n, a in theirs.items()}:
-            raise ValueError("the checkpoint's parameters do not match this model's: "
+            raise ValueError(f"the {what}'s parameters do not match this model's: "
                              f"{sorted(theirs)} vs {sorted(mine)}")
-        for name, array in theirs.items():
-            mine[name][...] = array
+        if LEARNING_RATE_PROPERTY in loaded._properties:
+            check_learning_rate(loaded._properties[LEARNING_RATE_PROPERTY],
+                                f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
+        if loaded._optimizer is not None:
+            check_learning_rate(loaded._optimizer.initial_learning_rate, f"{what}'s initial learning rate")
+        return loaded
+
+    def _commit(self, loaded: CheckpointState) -> None:
+        mine = {n: p.data for n, p in self.state.parameters}
+        for name, p in loaded.parameters:
+            mine[name][...] = p.data
         self.state._optimizer = loaded._optimizer
         self.state._properties.clear()
         self.state._properties.update(loaded._properties)
         if self.optimizer is not None:
             self.optimizer = Optimizer(self._optimizer_model, self.module)
+        check = self.guard.check
+        self.guard = StepGuard(self.module, self.optimizer)
+        self.guard.check = check
 
     def export_model(self, output_names) -> bytes:
         return self.module.export_model_for_inferencing(None, [str(n) for n in _buffer(output_names)])
