@@ -1,6 +1,13 @@
-"""Read ORT's on-device training checkpoint (ort_training_checkpoint.fbs), checking every offset."""
+"""Read ORT's on-device training checkpoint (ort_training_checkpoint.fbs), checking every offset.
+
+The work and memory of a read are linear in the file's size: every table is read at most once (a
+table reached through two offsets is an error), and the strings and tensor bytes it materialises may
+not add up to more than the file (and its external data file) holds.  ORT's writer never shares a
+table or a string, so a real checkpoint always passes both checks.
+"""
 from __future__ import annotations
 
+import math
 import os
 import struct
 
@@ -17,6 +24,14 @@ class _Buffer:
         self.data = data
         self.size = len(data)
         self.source = source
+        self.tables_seen = set()
+        self.spent = 0  # bytes of strings and inline tensor data materialised so far
+
+    def charge(self, nbytes: int, what: str):
+        self.spent += nbytes
+        if self.spent > self.size:
+            self.fail(f"{what}: the strings and tensors read so far take {self.spent} bytes, more than the "
+                      f"{self.size}-byte file holds (shared data)")
 
     def fail(self, what: str):
         raise CheckpointError(f"{self.source}: {what} (truncated or corrupt checkpoint)")
@@ -28,6 +43,9 @@ class _Buffer:
         return struct.unpack_from(fmt, self.data, pos)[0]
 
     def table(self, pos: int, name: str) -> "_Table":
+        if pos in self.tables_seen:
+            self.fail(f"{name} table at offset {pos} is referenced more than once")
+        self.tables_seen.add(pos)
         vtable = pos - self._unpack("<i", pos)
         vt_size = self._unpack("<H", vtable)
         if vt_size < 4 or vt_size % 2 or vtable + vt_size > self.size:
@@ -66,6 +84,7 @@ class _Table:
         n = self.buf._unpack("<I", t)
         if t + 4 + n > self.buf.size:
             self.buf.fail(f"{self.name}.{field}: string of {n} bytes runs past the end of the file")
+        self.buf.charge(n, f"{self.name}.{field}")
         try:
             return self.buf.data[t + 4:t + 4 + n].decode("utf-8")
         except UnicodeDecodeError:
@@ -89,18 +108,25 @@ class _Table:
         return [self.buf.table(start + 4 * i + self.buf._unpack("<I", start + 4 * i), name) for i in range(n)]
 
 
+def _dims_text(dims: list) -> str:
+    return str(dims) if len(dims) <= 8 else f"[{', '.join(map(str, dims[:8]))}, ... ({len(dims)} dims)]"
+
+
 def _tensor(t: _Table, external, source: str):
     name = t.string(S.TENSOR_NAME, "name") or ""
     dims_v = t.vector(S.TENSOR_DIMS, 8, "dims")
-    dims = [] if dims_v is None else list(np.frombuffer(t.buf.data, "<i8", dims_v[1], dims_v[0]))
+    dims = [] if dims_v is None else np.frombuffer(t.buf.data, "<i8", dims_v[1], dims_v[0]).tolist()
     code = t.scalar(S.TENSOR_DATA_TYPE, "<i", 0)
     dtype = S.NUMPY_DTYPES.get(code)
     if dtype is None:
         raise CheckpointError(f"{source}: tensor '{name}' has data type {code}, which onnxtrain cannot hold")
     if any(d < 0 for d in dims):
-        raise CheckpointError(f"{source}: tensor '{name}' has negative dims {dims}")
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+        raise CheckpointError(f"{source}: tensor '{name}' has negative dims {_dims_text(dims)}")
+    if len(dims) > 32:
+        raise CheckpointError(f"{source}: tensor '{name}' has {len(dims)} dims; at most 32 are supported")
+    count = math.prod(dims)  # exact: dims like [2**32, 2**32] must not wrap around to 0
     nbytes = count * dtype.itemsize
+    dims_text = _dims_text(dims)
     raw = t.vector(S.TENSOR_RAW_DATA, 1, "raw_data")
     offset = t.scalar(S.TENSOR_EXTERNAL_OFFSET, "<q", -1)
     if raw is not None and offset < 0:
@@ -108,8 +134,10 @@ def _tensor(t: _Table, external, source: str):
         if n == 0 and not dims:
             return name, np.zeros(0, dtype)  # nominal: name and type only
         if n != nbytes:
-            raise CheckpointError(f"{source}: tensor '{name}' has {n} bytes of raw_data, but dims {dims} of "
-                                  f"{dtype} need {nbytes}")
+            need = nbytes if nbytes < 1 << 63 else f"2**{nbytes.bit_length() - 1} or more"
+            raise CheckpointError(f"{source}: tensor '{name}' has {n} bytes of raw_data, but dims {dims_text} of "
+                                  f"{dtype} need {need}")
+        t.buf.charge(n, f"tensor '{name}'")
         data = np.frombuffer(t.buf.data, dtype, count, start).copy()
     elif offset >= 0:
         data = external(name, offset, nbytes, dtype, count)
@@ -155,6 +183,7 @@ def _parse(data: bytes, path, label: str) -> CheckpointData:
                               f"onnxruntime-training 1.19.2, reads version {S.CHECKPOINT_VERSION_SUPPORTED})")
     out = CheckpointData()
     ext_file = None
+    ext_spent = [0]
 
     def external(name, offset, nbytes, dtype, count):
         nonlocal ext_file
@@ -170,8 +199,13 @@ def _parse(data: bytes, path, label: str) -> CheckpointData:
                 raise CheckpointError(f"{label}: cannot read its external data file {ext_path}: "
                                       f"{e.strerror or e}") from None
         if offset + nbytes > len(ext_file):
-            raise CheckpointError(f"{label}: tensor '{name}' needs bytes {offset}..{offset + nbytes} of "
+            end = offset + nbytes if nbytes < 1 << 63 else "beyond 2**63"
+            raise CheckpointError(f"{label}: tensor '{name}' needs bytes {offset}..{end} of "
                                   f"{path + S.EXTERNAL_DATA_SUFFIX}, which has {len(ext_file)}")
+        ext_spent[0] += nbytes
+        if ext_spent[0] > len(ext_file):
+            raise CheckpointError(f"{label}: its tensors take more bytes than its external data file "
+                                  f"{path + S.EXTERNAL_DATA_SUFFIX} holds ({len(ext_file)}): shared data")
         return np.frombuffer(ext_file, dtype, count, offset).copy()
 
     module = root._target(S.CHECKPOINT_MODULE_STATE)

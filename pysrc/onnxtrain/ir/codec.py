@@ -64,6 +64,11 @@ _MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 
 MAX_DEPTH = 64  # nested graphs / types
 
 
+def _dims_text(dims: list) -> str:
+    """dims for an error message, shortened when long."""
+    return str(dims) if len(dims) <= 8 else f"[{', '.join(map(str, dims[:8]))}, ... ({len(dims)} dims)]"
+
+
 class _Decoder:
     def __init__(self, data, base_dir):
         self.buf = memoryview(data).cast("B")
@@ -80,7 +85,7 @@ class _Decoder:
         value = self.s(span, message, attr)
         setattr(obj, attr, value)
         if not value:
-            obj.empty_fields.add(attr)
+            obj.empty_fields |= {attr}
 
     def raw(self, span):
         return bytes(self.buf[span[0]:span[1]])
@@ -107,7 +112,7 @@ class _Decoder:
             if n == 1 and w == VARINT:
                 m.ir_version = to_signed64(v)
                 if not v:
-                    m.empty_fields.add("ir_version")
+                    m.empty_fields |= {"ir_version"}
             elif n == 2 and w == LEN:
                 self.set_str(m, "producer_name", v, "ModelProto")
             elif n == 3 and w == LEN:
@@ -117,7 +122,7 @@ class _Decoder:
             elif n == 5 and w == VARINT:
                 m.model_version = to_signed64(v)
                 if not v:
-                    m.empty_fields.add("model_version")
+                    m.empty_fields |= {"model_version"}
             elif n == 6 and w == LEN:
                 self.set_str(m, "doc_string", v, "ModelProto")
             elif n == 7 and w == LEN:
@@ -126,7 +131,7 @@ class _Decoder:
                 domain, version, has_domain = self.opset(v)
                 m.opset_imports[domain] = version
                 if not has_domain:
-                    m.empty_fields.add(OPSET_DOMAIN_ABSENT)
+                    m.empty_fields |= {OPSET_DOMAIN_ABSENT}
             elif n == 14 and w == LEN:
                 self.entry(v, m.metadata_props)
             elif n == 20 and w == LEN:
@@ -211,6 +216,8 @@ class _Decoder:
                 self.set_str(node, "overload", v, M)
             elif n == 9:
                 self.entry(v, node.metadata_props)
+        if not node.op_type:
+            raise ModelDecodeError(f"{M} at offset {span[0]} has no op_type")
         return node
 
     def attribute(self, span) -> Attribute:
@@ -387,31 +394,35 @@ class _Decoder:
                 self.entry(v, t.metadata_props)
         label = f"{M} '{t.name}'"
         if any(d < 0 for d in dims):
-            raise ModelDecodeError(f"{label}: negative dimension in dims {dims}")
+            raise ModelDecodeError(f"{label}: negative dimension in dims {_dims_text(dims)}")
         if t.data_type not in _TYPED_FIELD:
             raise ModelDecodeError(f"{label}: unknown data_type {t.data_type}")
-        count = math.prod(dims)
+        count = math.prod(dims)  # exact: no int64 wrap-around
+        if count >= 1 << 63:
+            raise ModelDecodeError(f"{label}: dims {_dims_text(dims)} declare 2**{count.bit_length() - 1} or more "
+                                   f"values, more than any file can hold")
+        dims_text = _dims_text(dims)
         if location == EXTERNAL:
             flat = self.external(label, external, t.data_type, count)
             t.external_data = dict(external)
             # what onnx.load leaves after reading external data: the data inline, data_location DEFAULT
-            t.empty_fields.add("data_location")
+            t.empty_fields |= {"data_location"}
         else:
             if location == 0:
-                t.empty_fields.add("data_location")
+                t.empty_fields |= {"data_location"}
             if raw is not None:
                 flat = self.raw_values(label, raw, t.data_type, count)
                 if raw[0] == raw[1]:
-                    t.empty_fields.add("raw_data")
+                    t.empty_fields |= {"raw_data"}
             else:
                 flat = self.typed_values(label, t.data_type, typed, strings, count)
                 t.typed_storage = bool(typed)
             if flat.size != count:
-                raise ModelDecodeError(f"{label}: holds {flat.size} values, but dims {dims} need {count}")
+                raise ModelDecodeError(f"{label}: holds {flat.size} values, but dims {dims_text} need {count}")
         try:
             t.data = flat.reshape(dims)
         except ValueError as e:  # e.g. more dimensions than numpy supports
-            raise ModelDecodeError(f"{label}: dims {dims}: {e}") from None
+            raise ModelDecodeError(f"{label}: dims {dims_text}: {e}") from None
         return t
 
     def raw_values(self, label, span, data_type, count) -> np.ndarray:

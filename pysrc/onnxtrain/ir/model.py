@@ -5,7 +5,8 @@ arrays.  Every field a training artifact uses is modelled; fields this
 package does not interpret (training_info, sparse initializers, unknown
 future fields) are kept as raw protobuf bytes so that decode -> encode loses
 nothing.  ``empty_fields`` records the fields a file set to "" or 0 explicitly
-(proto2 keeps their presence), so that they are written back.
+(proto2 keeps their presence), so that they are written back; it is an immutable set (replaced,
+never changed in place), so that the many objects without any share one.  All classes have slots: a file can hold millions of small messages.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 
-@dataclass
+@dataclass(slots=True)
 class Tensor:
     """An ONNX TensorProto.  ``data`` has the tensor's shape.
 
@@ -35,7 +36,7 @@ class Tensor:
     # Decoded from the typed fields (float_data, int64_data, ...) rather than raw_data; the encoder
     # writes it back the same way.
     typed_storage: bool = field(default=False, compare=False, repr=False)
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     @property
     def dims(self) -> tuple:
@@ -47,7 +48,7 @@ class Tensor:
 Dim = Union[int, str, None]  # a fixed size, a symbolic name (dim_param), or unknown
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorType:
     elem_type: int  # None only for a decoded TypeProto that has no type set at all
     shape: Optional[list] = None  # None: rank unknown; else one Dim per axis
@@ -55,26 +56,26 @@ class TensorType:
     dim_denotations: Optional[list] = None  # per-axis denotation strings, when present
 
 
-@dataclass
+@dataclass(slots=True)
 class SparseTensorType:
     elem_type: int
     shape: Optional[list] = None
     denotation: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class SequenceType:
     elem_type: Optional["Type"]
     denotation: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class OptionalType:
     elem_type: Optional["Type"]
     denotation: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class MapType:
     key_type: int
     value_type: Optional["Type"]
@@ -84,13 +85,13 @@ class MapType:
 Type = Union[TensorType, SparseTensorType, SequenceType, OptionalType, MapType]
 
 
-@dataclass
+@dataclass(slots=True)
 class ValueInfo:
     name: str
     type: Optional[Type] = None
     doc_string: str = ""
     metadata_props: dict = field(default_factory=dict)
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
 
 # ---- attributes and nodes ------------------------------------------------------------------------
@@ -114,7 +115,7 @@ class AttrType:
     TYPE_PROTOS = 14
 
 
-@dataclass
+@dataclass(slots=True)
 class Attribute:
     """An AttributeProto.  ``value`` by type: FLOAT float, INT int, STRING bytes,
     TENSOR Tensor, GRAPH Graph, TYPE_PROTO Type, SPARSE_TENSOR raw bytes,
@@ -125,10 +126,10 @@ class Attribute:
     value: Any = None
     ref_attr_name: str = ""
     doc_string: str = ""
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     op_type: str
     inputs: list          # names; "" marks an omitted optional input
@@ -139,7 +140,7 @@ class Node:
     doc_string: str = ""
     overload: str = ""
     metadata_props: dict = field(default_factory=dict)
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def attr(self, name: str, default: Any = None) -> Any:
         a = self.attributes.get(name)
@@ -148,7 +149,7 @@ class Node:
 
 # ---- graphs, functions, models -------------------------------------------------------------------
 
-@dataclass
+@dataclass(slots=True)
 class Graph:
     name: str = ""
     nodes: list = field(default_factory=list)            # [Node]
@@ -160,7 +161,7 @@ class Graph:
     sparse_initializers: list = field(default_factory=list)  # raw SparseTensorProto bytes
     quantization_annotation: list = field(default_factory=list)  # raw TensorAnnotation bytes
     metadata_props: dict = field(default_factory=dict)
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def initializer_map(self) -> dict:
         return {t.name: t for t in self.initializers}
@@ -173,7 +174,7 @@ class Graph:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Function:
     name: str
     domain: str = ""
@@ -187,10 +188,10 @@ class Function:
     overload: str = ""
     value_info: list = field(default_factory=list)
     metadata_props: dict = field(default_factory=dict)
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class Model:
     graph: Graph
     ir_version: int = 8
@@ -204,7 +205,7 @@ class Model:
     functions: list = field(default_factory=list)       # [Function]
     training_info: list = field(default_factory=list)   # raw TrainingInfoProto bytes
     configuration: list = field(default_factory=list)   # raw DeviceConfigurationProto bytes
-    empty_fields: set = field(default_factory=set, compare=False, repr=False)
+    empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def opset(self, domain: str = "") -> Optional[int]:
         """The imported version of ``domain`` ("" and "ai.onnx" are the same)."""

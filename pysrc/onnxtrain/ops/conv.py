@@ -12,12 +12,38 @@ from .registry import kernel
 MS = "com.microsoft"
 
 
+_AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
+
+
+def _check_lengths(nd, kernel_shape, strides, pads, dilations, auto_pad):
+    """Every per-axis attribute has one value per spatial axis of the input (pads two), so that no
+    attribute can multiply the work beyond the input's own rank."""
+    if nd < 1:
+        raise ValueError("the input needs at least one spatial axis (N, C, D1, ...)")
+    for name, values, want, low in (("kernel_shape", kernel_shape, nd, 1), ("strides", strides, nd, 1),
+                                    ("dilations", dilations, nd, 1), ("pads", pads, 2 * nd, 0)):
+        if len(values) != want:
+            raise ValueError(f"{name} {_short(values)} has {len(values)} values, but the input has {nd} spatial "
+                             f"axes ({want} needed)")
+        if any(v < low for v in values):
+            raise ValueError(f"{name} {_short(values)} holds a value below {low}")
+    if auto_pad not in _AUTO_PADS:
+        raise ValueError(f"auto_pad '{auto_pad}' is not one of {', '.join(_AUTO_PADS)}")
+
+
+def _short(values) -> str:
+    values = list(values)
+    return str(values) if len(values) <= 8 else f"[{', '.join(map(str, values[:8]))}, ...]"
+
+
 def conv_geometry(in_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode=0):
-    """(pads, output spatial shape) for the spatial dims ``in_shape``."""
+    """(pads, output spatial shape) for the spatial dims ``in_shape``; ValueError when the attributes do
+    not fit the input's rank or leave no output."""
     nd = len(in_shape)
     strides = list(strides or [1] * nd)
     dilations = list(dilations or [1] * nd)
     pads = list(pads or [0] * (2 * nd))
+    _check_lengths(nd, list(kernel_shape), strides, pads, dilations, auto_pad)
     eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = [-(-i // s) for i, s in zip(in_shape, strides)]
@@ -33,6 +59,9 @@ def conv_geometry(in_shape, kernel_shape, strides, pads, dilations, auto_pad, ce
         o = (-(-span // strides[i]) if ceil_mode else span // strides[i]) + 1
         if ceil_mode and (o - 1) * strides[i] >= in_shape[i] + pads[i]:
             o -= 1
+        if o < 1:
+            raise ValueError(f"kernel_shape {_short(kernel_shape)} with dilations {_short(dilations)} does not fit "
+                             f"the input's spatial shape {list(in_shape)} with pads {_short(pads)}")
         out.append(o)
     return pads, out, strides, dilations
 
@@ -177,6 +206,10 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
         else:
             pads = [t - t // 2 for t in total] + [t // 2 for t in total]
     pads = list(pads or [0] * (2 * nd))
+    _check_lengths(nd, kernel_shape, strides, pads, dilations, auto_pad)
+    if len(output_padding) != nd:
+        raise ValueError(f"output_padding {_short(output_padding)} has {len(output_padding)} values, but the input "
+                         f"has {nd} spatial axes")
     n, c = X.shape[:2]
     mg = W.shape[1]
     cg = c // group

@@ -15,6 +15,7 @@ from operator import itemgetter
 from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
 from ..ops import UnsupportedOpError, lookup
 from ..ops.registry import normalize_domain
+from .attributes import attribute_problem, kernel_attributes
 
 
 # Ops that write into their inputs (the runtime's live gradient, parameter and moment buffers):
@@ -203,13 +204,16 @@ class Plan:
             fn = lookup(node.op_type, domain, opset if opset is not None else 1)
         except UnsupportedOpError as e:
             raise GraphError(f"{describe_node(node)}: {e}") from None
+        expected = kernel_attributes(fn)
+        for name, a in node.attributes.items():
+            if name not in expected:
+                raise GraphError(f"{describe_node(node)}: onnxtrain's kernel does not support attribute "
+                                 f"'{name}'")
+            problem = attribute_problem(a, expected[name])
+            if problem:
+                raise GraphError(f"{describe_node(node)}: attribute '{name}' {problem}")
         kwargs = {name: attribute_value(a) for name, a in node.attributes.items()}
         params = inspect.signature(fn).parameters
-        takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
-        unknown = [k for k in kwargs if k not in params and not takes_any]
-        if unknown:
-            raise GraphError(f"{describe_node(node)}: onnxtrain's kernel does not support attribute "
-                             f"'{unknown[0]}'")
         if "_outputs" in params:
             kwargs["_outputs"] = tuple(bool(o) and o in used for o in node.outputs)
         if "_output_shapes" in params:

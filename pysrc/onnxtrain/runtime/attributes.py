@@ -1,0 +1,71 @@
+"""The attribute types each kernel takes, and the check of a node's attributes against them.
+
+A kernel's attributes are its keyword-only parameters.  A default of int, float or str gives the type
+(INT, FLOAT, STRING); for the rest (no default, or None) the ONNX name gives it: the spec uses each of
+these names with one type across the ops onnxtrain runs (tests/test_hostile_files.py checks the
+result against onnx's op schemas).
+"""
+from __future__ import annotations
+
+import inspect
+from functools import lru_cache
+
+from ..ir.model import Attribute, AttrType
+
+_BY_DEFAULT = {int: AttrType.INT, float: AttrType.FLOAT, str: AttrType.STRING}
+
+_BY_NAME = {
+    "kernel_shape": AttrType.INTS, "strides": AttrType.INTS, "pads": AttrType.INTS, "dilations": AttrType.INTS,
+    "output_padding": AttrType.INTS, "output_shape": AttrType.INTS, "perm": AttrType.INTS, "axes": AttrType.INTS,
+    "split": AttrType.INTS, "starts": AttrType.INTS, "ends": AttrType.INTS,
+    "axis": AttrType.INT, "to": AttrType.INT, "end": AttrType.INT, "num_outputs": AttrType.INT,
+    "ignore_index": AttrType.INT, "output_type": AttrType.INT, "seed": AttrType.INT,
+    "alpha": AttrType.FLOAT, "beta": AttrType.FLOAT, "norm_coefficient": AttrType.FLOAT,
+    "mode": AttrType.STRING, "equation": AttrType.STRING,
+    "value": AttrType.TENSOR, "value_float": AttrType.FLOAT, "value_floats": AttrType.FLOATS,
+    "value_int": AttrType.INT, "value_ints": AttrType.INTS, "value_string": AttrType.STRING,
+    "value_strings": AttrType.STRINGS, "sparse_value": AttrType.SPARSE_TENSOR,
+}
+
+TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
+
+# What each type's decoded value must be (ir.model.Attribute): a value of another kind (or None) means
+# the file set a type without its field.
+_VALUE_CHECK = {
+    AttrType.INT: lambda v: isinstance(v, int),
+    AttrType.FLOAT: lambda v: isinstance(v, float),
+    AttrType.STRING: lambda v: isinstance(v, (bytes, str)),
+    AttrType.INTS: lambda v: isinstance(v, list),
+    AttrType.FLOATS: lambda v: isinstance(v, list),
+    AttrType.STRINGS: lambda v: isinstance(v, list),
+    AttrType.TENSOR: lambda v: getattr(v, "data", None) is not None,
+    AttrType.SPARSE_TENSOR: lambda v: v is not None,
+}
+
+
+@lru_cache(maxsize=None)
+def kernel_attributes(fn) -> dict:
+    """{attribute name: AttrType} for a kernel."""
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind != p.KEYWORD_ONLY or p.name.startswith("_"):
+            continue
+        kind = _BY_DEFAULT.get(type(p.default)) if p.default is not p.empty else None
+        kind = kind or _BY_NAME.get(p.name)
+        if kind is None:
+            raise TypeError(f"kernel {fn.__name__}: the type of attribute '{p.name}' is not known")
+        out[p.name] = kind
+    return out
+
+
+def type_name(code) -> str:
+    return TYPE_NAMES.get(code, f"type {code}")
+
+
+def attribute_problem(attr: Attribute, expected) -> str | None:
+    """Why ``attr`` cannot be used as an attribute of type ``expected``, or None when it can."""
+    if attr.type != expected:
+        return f"has type {type_name(attr.type)}, expected {type_name(expected)}"
+    if not _VALUE_CHECK.get(expected, lambda v: True)(attr.value):
+        return f"is declared {type_name(expected)} but holds no {type_name(expected)} value"
+    return None
