@@ -319,3 +319,188 @@ def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz()
             tabular.csv_inputs(bad[name], types)
     with pytest.raises(tabular.DataError, match="fits a model whose training inputs are features and labels"):
         tabular.csv_inputs(text, {"a": types["input"], "b": types["input"], "labels": types["labels"]})
+
+
+def small_csv(rows=40, seed=0) -> bytes:
+    rng = np.random.default_rng(seed)
+    lines = ["a,b,kind,y"] + [f"{rng.normal():.3f},{rng.normal():.3f},{'pq'[i % 2]},{'xyz'[i % 3]}" for i in range(rows)]
+    return "\n".join(lines).encode()
+
+
+@pytest.mark.parametrize("hidden, message", [
+    ([0], 'hidden layer 1 has size "0"; a layer size is a whole number from 1 to 1,000,000'),
+    ([8, -3], 'hidden layer 2 has size "-3"'),
+    ([float("nan")], 'hidden layer 1 has size "nan"'),
+    ([float("inf")], 'hidden layer 1 has size "inf"'),
+    ([2.5], 'hidden layer 1 has size "2.5"'),
+    ([10**7], 'hidden layer 1 has size "10000000"'),
+    (["many"], 'hidden layer 1 has size "many"'),
+    ([True], 'hidden layer 1 has size "True"'),
+    ([None], 'hidden layer 1 has size "None"'),
+    ("8, x", 'hidden layer 2 has size "x"'),
+    ([4] * 17, "17 hidden layers were asked for; at most 16 are allowed"),
+    ([5000, 5000], r"hidden layers \[5000, 5000\] with 4 features give 25,045,003 parameters; at most 20,000,000"),
+])
+def test_bad_hidden_layer_sizes_are_refused_and_change_nothing(hidden, message):
+    session = tabular.TabularSession(small_csv())
+    first = session.setup("y", "classification", [4])
+    with pytest.raises(tabular.DataError, match=message):
+        session.setup("y", "classification", hidden)
+    assert session.settings["hidden"] == [4] and session.training.module.get_parameters_size(True) == first["parameters"]
+    assert session.step(8, 0.01)["examples"] == 8
+
+
+def test_hidden_sizes_as_text_and_whole_floats():
+    session = tabular.TabularSession(small_csv())
+    # 4 features: a, b and the one-hot kind (p, q); 3 classes
+    assert session.setup("y", "classification", "8, 4")["parameters"] == (4 + 1) * 8 + 9 * 4 + 5 * 3
+    assert session.setup("y", "classification", [8.0])["parameters"] == 5 * 8 + 9 * 3
+    assert session.setup("y", "classification", [])["parameters"] == 5 * 3  # no hidden layer: a linear model
+
+
+@pytest.mark.parametrize("task", ["foo", "", "Classification", None, 1])
+def test_an_unknown_task_is_refused(task):
+    session = tabular.TabularSession(small_csv())
+    with pytest.raises(tabular.DataError, match=r'the task is "\S*"; it must be "classification" or "regression"'):
+        session.setup("y", task, [4])
+    assert session.training is None
+    with pytest.raises(tabular.DataError, match="set up the model first"):
+        session.step(8, 0.01)
+
+
+@pytest.mark.parametrize("validation", [0, 1, -0.2, 1.5, float("nan")])
+def test_a_bad_validation_share_is_refused(validation):
+    with pytest.raises(tabular.DataError, match="the validation share is .*; it must be above 0 and below 1"):
+        tabular.prepare(tabular.parse_csv(small_csv()), "y", "classification", validation)
+
+
+def test_label_column_problems():
+    table = tabular.parse_csv(small_csv())
+    with pytest.raises(tabular.DataError, match='there is no column named "nope"'):
+        tabular.prepare(table, "nope", "classification")
+    with pytest.raises(tabular.DataError, match='there is no column named "nope"'):
+        tabular.detect_task(table, "nope")
+    with pytest.raises(tabular.DataError, match=r'the label column "kind" has text values \(row 2: "p"\), so it '
+                                                r'cannot be a regression target'):
+        tabular.prepare(table, "kind", "regression")
+    with pytest.raises(tabular.DataError, match='the label column "y" has only one class \\("a"\\); a classifier '
+                                                'needs at least two'):
+        tabular.prepare(tabular.parse_csv(b"x,y\n1,a\n2,a\n3,a\n4,a\n5,\n"), "y", "classification")
+    with pytest.raises(tabular.DataError, match='only 0 rows have a value in the label column "y"; at least 4'):
+        tabular.prepare(tabular.parse_csv(b"x,y\n1,\n2,NA\n3,inf\n"), "y", "regression")
+    with pytest.raises(tabular.DataError, match="there are no feature columns besides the label"):
+        tabular.prepare(tabular.parse_csv(b"y\na\nb\na\nb\n"), "y", "classification")
+
+
+def test_non_finite_cells_are_missing_and_reported():
+    text = b"\n".join([b"a,b,c,y", b"1,inf,x,1.5", b"2,-inf,y,2.5", b"3,1e39,x,inf", b"4,-1E+40,y,3.5", b"nan,5,x,4.5",
+                       b"6,Infinity,y,5.5", b"7,3.4e38,x,6.5", b",8,y,7.5", b"9,9,x,8.5", b"10,10,y,9.5"])
+    table = tabular.parse_csv(text)
+    columns = {c["name"]: c for c in tabular.describe(table)["columns"]}
+    assert {k: (c["kind"], c["missing"], c["nonfinite"]) for k, c in columns.items()} == {
+        "a": ("numeric", 2, 0), "b": ("numeric", 0, 5), "c": ("categorical", 0, 0), "y": ("numeric", 0, 1)}
+    assert set(columns["a"]) == {"name", "kind", "missing", "distinct", "nonfinite"}
+    assert tabular.detect_task(table, "y") == "regression"
+    assert tabular.detect_task(table, "b") == "classification"  # its finite values are few whole numbers
+    assert tabular.detect_task(tabular.parse_csv(b"x,y\n1,inf\n2,-inf\n"), "y") == "regression"
+    prep = tabular.prepare(table, "y", "regression", validation=0.25)
+    assert prep["dropped_rows"] == 1 and prep["nonfinite_cells"] == 4  # the row whose label is 1e39 is dropped
+    pre = prep["preprocessing"]
+    num, _ = pre.raw_inputs(table, range(len(table.rows)))
+    b = num[:, pre.numeric.index("b")]
+    assert np.isnan(b[[0, 1, 2, 3, 5]]).all() and b[6] == np.float32(3.4e38) and b[7] == 8
+    assert np.isfinite(prep["x_train"]).all() and np.isfinite(prep["x_val"]).all()
+    assert np.isfinite(prep["y_train"]).all() and 2 not in prep["train_rows"] + prep["val_rows"]
+    fitted = [float(b[r]) for r in prep["train_rows"] if np.isfinite(b[r])]  # the mean of the finite ones
+    np.testing.assert_allclose(pre.mean[pre.numeric.index("b")], np.mean(fitted), rtol=1e-6)
+    session = tabular.TabularSession(text)
+    setup = session.setup("y", "regression", [4], validation=0.25)
+    assert setup["nonfinite_cells"] == 4 and setup["missing_cells"] == 6  # 2 in a, the 4 in b
+    assert all(np.isfinite(session.step(4, 0.01)["loss"]) for _ in range(5))
+    # the exported model imputes them as it does a missing value
+    out = ort_outputs(session.export_model(), session.prep["preprocessing"], table)[0]
+    assert np.isfinite(out).all()
+
+
+def test_classification_splits_are_stratified_and_seeded():
+    # 30 of "big", 11 of "mid", 3 of "few", 1 of "one"
+    counts = {"big": 30, "mid": 11, "few": 3, "one": 1}
+    labels = [c for c, n in counts.items() for _ in range(n)]
+    rng = np.random.default_rng(3)
+    rng.shuffle(labels)
+    text = ("x,y\n" + "".join(f"{i},{c}\n" for i, c in enumerate(labels))).encode()
+    table = tabular.parse_csv(text)
+    prep = tabular.prepare(table, "y", "classification", 0.2, seed=5)
+    split = lambda rows: {c: sum(labels[r] == c for r in rows) for c in counts}  # noqa: E731
+    assert split(prep["val_rows"]) == {"big": 6, "mid": 2, "few": 1, "one": 0}  # round(n × 0.2) per class
+    assert split(prep["train_rows"]) == {"big": 24, "mid": 9, "few": 2, "one": 1}
+    assert prep["preprocessing"].classes == ["big", "few", "mid", "one"]
+    again = tabular.prepare(table, "y", "classification", 0.2, seed=5)
+    assert again["val_rows"] == prep["val_rows"] and again["train_rows"] == prep["train_rows"]
+    other = tabular.prepare(table, "y", "classification", 0.2, seed=6)
+    assert other["val_rows"] != prep["val_rows"] and split(other["val_rows"]) == split(prep["val_rows"])
+    # every class rounds to no validation row: one row of the largest class goes
+    tiny = tabular.parse_csv(b"x,y\n1,a\n2,a\n3,b\n4,b\n5,a\n")
+    prep = tabular.prepare(tiny, "y", "classification", 0.2)
+    assert [tiny.rows[r][1] for r in prep["val_rows"]] == ["a"] and len(prep["train_rows"]) == 4
+    with pytest.raises(tabular.DataError, match="each class has a single example"):
+        tabular.stratified_split([0, 1, 2, 3], 0.2, 0)
+
+
+def test_oversized_files_are_refused_with_the_cap(monkeypatch):
+    with pytest.raises(tabular.DataError, match=r"the CSV file has 67,108,865 bytes; at most 67,108,864 \(64 MiB\)"):
+        tabular.parse_csv(b"a" * (64 * 2**20 + 1))
+    monkeypatch.setattr(tabular, "MAX_CELLS", 100)
+    with pytest.raises(tabular.DataError, match=r"data.csv has more than 100 cells \(rows × columns\)"):
+        tabular.parse_csv(b"a,b\n" + b"1,2\n" * 50, "data.csv")
+    assert len(tabular.parse_csv(b"a,b\n" + b"1,2\n" * 49).rows) == 49
+
+
+def test_a_byte_order_mark_and_semicolons():
+    table = tabular.parse_csv("\ufeffa;b\n1,5;2\n".encode())
+    assert table.header == ["a", "b"] and table.rows == [["1,5", "2"]]
+
+
+def signature_of(text: bytes, label: str, task: str) -> str:
+    session = tabular.TabularSession(text)
+    session.setup(label, task, [4])
+    return signature(session.export_model())
+
+
+def test_the_signature_is_right_for_every_task_and_any_names():
+    odd = ['a;b', 'c, d', 'say "hi"', 'two\nlines', "Classes: x"]
+    rng = np.random.default_rng(0)
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(odd + ["t,ext", "the; label"])
+    for i in range(30):
+        w.writerow([f"{v:.3f}" for v in rng.normal(size=5)] + [["u", "v"][i % 2], ["k;1", 'k"2'][i % 3 == 0]])
+    text = out.getvalue().encode()
+    line = signature_of(text, "the; label", "classification")
+    doc = line[line.index("Input 'numeric'"):]
+    decoder = json.JSONDecoder()
+    after = lambda marker: decoder.raw_decode(doc, doc.index(marker) + len(marker))[0]  # noqa: E731
+    assert after("Input 'numeric': float32 [batch, 5], the columns ") == odd
+    assert after("Input 'categorical': string [batch, 1], the columns ") == ["t,ext"]
+    assert after("Predicts ") == "the; label"
+    assert after("output 'label' is the index of the class in ") == ["k\"2", "k;1"]
+    assert "\n" not in line
+
+    # regression: no classes, no empty lists, the label named
+    reg = signature_of(wine_csv(missing=False), "proline", "regression")
+    assert reg.endswith("""in this order (one-hot encoded inside the model). Predicts "proline" (regression): output \
+'output' [batch, 1].""") and "Classes" not in reg and "[]" not in reg and "class" not in reg
+    assert "'probabilities'" not in reg and "label" not in reg.split("Predicts")[0]
+    # numbers only: no categorical input mentioned
+    only_numbers = signature_of(b"a,b,y\n" + b"".join(b"%d,%d,%d.5\n" % (i, i * i % 7, i) for i in range(20)), "y",
+                                "regression")
+    assert only_numbers == ("Inputs: numeric float [batch, 2]. Outputs: output float [batch, 1]. Input 'numeric': "
+                            "float32 [batch, 2], the columns [\"a\", \"b\"] in this order, NaN where a value is missing. "
+                            "Predicts \"y\" (regression): output 'output' [batch, 1].")
+    # text only: no numeric input mentioned
+    only_text = signature_of(b"c,y\n" + b"".join(b"%s,%s\n" % (b"pq"[i % 2:i % 2 + 1], b"ab"[i % 2:i % 2 + 1])
+                                                 for i in range(20)), "y", "classification")
+    assert only_text.endswith("Input 'categorical': string [batch, 1], the columns [\"c\"] in this order (one-hot "
+                              "encoded inside the model). Predicts \"y\": output 'label' is the index of the class in "
+                              "[\"a\", \"b\"], 'probabilities' the probability of each.")
+    assert "numeric" not in only_text
