@@ -18,6 +18,7 @@ SEQUENCE_INPUTS = {"AdamWOptimizer": ["params", "gradients", "first_order_moment
                    "SGDOptimizerV2": ["params", "gradients", "first_order_moments"]}
 DEFAULT_LEARNING_RATE = 0.001
 _FLOAT, _INT64, _BOOL = 1, 7, 9
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_learning_rate(learning_rate, what: str = "learning rate") -> float:
@@ -30,7 +31,7 @@ def check_learning_rate(learning_rate, what: str = "learning rate") -> float:
         raise ValueError(f"the {what} must be a finite number >= 0, got {learning_rate!r}") from None
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"the {what} must be a finite number >= 0, got {value!r}")
-    if not math.isfinite(float(np.float32(value))):
+    if value > _FLOAT32_MAX:
         raise ValueError(f"the {what} {value!r} does not fit in float32 (the optimizer model's learning_rate)")
     return value
 
