@@ -136,7 +136,7 @@ def _shape(shape) -> tuple:
         if len(dims) < 2 or any(float(d) != int(d) for d in dims[:2]):
             raise ValueError
     except (TypeError, ValueError, OverflowError):
-        raise DataError(f"the image shape {show(dims)} is not [count, size] in whole numbers") from None
+        raise DataError(f"the image shape {str(dims)[:60]} is not [count, size] in whole numbers") from None
     if not MIN_SIZE <= size <= MAX_SIZE:
         raise DataError(f"an image size of {size} px is not possible; choose from {MIN_SIZE} to {MAX_SIZE} px")
     if n < 1:
