@@ -77,3 +77,91 @@ def test_a_snapshot_restores_the_model_classes_and_drawings(pretrained):
     assert restored.export_model() == session.export_model()
     with pytest.raises(DataError, match="saved drawings cannot be read"):
         DigitsSession.restore(b"not an npz")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("", "^a class needs a name$"),
+    ("  \t ", "^a class needs a name$"),
+    ("x" * 41, r'^the class name "x{41}" has 41 characters; at most 40$'),
+    ("a\nb", r'^the class name "a\\nb" contains a control or invisible character \(U\+000A\)$'),
+    ("a\x00b", r"control or invisible character \(U\+0000\)"),
+    ("evil\u202etxt", r"control or invisible character \(U\+202E\)"),
+    ("a\u2028b", r"control or invisible character \(U\+2028\)"),
+    ("3", r'^the class name "3" is taken \(by "3"\); choose another$'),
+    ("cross", r'^the class name "cross" is taken \(by "Cross"\)'),
+    ("  CROSS ", r'the class name "CROSS" is taken \(by "Cross"\)'),
+])
+def test_bad_class_names_are_refused_and_change_nothing(pretrained, name, message):
+    session = DigitsSession(pretrained[0])
+    session.add_class("Cross")
+    before = session.export_model()
+    with pytest.raises(DataError, match=message):
+        session.add_class(name)
+    assert session.classes == [str(i) for i in range(10)] + ["Cross"] and session.export_model() == before
+
+
+def test_names_as_given_with_emoji_and_at_most_fifty_classes(pretrained):
+    import json
+    from onnxtrain.web import signature
+    session = DigitsSession(pretrained[0])
+    names = ["👩‍💻", 'say "hi", ok; then', "x" * 40]
+    assert [session.add_class(n) for n in names] == [10, 11, 12]
+    line = signature(session.export_model())
+    marker = "the index of the class in "
+    assert line.startswith("Inputs: pixels float [batch, 64]. Outputs: output float [batch, 13], probabilities "
+                           "float [batch, 13], label int64 [batch]. Input 'pixels': 8x8 grayscale, row-major, values "
+                           "0..16 (ink high). Output 'label' is the index of the class in ")
+    assert json.JSONDecoder().raw_decode(line, line.index(marker) + len(marker))[0] == [str(i) for i in range(10)] + names
+    for i in range(13, 50):
+        session.add_class(f"c{i}")
+    with pytest.raises(DataError, match="^there are 50 classes already; at most 50$"):
+        session.add_class("one more")
+    assert len(session.classes) == 50 and len(session.predict(cross())) == 50
+
+
+@pytest.mark.parametrize("pixels, label, message", [
+    (np.zeros(63), 0, "^a drawing is 8x8 = 64 values, not 63$"),
+    (np.zeros(65), 0, "^a drawing is 8x8 = 64 values, not 65$"),
+    (np.r_[np.zeros(10), np.nan, np.zeros(53)], 0, "^a drawing has a non-finite value at pixel 10$"),
+    (np.r_[np.inf, np.zeros(63)], 0, "^a drawing has a non-finite value at pixel 0$"),
+    (np.r_[-1, np.zeros(63)], 0, "^a drawing's values run from 0 to 16; this one has -1 to 0$"),
+    (np.r_[17, np.zeros(63)], 0, "^a drawing's values run from 0 to 16; this one has 0 to 17$"),
+    (["a"] * 64, 0, "^a drawing is 64 numbers from 0 to 16"),
+    (np.zeros(64), 11, r'^the label "11" is not a class index from 0 to 10$'),
+    (np.zeros(64), -1, r'^the label "-1" is not a class index'),
+    (np.zeros(64), 1.5, r'^the label "1.5" is not a class index'),
+    (np.zeros(64), True, r'^the label "True" is not a class index'),
+    (np.zeros(64), "x", r'^the label "x" is not a class index'),
+])
+def test_bad_drawings_are_refused_and_change_nothing(pretrained, pixels, label, message):
+    session = DigitsSession(pretrained[0])
+    session.add_class("X")
+    session.add_example(cross(), 10)
+    with pytest.raises(DataError, match=message):
+        session.add_example(pixels, label)
+    assert session.labels == [10] and len(session.examples) == 1
+
+
+def test_predict_refuses_a_bad_drawing(pretrained):
+    session = DigitsSession(pretrained[0])
+    with pytest.raises(DataError, match="^a drawing is 8x8 = 64 values, not 16$"):
+        session.predict(np.zeros(16))
+    with pytest.raises(DataError, match="non-finite value at pixel 63"):
+        session.predict(np.r_[np.zeros(63), np.nan])
+
+
+def test_a_snapshot_that_does_not_fit_is_refused(pretrained):
+    session = DigitsSession(pretrained[0])
+    session.add_class("X")
+    session.add_example(cross(), 10)
+    archive = dict(np.load(io.BytesIO(session.snapshot())))
+    for change, message in [(dict(labels=np.array([11])), r"examples \[1, 64\], 1 labels, 11 classes"),
+                            (dict(labels=np.array([1, 2])), r"examples \[1, 64\], 2 labels"),
+                            (dict(examples=np.zeros((1, 63), np.float32)), r"examples \[1, 63\]"),
+                            (dict(examples=np.full((1, 64), np.nan, np.float32)), "saved drawings cannot be read"),
+                            (dict(classes=np.array([str(i) for i in range(10)]), labels=np.array([3])),
+                             "^the model's head has 11 outputs but there are 10 class names$")]:
+        buffer = io.BytesIO()
+        np.savez(buffer, **{**archive, **change})
+        with pytest.raises(DataError, match=message):
+            DigitsSession.restore(buffer.getvalue())

@@ -46,9 +46,11 @@ class DigitsSession:
     def __init__(self, model, replay=None, classes=None):
         self.model = ir_load(_bytes(model))
         self.classes = [str(c) for c in _buffer(classes)] if classes is not None else [str(i) for i in range(10)]
-        width = {t.name: t.data.shape for t in self.model.graph.initializers}.get("fc2.bias")
-        if width is None or width != (len(self.classes),):
-            raise DataError(f"the model's head has {width} outputs but there are {len(self.classes)} class names")
+        head = {t.name: t.data.shape for t in self.model.graph.initializers}.get(HEAD[1])
+        if head is None or len(head) != 1:
+            raise DataError(f"the model has no classifier head ({HEAD[1]} of one axis)")
+        if head[0] != len(self.classes):
+            raise DataError(f"the model's head has {head[0]} outputs but there are {len(self.classes)} class names")
         self.examples, self.labels = [], []
         self.training = None  # the last fine-tuning run
         self.replay = None
