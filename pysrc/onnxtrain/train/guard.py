@@ -53,14 +53,11 @@ class NonFiniteStateError(NonFiniteError):
 
 
 def bad_values(array: np.ndarray) -> int:
-    """How many values of ``array`` are NaN or infinite (0 for integer arrays).  The sum is a fast first test:
-    it is finite when all values are, except when finite values overflow it, which the exact count settles."""
+    """How many values of ``array`` are NaN or infinite (0 for integer arrays)."""
     if array.dtype.kind not in "fc" or array.size == 0:
         return 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        if math.isfinite(np.add.reduce(array, axis=None)):
-            return 0
-    return int(array.size - np.count_nonzero(np.isfinite(array)))
+    finite = np.isfinite(array)
+    return 0 if finite.all() else int(array.size - np.count_nonzero(finite))
 
 
 class StepGuard:
@@ -111,7 +108,8 @@ class StepGuard:
         number = self.step_number()
         module.train()
         try:
-            out = module(*inputs)
+            with np.errstate(all="ignore"):  # what goes non-finite is reported below, by name
+                out = module(*inputs)
             loss = float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])  # or shape [1]
             if not math.isfinite(loss):
                 raise self._error(number, epoch, "loss", loss=loss)
@@ -125,7 +123,8 @@ class StepGuard:
             count = optimizer._group.step
             self._snapshot(arrays)
             try:
-                optimizer.step()
+                with np.errstate(all="ignore"):
+                    optimizer.step()
             except BaseException:
                 self._undo(arrays, count)
                 raise
