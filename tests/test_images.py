@@ -90,7 +90,8 @@ def test_the_smallest_size_trains():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(pixels=b"\0" * 100), r"^the images: the pixel buffer has 100 bytes, but 6 RGBA images of 16×16 px take 6,144$"),
+    (dict(pixels=b"\0" * 100),
+     r"^the images: the pixel buffer has 100 bytes, but 6 RGBA images of 16×16 px take 6,144$"),
     (dict(shape=[6]), r"^the image shape \[6\] is not \[count, size\] in whole numbers$"),
     (dict(shape=[6, 16.5]), r"the image shape \[6, 16.5\] is not \[count, size\]"),
     (dict(shape=[0, 16], pixels=b""), "^there are 0 images; add images to the class subfolders$"),

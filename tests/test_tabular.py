@@ -83,10 +83,11 @@ def test_exported_model_takes_raw_columns_and_beats_the_baseline():
     line = signature(ir.to_bytes(model))
     described = lambda vs: ", ".join(f"{v.name} {v.type[7:-1]} [{', '.join(map(str, v.shape))}]" for v in vs)  # noqa: E731
     assert line.startswith(f"Inputs: {described(sess.get_inputs())}. Outputs: {described(sess.get_outputs())}. ")
-    assert line.endswith("""Input 'numeric': float32 [batch, 13], the columns """ + json.dumps(load_wine().feature_names)
-                         + """ in this order, NaN where a value is missing. Input 'categorical': string [batch, 1], the \
-columns ["region"] in this order (one-hot encoded inside the model). Predicts "cultivar": output 'label' is the index \
-of the class in ["class_0", "class_1", "class_2"], 'probabilities' the probability of each.""")
+    columns = json.dumps(load_wine().feature_names)
+    assert line.endswith(f"""Input 'numeric': float32 [batch, 13], the columns {columns} in this order, NaN where a \
+value is missing. Input 'categorical': string [batch, 1], the columns ["region"] in this order (one-hot encoded inside \
+the model). Predicts "cultivar": output 'label' is the index of the class in ["class_0", "class_1", "class_2"], \
+'probabilities' the probability of each.""")
     assert json.loads(model.metadata_props["onnxtrain.classes"]) == ["class_0", "class_1", "class_2"]
 
 
@@ -259,7 +260,7 @@ def test_a_word_in_a_numeric_column_of_a_try_it_file_names_row_column_and_value(
     lines = wine_csv().splitlines()
     cells = lines[7].split(b",")
     cells[1] = b"twelve"
-    text = b"\n".join(lines[:3] + [b""] + lines[3:7] + [b",".join(cells)] + lines[8:])  # a blank line: row 9 of the file
+    text = b"\n".join(lines[:3] + [b""] + lines[3:7] + [b",".join(cells)] + lines[8:])  # with a blank line: row 9
     with pytest.raises(tabular.DataError, match='^row 9, column "malic_acid": "twelve" is not a number, but the model '
                                                 'was trained on numbers in this column$'):
         session.predict_csv(text)
@@ -323,7 +324,8 @@ def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz()
 
 def small_csv(rows=40, seed=0) -> bytes:
     rng = np.random.default_rng(seed)
-    lines = ["a,b,kind,y"] + [f"{rng.normal():.3f},{rng.normal():.3f},{'pq'[i % 2]},{'xyz'[i % 3]}" for i in range(rows)]
+    lines = ["a,b,kind,y"] + [f"{rng.normal():.3f},{rng.normal():.3f},{'pq'[i % 2]},{'xyz'[i % 3]}"
+                              for i in range(rows)]
     return "\n".join(lines).encode()
 
 
@@ -346,7 +348,8 @@ def test_bad_hidden_layer_sizes_are_refused_and_change_nothing(hidden, message):
     first = session.setup("y", "classification", [4])
     with pytest.raises(tabular.DataError, match=message):
         session.setup("y", "classification", hidden)
-    assert session.settings["hidden"] == [4] and session.training.module.get_parameters_size(True) == first["parameters"]
+    assert session.settings["hidden"] == [4]
+    assert session.training.module.get_parameters_size(True) == first["parameters"]
     assert session.step(8, 0.01)["examples"] == 8
 
 
@@ -495,7 +498,7 @@ def test_the_signature_is_right_for_every_task_and_any_names():
     only_numbers = signature_of(b"a,b,y\n" + b"".join(b"%d,%d,%d.5\n" % (i, i * i % 7, i) for i in range(20)), "y",
                                 "regression")
     assert only_numbers == ("Inputs: numeric float [batch, 2]. Outputs: output float [batch, 1]. Input 'numeric': "
-                            "float32 [batch, 2], the columns [\"a\", \"b\"] in this order, NaN where a value is missing. "
+                            'float32 [batch, 2], the columns ["a", "b"] in this order, NaN where a value is missing. '
                             "Predicts \"y\" (regression): output 'output' [batch, 1].")
     # text only: no numeric input mentioned
     only_text = signature_of(b"c,y\n" + b"".join(b"%s,%s\n" % (b"pq"[i % 2:i % 2 + 1], b"ab"[i % 2:i % 2 + 1])

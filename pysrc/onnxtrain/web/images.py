@@ -70,7 +70,8 @@ class ImageSession:
                                             optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
         self.training = TrainingSession.from_artifacts(arts)
         self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)
-        per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()  # noqa: E731
+        def per_class(rows):
+            return np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
                      "train_per_class": per_class(train), "validation_per_class": per_class(val),
                      "size": size, "parameters": self.training.module.get_parameters_size(True)}
@@ -125,7 +126,8 @@ class ImageSession:
                                  f"(resized to {self.size}x{self.size}). Output 'label' is the index of the class in "
                                  f"{names_text(self.classes)}, 'probabilities' the probability of each.")
         return to_bytes(Model(graph=graph, ir_version=inner.ir_version, opset_imports=dict(inner.opset_imports),
-                              producer_name="onnxtrain", metadata_props={"onnxtrain.classes": names_text(self.classes)}))
+                              producer_name="onnxtrain",
+                              metadata_props={"onnxtrain.classes": names_text(self.classes)}))
 
 
 def _shape(shape) -> tuple:

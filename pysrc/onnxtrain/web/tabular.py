@@ -507,7 +507,8 @@ def csv_inputs(data, inputs: dict) -> dict:
         x = x.reshape([len(x)] + per_row)
     y = columns[j]
     if np.issubdtype(l_type, np.integer) and not np.all(y == np.round(y)):
-        raise DataError(f"the label column {show(table.header[j])} must hold whole numbers (class indices) for {labels!r}")
+        raise DataError(f"the label column {show(table.header[j])} must hold whole numbers (class indices) for "
+                        f"{labels!r}")
     if l_shape is not None and len(l_shape) == 2:
         y = y.reshape(-1, 1)
     return {features: x.astype(f_type), labels: y.astype(l_type)}
