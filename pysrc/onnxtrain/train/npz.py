@@ -25,10 +25,18 @@ class NpzError(ValueError):
 
 
 def _size_text(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
+    """``n`` bytes in words, with integer arithmetic (n may be far beyond a float)."""
+    if n < 1024:
+        return f"{n} bytes"
+    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"), 1):
+        if n < 1024 ** (power + 1):
+            return f"{n / 1024 ** power:.1f} {unit}"
+    return "more than 1024 EiB"
+
+
+def _shape_text(shape: tuple) -> str:
+    dims = [str(d) if d < 1 << 64 else f"2**{d.bit_length() - 1}+" for d in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
 def _check_entry(info: zipfile.ZipInfo) -> None:
@@ -62,7 +70,7 @@ def _read_header(f, where: str) -> tuple:
     if dtype.kind not in "biuf" or dtype.subdtype is not None:
         raise NpzError(f"the .npz {where} has dtype {dtype}; only numbers (bool, int, uint, float) are read")
     if any(d < 0 for d in shape):
-        raise NpzError(f"the .npz {where} declares the negative shape {shape}")
+        raise NpzError(f"the .npz {where} declares the negative shape {_shape_text(shape)}")
     return shape, fortran, dtype
 
 
@@ -76,7 +84,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
         nbytes = count * dtype.itemsize
         left = info.file_size - f.tell()
         if nbytes != left:
-            raise NpzError(f"the .npz {where} declares shape {shape} of {dtype} ({_size_text(nbytes)}) but holds "
+            raise NpzError(f"the .npz {where} declares shape {_shape_text(shape)} of {dtype} ({_size_text(nbytes)}) but holds "
                            f"{_size_text(max(left, 0))} of data: truncated or corrupt")
         array = np.empty(count, dtype)
         view = memoryview(array).cast("B")
