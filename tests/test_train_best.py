@@ -1,0 +1,277 @@
+"""The best epoch by validation loss, early stopping, and their place in a run's checkpoints."""
+import json
+
+import numpy as np
+import pytest
+
+import ort_cases as oc
+from onnxtrain.checkpoint import read_checkpoint
+from onnxtrain.train import BestEpoch, NonFiniteStateError
+from onnxtrain.train.best import PROPERTY
+from onnxtrain.web import TrainingSession
+
+PARAMS = {"w": np.zeros(3, np.float32)}
+
+
+def test_the_tracker_follows_the_lowest_finite_loss():
+    tracker = BestEpoch(keep_best=True, patience=3)
+    params = {"w": np.zeros(3, np.float32)}
+    results = []
+    for epoch, loss in enumerate([3.0, 2.0, 2.5, float("nan"), 1.5, 2.0, float("inf"), 2.0], 1):
+        params["w"][:] = epoch
+        results.append(tracker.end_epoch(epoch, loss, params))
+    assert [(r["best_epoch"], r["improved"], r["epochs_without_improvement"], r["stop"]) for r in results] == [
+        (1, True, 0, False), (2, True, 0, False), (2, False, 1, False), (2, False, 2, False), (5, True, 0, False),
+        (5, False, 1, False), (5, False, 2, False), (5, False, 3, True)]
+    assert results[-1]["best_loss"] == 1.5
+    np.testing.assert_array_equal(tracker.params["w"], 5)  # a copy, not the live array
+    assert tracker.end_epoch(8, 0.1, params) == results[-1] | {"improved": False}  # the same epoch counts once
+    live = {"w": np.zeros(3, np.float32)}
+    assert tracker.put_back(live) and (live["w"] == 5).all()
+
+
+def test_patience_zero_never_stops_and_none_tracks_nothing():
+    tracker = BestEpoch(keep_best=False, patience=0)
+    for epoch in range(1, 30):
+        result = tracker.end_epoch(epoch, 10.0 + epoch, PARAMS)
+    assert result["best_epoch"] == 1 and result["epochs_without_improvement"] == 28 and not result["stop"]
+    assert tracker.params is None and not tracker.put_back({"w": np.zeros(3, np.float32)})
+    fresh = BestEpoch()
+    assert fresh.end_epoch(1, None, PARAMS) == {"best_epoch": None, "best_loss": None, "improved": False,
+                                                "stop": False, "epochs_without_improvement": 0}
+
+
+@pytest.mark.parametrize("keep_best, patience, message", [
+    ("yes", 3, "keep_best must be true or false, got 'yes'"),
+    (True, -1, r"patience must be an integer >= 0 \(0: no early stop\), got -1"),
+    (True, 2.5, "patience must be an integer >= 0 .*got 2.5"),
+    (True, float("nan"), "patience must be .*got nan"),
+    (True, True, "patience must be .*got True"),
+    (True, "3", "patience must be .*got '3'"),
+])
+def test_bad_settings_are_refused(keep_best, patience, message):
+    tracker = BestEpoch(True, 4)
+    with pytest.raises(ValueError, match=message):
+        tracker.configure(keep_best, patience)
+    assert (tracker.keep_best, tracker.patience) == (True, 4)
+    with pytest.raises(ValueError, match="the validation loss must be a number or None, got 'low'"):
+        tracker.end_epoch(1, "low", PARAMS)
+
+
+@pytest.mark.parametrize("text, field", [
+    ("not json", "expected a JSON object"),
+    ('{"keep_best": true, "patience": 3, "best_epoch": "2", "best_loss": 1.0, "epochs_without_improvement": 0}',
+     "'best_epoch' must be an integer >= 0 or null, got '2'"),
+    ('{"keep_best": true, "patience": 3, "best_epoch": 2, "best_loss": null, "epochs_without_improvement": 0}',
+     "'best_loss' must be a finite number when 'best_epoch' is set"),
+    ('{"keep_best": true, "patience": 3, "best_epoch": 2, "best_loss": NaN, "epochs_without_improvement": 0}',
+     "'best_loss' must be a finite number"),
+    ('{"keep_best": true, "patience": -3, "best_epoch": null, "best_loss": null, "epochs_without_improvement": 0}',
+     "patience must be an integer >= 0"),
+    ('{"keep_best": true, "patience": 3, "best_epoch": null, "best_loss": null, "epochs_without_improvement": -1}',
+     "'epochs_without_improvement' must be an integer >= 0, got -1"),
+])
+def test_a_corrupt_property_is_named(text, field):
+    with pytest.raises(ValueError, match=f"the checkpoint's property 'onnxtrain.best' is corrupt: .*{field}"):
+        BestEpoch.from_property(text)
+
+
+def test_the_property_round_trips():
+    tracker = BestEpoch(True, 4)
+    for epoch, loss in enumerate([2.0, 1.0, 1.5], 1):
+        tracker.end_epoch(epoch, loss, PARAMS)
+    back = BestEpoch.from_property(tracker.to_property())
+    assert (back.keep_best, back.patience, back.best_epoch, back.best_loss, back.since, back.last_epoch) == \
+        (True, 4, 2, 1.0, 1, 3)
+
+
+# ---- in the bridge's TrainingSession ---------------------------------------------------------------------
+
+def session():
+    f = oc.files("mlp_ce_adamw")
+    return TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(), f["eval"].read_bytes(),
+                           f["optimizer"].read_bytes())
+
+
+def overfitting_data():
+    """A rule the model can learn, but only 40 training rows, 30% of them with a wrong label: validation improves,
+    then gets worse as the model learns the noise."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((20, 5)).astype(np.float32)
+    x = rng.standard_normal((40, 20)).astype(np.float32)
+    y = np.argmax(x @ w, 1)
+    noisy = rng.random(40) < 0.3
+    y[noisy] = rng.integers(0, 5, noisy.sum())
+    xv = rng.standard_normal((200, 20)).astype(np.float32)
+    return [x, y], [xv, np.argmax(xv @ w, 1)]
+
+
+def train_epoch(s):
+    while not s.step(4, 0.01)["epoch_done"]:
+        pass
+    return s.end_epoch(s.validation_loss())
+
+
+def trainable(s):
+    return {n: p.data.copy() for n, p in s.state.parameters if p.requires_grad}
+
+
+def test_an_overfitting_run_stops_early_and_gives_back_its_best_epoch():
+    s = session()
+    s.set_data(*overfitting_data())
+    s.set_early_stopping(keep_best=True, patience=5)
+    losses, params, results = {}, {}, []
+    while True:
+        results.append(train_epoch(s))
+        losses[s.epoch], params[s.epoch] = s.validation_loss(), trainable(s)
+        if results[-1]["stop"] or s.epoch == 100:
+            break
+    best = min(losses, key=losses.get)
+    assert results[-1]["stop"] and s.epoch == best + 5 and best > 1
+    assert results[-1] == {"best_epoch": best, "best_loss": losses[best], "improved": False, "stop": True,
+                           "epochs_without_improvement": 5}
+    assert [r["improved"] for r in results] == [losses[e] < min([losses[k] for k in losses if k < e] or [np.inf])
+                                                for e in sorted(losses)]
+    assert losses[s.epoch] > losses[best] * 1.05  # it was overfitting
+    step = s.optimizer._group.step
+    moments = {n: {m: a.copy() for m, a in d.items()} for n, d in s.state._optimizer.states.items()}
+    assert s.use_best() == best
+    for name, array in trainable(s).items():
+        np.testing.assert_array_equal(array, params[best][name], err_msg=name)
+    assert s.validation_loss() == losses[best] and s.epoch == best + 5 and s.optimizer._group.step == step
+    for name, d in s.state._optimizer.states.items():  # the optimizer state stays
+        for m, a in d.items():
+            np.testing.assert_array_equal(a, moments[name][m])
+
+
+def test_a_paused_run_resumes_with_its_best_epoch_and_patience(tmp_path):
+    a = session()
+    a.set_data(*overfitting_data())
+    a.set_early_stopping(True, 5)
+    while a.epoch < 3 or a.best.since == 0:  # paused with a best epoch behind it
+        train_epoch(a)
+    saved, best = a.checkpoint(), a.best_checkpoint()
+    best_params, at_pause = {n: p.copy() for n, p in a.best.params.items()}, a.best.summary()
+    b = session()
+    b.set_data(*overfitting_data())
+    assert b.restore(saved, best) == a.epoch
+    assert b.best.summary() == at_pause and (b.best.keep_best, b.best.patience) == (True, 5)
+    for name, array in best_params.items():
+        np.testing.assert_array_equal(b.best.params[name], array)
+    a.rng, b.rng = np.random.default_rng(5), np.random.default_rng(5)  # the same shuffles from here on
+    for _ in range(4):
+        assert train_epoch(a) == train_epoch(b)
+    assert a.use_best() == b.use_best() is not None
+    for name, array in trainable(a).items():
+        np.testing.assert_array_equal(trainable(b)[name], array)
+    # onnxruntime-training reads the best-epoch checkpoint: the kept parameters, epoch = the best epoch
+    (tmp_path / "best").write_bytes(best)
+    ort_state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "best"))
+    assert ort_state.properties["epoch"] == at_pause["best_epoch"]
+    assert json.loads(ort_state.properties[PROPERTY])["best_epoch"] == at_pause["best_epoch"]
+    for name, array in best_params.items():
+        np.testing.assert_array_equal(read_checkpoint(best).trainable[name], array)
+
+
+def test_restore_without_the_best_checkpoint_keeps_the_counts_but_not_the_parameters():
+    a = session()
+    a.set_data(*overfitting_data())
+    a.set_early_stopping(True, 5)
+    while a.epoch < 3 or a.best.since == 0:
+        train_epoch(a)
+    b = session()
+    b.set_data(*overfitting_data())
+    b.restore(a.checkpoint())
+    assert b.best.summary() == a.best.summary() and b.best.params is None
+    before = trainable(b)
+    assert b.use_best() is None  # nothing to put back: the page must not say the best epoch is in use
+    for name, array in trainable(b).items():
+        np.testing.assert_array_equal(array, before[name])
+    # saved at its best epoch, the current parameters are the best ones
+    c = session()
+    c.set_data(*overfitting_data())
+    c.set_early_stopping(True, 5)
+    train_epoch(c)
+    d = session()
+    d.restore(c.checkpoint())
+    assert d.best.best_epoch == 1 and d.use_best() == 1
+    for name, array in trainable(c).items():
+        np.testing.assert_array_equal(d.best.params[name], array)
+
+
+def state_of(s):
+    return (trainable(s), s.epoch, s.optimizer._group.step, s.best.to_property(), dict(s.state._properties))
+
+
+def assert_state(s, before):
+    params, *rest = state_of(s)
+    assert rest == list(before[1:])
+    for name, array in params.items():
+        np.testing.assert_array_equal(array, before[0][name])
+
+
+@pytest.mark.parametrize("epoch", ["three", -1, 2.5])
+def test_a_corrupt_epoch_property_is_named_and_changes_nothing(epoch):
+    a = session()
+    a.set_data(*overfitting_data())
+    train_epoch(a)
+    other = session()
+    other.state.properties["epoch"] = epoch
+    corrupt = other.save_checkpoint(True)
+    before = state_of(a)
+    with pytest.raises(ValueError, match=f"the checkpoint's property 'epoch' must be an integer >= 0, got "
+                                         f"{epoch!r} \\({type(epoch).__name__}\\)"):
+        a.restore(corrupt)
+    assert_state(a, before)
+
+
+def test_a_best_checkpoint_of_another_epoch_is_refused_and_changes_nothing():
+    a = session()
+    a.set_data(*overfitting_data())
+    a.set_early_stopping(True, 5)
+    train_epoch(a)
+    early_best = a.best_checkpoint()
+    while a.best.best_epoch == 1:
+        train_epoch(a)
+    saved = a.checkpoint()
+    b = session()
+    b.set_data(*overfitting_data())
+    before = state_of(b)
+    with pytest.raises(ValueError, match=r"the best-epoch checkpoint is of epoch 1, but the run's best epoch is \d+"):
+        b.restore(saved, early_best)
+    assert_state(b, before)
+    with pytest.raises(ValueError, match="parameters do not match"):
+        b.restore(saved, oc.files("cnn_ce_adamw")["checkpoint"].read_bytes())
+    assert_state(b, before)
+
+
+def test_checkpoint_refuses_a_non_finite_state():
+    s = session()
+    s.set_data(*overfitting_data())
+    train_epoch(s)
+    good = s.checkpoint()
+    s.epoch = 2
+    s.state.parameters["fc2.bias"] = np.array([1, np.nan, np.inf, 0, 0], np.float32)
+    properties = dict(s.state._properties)
+    with pytest.raises(NonFiniteStateError, match=r"^not saved: parameter 'fc2.bias' holds 2 nan or inf values of 5; "
+                                                  r"the last good checkpoint is kept$"):
+        s.checkpoint()
+    assert s.state._properties == properties
+    s.state.parameters["fc2.bias"] = np.zeros(5, np.float32)
+    s.state._optimizer.states["fc1.weight"]["momentum1"][0, 0] = np.inf
+    with pytest.raises(NonFiniteStateError, match="the optimizer state 'momentum1' of parameter 'fc1.weight'"):
+        s.artifacts_zip()
+    assert read_checkpoint(good).properties["epoch"] == 1
+
+
+def test_end_epoch_needs_a_finished_epoch_and_new_data_starts_over():
+    s = session()
+    with pytest.raises(ValueError, match="no epoch has finished yet"):
+        s.end_epoch(1.0)
+    s.set_data(*overfitting_data())
+    train_epoch(s)
+    assert s.best.best_epoch == 1
+    with pytest.raises(ValueError, match="keep_best must be true or false"):
+        s.set_early_stopping("no", 3)
+    s.set_data(*overfitting_data())
+    assert s.best.best_epoch is None and s.best.params is None and s.best_checkpoint() is None
