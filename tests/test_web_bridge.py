@@ -207,3 +207,122 @@ def test_validation_in_chunks_gives_the_whole_batch_loss_and_predictions():
     full = s.predict(xs, chunk=len(xs))
     np.testing.assert_allclose(s.predict(xs, chunk=7), full, rtol=1e-6, atol=1e-7)
     assert full.shape[0] == len(xs)
+
+
+# ---- careless input: a clear error and the run as it was ----------------------------------------------------
+
+def run_state(s):
+    return ({n: p.data.copy() for n, p in s.state.parameters}, s.epoch, s.position,
+            None if s.order is None else s.order.copy(), s.rng.bit_generator.state, s.optimizer.get_learning_rate(),
+            s.optimizer._group.step)
+
+
+def assert_run_state(s, before):
+    after = run_state(s)
+    for name, array in after[0].items():
+        np.testing.assert_array_equal(array, before[0][name], err_msg=name)
+    assert after[1:3] == before[1:3] and after[4:] == before[4:]
+    assert (after[3] is None) == (before[3] is None)
+    if before[3] is not None:
+        np.testing.assert_array_equal(after[3], before[3])
+
+
+@pytest.mark.parametrize("batch", [0, -8, 2.5, float("nan"), float("inf"), True, "8", None])
+def test_a_bad_batch_size_is_refused_before_anything_changes(batch):
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    s.set_data([np.concatenate([x] * 3), np.concatenate([y] * 3)])
+    s.step(4, 0.01)  # mid-epoch: an order and a position to keep
+    before = run_state(s)
+    with pytest.raises(ValueError, match=f"the batch size must be a whole number >= 1, got {batch!r}"):
+        s.step(batch, 0.01)
+    assert_run_state(s, before)
+    assert s.step(8.0, 0.01)["examples"] == 8  # a whole number that arrives as a float is fine
+
+
+@pytest.mark.parametrize("rate", [float("nan"), float("inf"), -0.01, "fast"])
+def test_a_bad_learning_rate_is_refused_before_anything_changes(rate):
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    s.set_data([x, y])
+    before = run_state(s)
+    with pytest.raises(ValueError, match=f"the learning rate must be a finite number >= 0, got {rate!r}"):
+        s.step(4, rate)
+    with pytest.raises(ValueError, match="the learning rate must be a finite number >= 0"):
+        s.set_learning_rate(rate)
+    assert_run_state(s, before)
+
+
+def test_a_step_without_data_says_so():
+    with pytest.raises(ValueError, match="there is no training data: give it with set_data, set_named or set_npz"):
+        session().step(8, 0.01)
+
+
+def test_a_non_finite_step_is_undone_with_the_run_as_it_was():
+    from onnxtrain.train import NonFiniteStepError
+    f = oc.files("mlp_ce_sgd")
+    s = TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(), f["eval"].read_bytes(),
+                        f["optimizer"].read_bytes())
+    x, y = oc.batches("mlp_ce_sgd", 1)[0]
+    s.set_data([np.concatenate([x * 100] * 2), np.concatenate([y] * 2)])
+    s.step(8, 0.01)
+    s.epoch = 2  # as after two finished epochs
+    before = run_state(s)
+    with pytest.raises(NonFiniteStepError, match=r"^step 2 \(epoch 3\) was undone: parameter '[\w.]+' is not finite "
+                                                 r"after the update .* lower than the current 3e\+38$"):
+        s.step(8, 3e38)
+    assert_run_state(s, before)
+    assert s.step(8, 0.01)["epoch_done"] and s.epoch == 3
+    s.set_finite_check(False)  # opted out: the update is written, as onnxruntime-training writes it
+    with np.errstate(all="ignore"):
+        s.step(8, 3e38)
+    assert not np.isfinite(s.module.get_contiguous_parameters()).all()
+
+
+def test_train_step_is_checked_too():
+    from onnxtrain.train import NonFiniteStepError
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 1)[0]
+    x = x.copy()
+    x[0, 0] = np.inf
+    before = s.module.get_contiguous_parameters()
+    with pytest.raises(NonFiniteStepError, match=r"^step 1 was undone: the loss is nan"):
+        s.train_step(flat([x, y]))
+    np.testing.assert_array_equal(s.module.get_contiguous_parameters(), before)
+
+
+def npz_bytes(**arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def test_npz_and_named_data_are_checked():
+    from onnxtrain.train.npz import NpzError
+    s = session()
+    x, y = oc.batches("mlp_ce_adamw", 2)[0]
+    with pytest.raises(ValueError, match="the data has no rows: 'input' is empty"):
+        s.set_npz(npz_bytes(input=np.zeros((0, 20), np.float32), labels=np.zeros(0, np.int64)))
+    with pytest.raises(ValueError, match="the data arrays have different numbers of rows: 'input' has 10, 'labels' "
+                                         "has 9"):
+        s.set_npz(npz_bytes(input=np.zeros((10, 20), np.float32), labels=np.zeros(9, np.int64)))
+    with pytest.raises(ValueError, match="the data array 'labels' is a single value"):
+        s.set_named({"input": x, "labels": np.int64(3)})
+    with pytest.raises(ValueError, match=r"the data needs arrays named \['input', 'labels'\]; missing \['labels'\]"):
+        s.set_named({"input": x})
+    bad = np.concatenate([x] * 2)
+    bad[11, 3] = np.nan
+    bad[12, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"the training data array 'input' holds 2 nan or inf values \(the first in "
+                                         r"row \d+\); remove those rows or fill them in"):
+        s.set_named({"input": bad, "labels": np.concatenate([y] * 2)}, validation=0)
+    with pytest.raises(ValueError, match=r"the validation fraction must be a number from 0 up to \(not including\) 1, "
+                                         r"got 1.5"):
+        s.set_npz(npz_bytes(input=x, labels=y), validation=1.5)
+    pickled = io.BytesIO()
+    np.savez(pickled, input=x, labels=np.array([None] * len(y), dtype=object))
+    with pytest.raises(NpzError, match="member 'labels.npy' holds pickled Python objects"):
+        s.set_npz(pickled.getvalue())
+    assert s.train_data is None  # nothing was taken
+    info = s.set_npz(npz_bytes(input=np.concatenate([x] * 2), labels=np.concatenate([y] * 2)), validation=0.99)
+    assert info["train_rows"] == 1 and info["validation_rows"] == 15  # at least one training row
