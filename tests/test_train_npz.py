@@ -10,6 +10,8 @@ from numpy.lib import format as npy
 
 from onnxtrain.train.npz import MAX_BYTES, NpzError, load_npz
 
+IN_PYODIDE = True  # pure numpy: also run inside Pyodide by tests/browser/test_in_pyodide.py
+
 
 def npz(**arrays) -> bytes:
     buffer = io.BytesIO()
