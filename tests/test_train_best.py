@@ -83,12 +83,17 @@ def test_a_paused_run_resumes_with_its_best_epoch_and_patience(tmp_path):
     assert b.best.summary() == at_pause and (b.best.keep_best, b.best.patience) == (True, 5)
     for name, array in best_params.items():
         np.testing.assert_array_equal(b.best.params[name], array)
-    a.rng, b.rng = np.random.default_rng(5), np.random.default_rng(5)  # the same shuffles from here on
+    c = session()  # restored in two calls, as the worker does behind a TabularSession's restore
+    c.set_data(*overfitting_data())
+    c.restore(saved)
+    assert c.restore_best(best) == at_pause["best_epoch"]
+    a.rng, b.rng, c.rng = (np.random.default_rng(5) for _ in range(3))  # the same shuffles from here on
     for _ in range(4):
-        assert train_epoch(a) == train_epoch(b)
-    assert a.use_best() == b.use_best() is not None
+        assert train_epoch(a) == train_epoch(b) == train_epoch(c)
+    assert a.use_best() == b.use_best() == c.use_best() is not None
     for name, array in trainable(a).items():
         np.testing.assert_array_equal(trainable(b)[name], array)
+        np.testing.assert_array_equal(trainable(c)[name], array)
     # onnxruntime-training reads the best-epoch checkpoint: the kept parameters, epoch = the best epoch
     (tmp_path / "best").write_bytes(best)
     ort_state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "best"))

@@ -338,6 +338,12 @@ class TrainingSession:
         self.epoch, self.order, self.position, self.best = epoch, None, 0, tracker
         return self.epoch
 
+    def restore_best(self, best) -> int:
+        """After ``restore(data)`` (as a wrapper such as TabularSession does it), the best parameters from the bytes
+        of the run's ``best_checkpoint()``; returns the best epoch.  On an error nothing changes."""
+        self.best.params = self._best_parameters(best, self.best)
+        return self.best.best_epoch
+
     def _best_parameters(self, data, tracker: BestEpoch) -> dict:
         kept = self._checked_checkpoint(data, "best-epoch checkpoint")
         epoch = _epoch_property(kept._properties)
