@@ -56,7 +56,7 @@ registerRunKind("digits", {
 });
 
 function fillClasses(selected) {
-  $("digit-class").innerHTML = classes.map((c, i) => `<option value="${i}">${c}</option>`).join("");
+  $("digit-class").replaceChildren(...classes.map((c, i) => new Option(c, String(i))));
   if (selected !== undefined) $("digit-class").value = String(selected);
 }
 

@@ -79,7 +79,7 @@ registerRunKind("images", {
     data = saved.images;
     $("img-optimizer").value = data.optimizer || "AdamW";
     const info = await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
-    await call("runRestore", { flow: "images", bytes: saved.checkpoint.slice(0) });
+    await call("runRestore", { flow: "images", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
     fresh = false;
     showInfo(info);
     view.restored(saved);

@@ -2,7 +2,7 @@
 // trained on a .npz file, exported as a plain ONNX model.
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, errorShower } from "./ui.js";
+import { $, downloadButton, element, errorShower } from "./ui.js";
 
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
 let call = null;
@@ -47,10 +47,14 @@ async function chooseFiles(files) {
     $("own-error").textContent = `Note: these ops have no gradient rule, so parameters before them cannot be ` +
       `trained: ${info.ops_without_gradient.join(", ")}`;
   }
-  const rows = info.parameters.filter((p) => p.float).map((p) =>
-    `<tr><td><input type="checkbox" name="own-param" value="${p.name}" checked></td><td>${p.name}</td>` +
-    `<td>${p.shape.join(" × ") || "scalar"}</td><td>${p.count}</td></tr>`);
-  $("own-params").innerHTML = `<table><tr><th>train</th><th>parameter</th><th>shape</th><th>values</th></tr>${rows.join("")}</table>`;
+  const rows = info.parameters.filter((p) => p.float).map((p) => {
+    const box = element("input", { type: "checkbox", name: "own-param", value: p.name, checked: true });
+    return element("tr", {}, element("td", {}, box), element("td", {}, p.name),
+      element("td", {}, p.shape.join(" × ") || "scalar"), element("td", {}, p.count));
+  });
+  $("own-params").replaceChildren(element("table", {}, element("tr", {}, ...["train", "parameter", "shape", "values"]
+    .map((h) => element("th", { textContent: h }))), ...rows));
+  $("own-signature").textContent = info.signature ? `The model: ${info.signature}` : "";
   $("own-outputs").value = info.outputs.map((o) => o.name).join(", ");
   $("own-generate").hidden = false;
 }
@@ -69,6 +73,7 @@ async function setData(data) {
   const info = await call("dataFile", { bytes: data.bytes.slice(0), name: data.name });
   run.data = data;
   $("own-metrics").textContent = `${info.rows} rows (${info.train_rows} for training, ${info.validation_rows} for validation).`;
+  $("own-best-row").hidden = !info.validation_rows; // the best epoch is the one with the lowest validation loss
   $("own-train").disabled = false;
 }
 
@@ -94,7 +99,7 @@ registerRunKind("own", {
   async resume(saved) {
     await loadArtifacts(saved.name, saved.artifacts);
     await setData(saved.data);
-    await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0) });
+    await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
     fresh = false;
     $("own-outputs").value = saved.settings.outputs;
     view.restored(saved);

@@ -1,27 +1,42 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, errorShower, showSignature } from "./ui.js";
+import { $, downloadButton, element, errorShower, showSignature, tableOf } from "./ui.js";
 
 let call = null;
 let view = null;
 let fileName = "data.csv";
 let csvBytes = null;
 let setup = null; // the worker's answer to tabularSetup: task, classes, ...
+let loaded = null; // the worker's answer to tabularLoad: rows, columns (name, kind, missing, nonfinite), preview
 
 const showError = errorShower("csv-error");
 
-export function table(rows, header) {
-  const esc = (v) => String(v).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
-  const head = header ? `<tr>${header.map((h) => `<th>${esc(h)}</th>`).join("")}</tr>` : "";
-  return `<table>${head}${rows.map((r) => `<tr>${r.map((c, i) => (i === 0 && !header ? `<th>${esc(c)}</th>` : `<td>${esc(c)}</td>`)).join("")}</tr>`).join("")}</table>`;
+export function showConfusion(metrics, classes, target) {
+  if (!metrics.confusion) { $(target).replaceChildren(); return; }
+  const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
+  $(target).replaceChildren(element("p", { className: "metrics", textContent: "Confusion matrix (rows: true class, columns: predicted)" }),
+    tableOf(rows, ["", ...classes], { rowHeads: true }));
 }
 
-export function showConfusion(metrics, classes, target) {
-  if (!metrics.confusion) { $(target).innerHTML = ""; return; }
-  const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
-  $(target).innerHTML = `<p class="metrics">Confusion matrix (rows: true class, columns: predicted)</p>` +
-    table(rows, ["", ...classes]);
+const count = (n) => n.toLocaleString("en-US");
+const listed = (columns, key) => columns.filter((c) => c[key]).map((c) => `${c.name} (${count(c[key])})`).join(", ") || "none";
+
+// What the file holds, for the chosen label: the label column is predicted, not one-hot encoded or filled in.
+function showInfo() {
+  const label = $("csv-label").value;
+  const features = loaded.columns.filter((c) => c.name !== label);
+  const text = features.filter((c) => c.kind === "categorical").map((c) => c.name);
+  const labelColumn = loaded.columns.find((c) => c.name === label);
+  const lines = [`${count(loaded.rows)} rows, ${loaded.columns.length} columns; predicting ${label}`,
+    `text columns (one-hot encoded): ${text.join(", ") || "none"}`,
+    `missing values (filled with the column mean or left as no category): ${listed(features, "missing")}`];
+  if (features.some((c) => c.nonfinite)) {
+    lines.push(`values that are not finite numbers (inf, NaN or too large; treated as missing): ${listed(features, "nonfinite")}`);
+  }
+  const unlabelled = labelColumn ? (labelColumn.missing || 0) + (labelColumn.nonfinite || 0) : 0;
+  if (unlabelled) lines.push(`${count(unlabelled)} rows without a usable ${label} value are left out`);
+  $("csv-info").textContent = lines.join("; ") + ".";
 }
 
 async function load(bytes, name) {
@@ -29,18 +44,55 @@ async function load(bytes, name) {
   fileName = name;
   csvBytes = bytes.slice(0);
   const info = await call("tabularLoad", { bytes, name }, { transfer: [bytes] });
-  const label = $("csv-label");
-  label.innerHTML = info.columns.map((c) => `<option>${c.name}</option>`).join("");
-  label.value = info.suggested_label;
+  loaded = info;
+  $("csv-label").replaceChildren(...info.columns.map((c) => new Option(c.name, c.name)));
+  $("csv-label").value = info.suggested_label;
   $("csv-task").value = info.task;
-  const missing = info.columns.filter((c) => c.missing).map((c) => `${c.name} (${c.missing})`);
-  $("csv-info").textContent = `${info.rows} rows, ${info.columns.length} columns; ` +
-    `text columns (one-hot encoded): ${info.columns.filter((c) => c.kind === "categorical").map((c) => c.name).join(", ") || "none"}; ` +
-    `missing values (filled with the column mean or left as no category): ${missing.join(", ") || "none"}.`;
-  $("csv-preview").innerHTML = table(info.preview, info.columns.map((c) => c.name));
+  showInfo();
+  $("csv-preview").replaceChildren(tableOf(info.preview, info.columns.map((c) => c.name)));
   $("csv-setup").hidden = false;
+  $("csv-try").hidden = true;
+  $("csv-try-result").replaceChildren();
   view.startOver();
-  $("csv-metrics").textContent = `Loaded ${name}: ${info.rows} rows. Pick the column to predict and press Train.`;
+  $("csv-metrics").textContent = `Loaded ${name}: ${count(info.rows)} rows. Pick the column to predict and press Train.`;
+}
+
+// "Try it": one page of predictions for another CSV file, the true label beside each when the file has it.
+const PAGE = 100;
+let tryBytes = null;
+
+function tryTable(r) {
+  const j = r.labels ? r.header.indexOf(r.label) : -1;
+  const rest = (row) => row.filter((_, k) => k !== j);
+  const classification = r.confidence !== null && r.confidence !== undefined;
+  const shown = (v) => (typeof v === "number" ? v.toPrecision(4) : v);
+  const rows = r.rows.map((row, i) => {
+    const prediction = shown(r.predictions[i]) + (classification ? ` (${(100 * r.confidence[i]).toFixed(0)}%)` : "");
+    if (!r.labels) return [prediction, ...rest(row)];
+    const truth = String(r.labels[i] ?? "");
+    const check = truth === "" ? "" : classification ? (truth === String(r.predictions[i]) ? "yes" : "no")
+      : Number.isFinite(Number(truth)) ? Math.abs(Number(truth) - r.predictions[i]).toPrecision(3) : "";
+    return [prediction, truth, check, ...rest(row)];
+  });
+  const header = r.labels ? ["prediction", `true ${r.label}`, classification ? "right?" : "abs. error", ...rest(r.header)]
+    : ["prediction", ...r.header];
+  return tableOf(rows, header);
+}
+
+async function showTry(offset) {
+  const r = await call("tabularPredictCsv", { bytes: tryBytes.slice(0), offset, limit: PAGE });
+  const total = r.total ?? r.rows.length;
+  const start = r.offset ?? 0;
+  let text = total ? `rows ${count(start + 1)}–${count(start + r.rows.length)} of ${count(total)}` : "no rows";
+  const over = r.labelled === total || r.labelled === undefined ? `all ${count(total)} rows` : `the ${count(r.labelled)} labelled rows`;
+  if (r.accuracy !== null && r.accuracy !== undefined) text += ` · accuracy over ${over}: ${(100 * r.accuracy).toFixed(1)}%`;
+  if (r.mae !== null && r.mae !== undefined) text += ` · mean abs. error over ${over}: ${r.mae.toPrecision(4)}`;
+  const previous = element("button", { className: "secondary", textContent: "Previous", disabled: start === 0, id: "csv-try-previous" });
+  const next = element("button", { className: "secondary", textContent: "Next", disabled: start + r.rows.length >= total, id: "csv-try-next" });
+  previous.onclick = () => showTry(Math.max(0, start - PAGE)).catch(showError);
+  next.onclick = () => showTry(start + PAGE).catch(showError);
+  $("csv-try-result").replaceChildren(element("div", { className: "row" }, element("span", { id: "csv-try-status", textContent: text }),
+    previous, next), tryTable(r));
 }
 
 function modelSettings() {
@@ -82,8 +134,9 @@ registerRunKind("csv", {
     await load(saved.csv.slice(0), saved.name);
     for (const key of ["label", "task", "hidden"]) $(`csv-${key}`).value = saved.settings[key];
     $("csv-optimizer").value = saved.settings.optimizer || "AdamW";
+    showInfo();
     await setUpModel(saved.settings);
-    await call("runRestore", { flow: "csv", bytes: saved.checkpoint.slice(0) });
+    await call("runRestore", { flow: "csv", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
     view.restored(saved);
     await flow.onStop();
   },
@@ -108,14 +161,15 @@ export function setUpTabular(rpc, ready) {
   $("csv-sample").onclick = async () => load(await (await fetch("samples/wine.csv")).arrayBuffer(), "wine.csv").catch(showError);
   $("csv-label").onchange = async () => {
     $("csv-task").value = await call("tabularDetect", { label: $("csv-label").value });
+    showInfo();
     view.startOver();
   };
   for (const id of ["csv-task", "csv-hidden", "csv-optimizer"]) $(id).addEventListener("change", () => view.startOver());
   $("csv-try-file").addEventListener("change", async (e) => {
     try {
-      const r = await call("tabularPredictCsv", { bytes: await e.target.files[0].arrayBuffer() });
-      const rows = r.rows.map((row, i) => [r.predictions[i] + (r.confidence ? ` (${(100 * r.confidence[i]).toFixed(0)}%)` : ""), ...row]);
-      $("csv-try-result").innerHTML = table(rows, ["prediction", ...r.header]);
+      $("csv-error").hidden = true;
+      tryBytes = await e.target.files[0].arrayBuffer();
+      await showTry(0);
     } catch (err) { showError(err); }
   });
   const base = () => fileName.replace(/\.csv$/i, "");

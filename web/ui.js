@@ -1,6 +1,19 @@
 // Small helpers shared by the page's sections.
 export const $ = (id) => document.getElementById(id);
 
+// An element with properties (textContent, className, value, ...) and children (elements or strings, as text).
+export function element(tag, props = {}, ...children) {
+  const el = Object.assign(document.createElement(tag), props);
+  el.append(...children.map((c) => (c instanceof Node ? c : String(c ?? ""))));
+  return el;
+}
+
+// A table of text cells: `header` (or null) as the first row of <th>; with `rowHeads`, each row's first cell is a <th>.
+export function tableOf(rows, header = null, { rowHeads = false } = {}) {
+  const row = (cells, head) => element("tr", {}, ...cells.map((c, i) => element(head || (rowHeads && i === 0) ? "th" : "td", {}, c)));
+  return element("table", {}, ...(header ? [row(header, true)] : []), ...rows.map((r) => row(r, false)));
+}
+
 // Show the last line of an error (Python's message, without the traceback) in the element `id`.
 export function errorShower(id) {
   return (err) => {

@@ -83,29 +83,50 @@ async function letMessagesIn() {
 }
 
 // Trains `target` (a TabularSession or TrainingSession holding its data) until `epochs` epochs are done in
-// total, so a paused run resumes where it stopped; `atEpochEnd` adds metrics (and a checkpoint) to the
-// progress message of an epoch's last batch.
-async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "constant" }, atEpochEnd) {
+// total, so a paused run resumes where it stopped.  At an epoch's end, `evaluate()` gives the validation metrics
+// and `checkpoint()` the run's state, both added to that epoch's progress message.  With `keepBest`, the run's
+// TrainingSession (`target.training || target`) tracks the best validation loss: training stops once `patience`
+// epochs bring no better one, and a run that finishes (all epochs, or stopped early; not paused or cancelled)
+// ends with the best epoch's parameters, sent back as the result's `checkpoint`.
+async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "constant", keepBest = false, patience = 10 },
+  { evaluate = null, checkpoint = null } = {}) {
   if (!target) throw new Error("load a model and data before training");
   cancelled = false;
+  const run = target.training || target;
+  const tracking = Boolean(evaluate);
+  if (tracking) run.set_early_stopping.callKwargs({ keep_best: Boolean(keepBest), patience: Number(patience) });
   let metrics = null;
+  let best = null;
+  let stopped = false;
   const t0 = performance.now();
   let examples = 0;
-  while (!cancelled && target.epoch < epochs) {
+  while (!cancelled && !stopped && target.epoch < epochs) {
     const progress = target.epoch / epochs;
     const rate = schedule === "linear" ? lr * Math.min(1, (progress + 0.05) / 0.1) * Math.max(0, 1 - progress) : lr;
     const step = toJs(target.step(batchSize, Math.max(rate, lr * 0.01)));
     examples += step.examples;
     const message = { id, type: "progress", epoch: step.epoch, progress: step.progress, epochs, loss: step.loss,
       examplesPerSecond: examples / ((performance.now() - t0) / 1000), batchesPerEpoch: step.batches_per_epoch };
-    if (step.epoch_done) {
-      Object.assign(message, atEpochEnd());
-      metrics = message.metrics;
+    const transfer = [];
+    if (step.epoch_done && evaluate) {
+      metrics = message.metrics = evaluate();
+      if (keepBest && metrics.loss !== null && metrics.loss !== undefined) {
+        best = message.best = toJs(run.end_epoch(metrics.loss));
+        stopped = best.stop;
+        if (best.improved) transfer.push(message.bestCheckpoint = bytesOf(run.best_checkpoint()));
+      }
     }
-    self.postMessage(message, message.checkpoint ? [message.checkpoint] : []);
+    if (step.epoch_done && checkpoint) transfer.push(message.checkpoint = checkpoint());
+    self.postMessage(message, transfer);
     await letMessagesIn();
   }
-  return { epoch: target.epoch, cancelled, metrics };
+  const result = { epoch: target.epoch, cancelled, metrics, best, stopped };
+  if (!cancelled && keepBest && tracking) {
+    const kept = run.use_best();
+    result.kept = kept === undefined ? null : kept;
+    if (result.kept !== null && checkpoint) result.checkpoint = checkpoint();
+  }
+  return result;
 }
 
 // A flow's run: an object with checkpoint() and restore(bytes), and a TrainingSession as itself or `.training`.
@@ -522,7 +543,7 @@ const handlers = {
   },
 
   async tabularTrain(args) {
-    return trainEpochs(tabular, args, () => ({ metrics: toJs(tabular.evaluate()), checkpoint: bytesOf(tabular.checkpoint()) }));
+    return trainEpochs(tabular, args, { evaluate: () => toJs(tabular.evaluate()), checkpoint: () => bytesOf(tabular.checkpoint()) });
   },
 
   async imagesLoad({ files, size = 32, optimizer = "AdamW" }) {
@@ -540,7 +561,7 @@ const handlers = {
     return toJs(images.info);
   },
   async imagesTrain(args) {
-    return trainEpochs(images, args, () => ({ metrics: toJs(images.evaluate()), checkpoint: bytesOf(images.checkpoint()) }));
+    return trainEpochs(images, args, { evaluate: () => toJs(images.evaluate()), checkpoint: () => bytesOf(images.checkpoint()) });
   },
   async imagesPredict({ file }) {
     const decoded = await decodeImages([file], images.size);
@@ -559,7 +580,7 @@ const handlers = {
   async digitsAddExample({ pixels, label }) { return toJs(digits.add_example(pixels, label)); },
   async digitsFineTune({ id, epochs, lr, headOnly }) {
     digits.start_fine_tune(headOnly);
-    await trainEpochs(digits, { id, epochs, batchSize: 32, lr }, () => ({}));
+    await trainEpochs(digits, { id, epochs, batchSize: 32, lr });
     return toJs(digits.finish_fine_tune());
   },
   async digitsExport() { return bytesOf(digits.export_model()); },
@@ -572,7 +593,11 @@ const handlers = {
     return toJs(digits.classes);
   },
 
-  async modelDescribe({ bytes }) { return toJs(bridge.describe_model(new Uint8Array(bytes))); },
+  async modelDescribe({ bytes }) {
+    const info = toJs(bridge.describe_model(new Uint8Array(bytes)));
+    try { info.signature = bridge.signature(new Uint8Array(bytes)); } catch { info.signature = null; } // shown if it can be
+    return info;
+  },
   async dataFile({ bytes, name, validation = 0.1 }) {
     if (!/\.csv$/i.test(name)) return toJs(session.set_npz(new Uint8Array(bytes), validation));
     const types = session.input_types();
@@ -581,17 +606,26 @@ const handlers = {
     try { return toJs(session.set_named(arrays, validation)); } finally { arrays.destroy(); }
   },
   async sessionTrain(args) {
-    return trainEpochs(session, args, () => ({ metrics: { loss: session.validation_loss() },
-      checkpoint: bytesOf(session.checkpoint()) }));
+    return trainEpochs(session, args, { evaluate: () => ({ loss: session.validation_loss() ?? null }),
+      checkpoint: () => bytesOf(session.checkpoint()) });
   },
 
   async tabularExport() { return bytesOf(tabular.export_model()); },
-  async tabularPredictCsv({ bytes }) { return toJs(tabular.predict_csv(new Uint8Array(bytes))); },
+  async tabularPredictCsv({ bytes, offset = 0, limit = 100 }) {
+    return toJs(tabular.predict_csv.callKwargs(new Uint8Array(bytes), { offset, limit }));
+  },
   async tabularPredictValidation() { return toJs(tabular.predict_validation()); },
 
   // ---- any flow's run: "csv", "images", "own" or "digits" (see runOf) ---------------------------------
   async runCheckpoint({ flow }) { return bytesOf(runOf(flow).checkpoint()); },
-  async runRestore({ flow, bytes }) { return runOf(flow).restore(new Uint8Array(bytes)); },
+  async runRestore({ flow, bytes, best = null }) {
+    const run = runOf(flow);
+    const epoch = run.restore(new Uint8Array(bytes));
+    // The best epoch's parameters go to the run's TrainingSession, whose restore takes them with the checkpoint
+    // (a flow's own restore takes the checkpoint alone).
+    if (best) (run.training || run).restore.callKwargs(new Uint8Array(bytes), { best: new Uint8Array(best) });
+    return epoch;
+  },
   async modelSignature({ flow }) {
     const model = { csv: () => tabular.export_model(), images: () => images.export_model(),
       digits: () => digits.export_model() }[flow]();

@@ -1,10 +1,13 @@
 """The CSV flow end to end through the page's UI, with the downloaded model checked in onnxruntime."""
+import base64
 import json
+import re
 import zipfile
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import numpy_helper
 
 import ort_cases as oc
@@ -63,7 +66,36 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     first = page.text_content("#csv-try-result tr:nth-child(2) td")
     assert first.split(" (")[0] == pre.classes[ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
         ["label"], {"numeric": pre.raw_inputs(table, [0])[0], "categorical": pre.raw_inputs(table, [0])[1].astype(str)})[0][0]]
+    check_try_it_pages(page, csv_path, model, pre)
     screenshot(page, "#csv", "csv")
+
+
+def check_try_it_pages(page, csv_path, model, pre):
+    """A labelled file in "Try it": 100 rows a page, the true label beside the prediction, and the accuracy over
+    all rows as onnxruntime gives it for the downloaded model."""
+    page.set_input_files("#csv-try-file", {"name": "all.csv", "mimeType": "text/csv", "buffer": csv_path.read_bytes()})
+    page.wait_for_function("() => document.getElementById('csv-try-status').textContent.startsWith('rows 1–100 of 178')")
+    assert page.eval_on_selector_all("#csv-try-result tr:first-child th", "(hs) => hs.map((h) => h.textContent)")[:3] \
+        == ["prediction", "true cultivar", "right?"]
+    table = tabular.parse_csv(csv_path.read_bytes())
+    num, cat = pre.raw_inputs(table, range(len(table.rows)))
+    predicted = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
+        ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
+    truth = [r[table.header.index("cultivar")] for r in table.rows]
+    known = [i for i, t in enumerate(truth) if not tabular._is_missing(t)]
+    accuracy = np.mean([pre.classes[predicted[i]] == truth[i] for i in known])
+    over = "all 178 rows" if len(known) == 178 else f"the {len(known)} labelled rows"
+    assert f"accuracy over {over}: {100 * accuracy:.1f}%" in page.text_content("#csv-try-status")
+    cells = page.eval_on_selector_all("#csv-try-result tr", "(rs) => rs.slice(1).map((r) => [...r.cells].slice(0, 3).map((c) => c.textContent))")
+    assert [[p.split(" (")[0], t, ok] for p, t, ok in cells] == [
+        [pre.classes[predicted[i]], truth[i], "" if i not in known else "yes" if pre.classes[predicted[i]] == truth[i] else "no"]
+        for i in range(100)]
+    assert page.is_disabled("#csv-try-previous")
+    page.click("#csv-try-next")
+    page.wait_for_function("() => document.getElementById('csv-try-status').textContent.startsWith('rows 101–178 of 178')")
+    assert page.locator("#csv-try-result tr").count() == 79 and page.is_disabled("#csv-try-next")
+    page.click("#csv-try-previous")
+    page.wait_for_function("() => document.getElementById('csv-try-status').textContent.startsWith('rows 1–100 of 178')")
 
 
 def check_checkpoint_and_artifacts(page, tmp_path, model, epochs):
@@ -181,3 +213,120 @@ def test_a_batch_too_large_for_memory_is_caught_changes_nothing_and_a_smaller_on
     assert state.optimizer_groups[0].step >= 1
     trained = state.trainable["fc1.weight"]
     assert np.isfinite(trained).all() and not np.array_equal(trained, untrained.graph.initializers[0].data)
+
+
+def overfit_csv(n=80, seed=0) -> str:
+    """A noisy label a 128-unit network learns by heart within a few epochs: validation loss then climbs."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 6))
+    y = np.where(x[:, 0] + rng.standard_normal(n) * 1.5 > 0, "yes", "no")
+    return "f1,f2,f3,f4,f5,f6,label\n" + "".join(",".join(f"{v:.3f}" for v in r) + f",{c}\n" for r, c in zip(x, y))
+
+
+def cross_entropy(logits, labels):
+    logits = logits.astype(np.float64)
+    top = logits.max(axis=1, keepdims=True)
+    log_sum = np.log(np.exp(logits - top).sum(axis=1)) + top[:, 0]
+    return float(np.mean(log_sum - logits[np.arange(len(labels)), labels]))
+
+
+def test_the_best_epoch_is_kept_training_stops_early_and_a_resumed_run_knows_it(own_page, tmp_path):
+    page = own_page.page
+    path = tmp_path / "noisy.csv"
+    path.write_text(overfit_csv())
+    page.set_input_files("#csv-file", str(path))
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    assert page.is_checked("#csv-keep-best")
+    for field, value in {"hidden": "128", "batch": "16", "lr": "0.02", "epochs": "100", "patience": "4"}.items():
+        page.fill(f"#csv-{field}", value)
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.') "
+                           "|| !document.getElementById('csv-error').hidden", timeout=180_000)
+    assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
+    text = page.text_content("#csv-metrics")
+    found = re.search(r"Stopped early at epoch (\d+): no better validation loss for 4 epochs; "
+                      r"kept epoch (\d+) \(validation loss ([0-9.]+)\)", text)
+    assert found, text
+    stopped, best, best_loss = int(found[1]), int(found[2]), float(found[3])
+    assert stopped == best + 4 < 100 and f"epoch {stopped}/100" in text and "s left" not in text
+    assert page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
+
+    # The download is the best epoch's model: onnxruntime gives it the kept validation loss.
+    with page.expect_download() as download:
+        page.click("#csv-download")
+    model = tmp_path / "best.onnx"
+    download.value.save_as(model)
+    table = tabular.parse_csv(path.read_bytes())
+    prep = tabular.prepare(table, "label", "classification")
+    num, cat = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
+    logits = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(["output"], {"numeric": num})[0]
+    assert cross_entropy(logits, prep["y_val"]) == pytest.approx(best_loss, rel=2e-3)
+
+    line = reload_and_resume(page, "noisy.csv")
+    assert f"epoch {stopped}/100" in line
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
+    assert page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
+    assert "s left" not in page.text_content("#csv-metrics")
+    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    assert json.loads(state.properties["onnxtrain.best"])["best_epoch"] == best
+
+
+SAVED_RUNS = """async () => {
+  const db = await new Promise((ok, fail) => { const r = indexedDB.open("onnxtrain"); r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
+  const runs = await new Promise((ok, fail) => {
+    const r = db.transaction("runs").objectStore("runs").getAll(); r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
+  db.close();
+  const base64 = (buffer) => { const b = new Uint8Array(buffer); let s = "";
+    for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000)); return btoa(s); };
+  return runs.map((r) => ({ epoch: r.epoch, checkpoint: base64(r.checkpoint) }));
+}"""
+
+
+def test_a_non_finite_step_is_undone_reported_and_the_run_resumes_with_a_lower_rate(own_page, tmp_path):
+    """SGD at a learning rate of 1e38 on prices near 50, far from fitted: the update overflows float32."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((100, 3))
+    path = tmp_path / "prices.csv"
+    path.write_text("a,b,c,price\n" + "".join(f"{a:.3f},{b:.3f},{c:.3f},{10 * a + 50:.1f}\n" for a, b, c in x))
+    page = own_page.page
+    page.set_input_files("#csv-file", str(path))
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    page.select_option("#csv-label", "price")
+    page.select_option("#csv-task", "regression")
+    page.select_option("#csv-optimizer", "SGD")
+    page.uncheck("#csv-keep-best")
+    page.fill("#csv-epochs", "400")
+    page.fill("#csv-lr", "0.0001")
+    page.click("#csv-train")
+    page.wait_for_function("() => /epoch ([2-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
+                           timeout=120_000)
+    page.click("#csv-pause")
+    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.endsWith('paused')")
+    assert "s left" not in page.text_content("#csv-metrics")
+    [saved] = page.evaluate(SAVED_RUNS)
+    before = own_page.call_bytes("runCheckpoint", {"flow": "csv"})
+
+    page.fill("#csv-lr", "1e38")
+    page.click("#csv-train")
+    page.wait_for_selector("#csv-error:not([hidden])", timeout=60_000)
+    error = page.text_content("#csv-error")
+    assert "was undone" in error and "not finite" in error and "try a learning rate lower than the current 1e+38" in error
+    assert page.text_content("#csv-train") == "Resume" and "s left" not in page.text_content("#csv-metrics")
+    after = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    for name, array in read_checkpoint(before).trainable.items():
+        np.testing.assert_array_equal(after.trainable[name], array, err_msg=name)
+    assert page.evaluate(SAVED_RUNS) == [saved]  # the saved run is the last good epoch's
+    state = read_checkpoint(base64.b64decode(saved["checkpoint"]))
+    assert all(np.isfinite(a).all() for a in state.trainable.values())
+
+    page.fill("#csv-lr", "0.0001")
+    page.fill("#csv-epochs", str(saved["epoch"] + 2))
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.') "
+                           "|| !document.getElementById('csv-error').hidden", timeout=120_000)
+    assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
+    assert f"epoch {saved['epoch'] + 2}/{saved['epoch'] + 2}" in page.text_content("#csv-metrics")
+    [resumed] = page.evaluate(SAVED_RUNS)
+    state = read_checkpoint(base64.b64decode(resumed["checkpoint"]))
+    assert resumed["epoch"] == saved["epoch"] + 2 and all(np.isfinite(a).all() for a in state.trainable.values())
