@@ -134,7 +134,7 @@ def _tensor(t: _Table, external, source: str):
         if n == 0 and not dims:
             return name, np.zeros(0, dtype)  # nominal: name and type only
         if n != nbytes:
-            need = nbytes if nbytes < 1 << 63 else f"2**{nbytes.bit_length() - 1} or more"
+            need = nbytes if nbytes.bit_length() <= 128 else f"2**{nbytes.bit_length() - 1} or more"
             raise CheckpointError(f"{source}: tensor '{name}' has {n} bytes of raw_data, but dims {dims_text} of "
                                   f"{dtype} need {need}")
         t.buf.charge(n, f"tensor '{name}'")

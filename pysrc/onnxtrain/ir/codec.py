@@ -63,6 +63,15 @@ _TYPED_FIELD.update((code, 5) for code in dtypes.NAMES if code not in _TYPED_FIE
 _MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xCA, 0xD2}
 MAX_DEPTH = 64  # nested graphs / types
 
+# Decoding takes time and memory linear in the file's size.  The Python objects of the decoded messages
+# may take at most OBJECT_BYTES_PER_FILE_BYTE times the file's size (plus 1 MiB); _COST is what one
+# message of each kind takes at least on CPython 3.11 (tracemalloc).  Real models stay far below the
+# limit (a node has a name, inputs and outputs); a file of a million empty messages does not.
+# Tensor payloads are views of the input, or copies no larger than the bytes they come from.
+OBJECT_BYTES_PER_FILE_BYTE = 100
+_COST = {"GraphProto": 580, "FunctionProto": 600, "NodeProto": 350, "AttributeProto": 120, "ValueInfoProto": 140,
+         "TypeProto": 60, "TensorProto": 390}
+
 
 def _dims_text(dims: list) -> str:
     """dims for an error message, shortened when long."""
@@ -74,6 +83,7 @@ class _Decoder:
         self.buf = memoryview(data).cast("B")
         self.base_dir = None if base_dir is None else os.fspath(base_dir)
         self.depth = 0
+        self.budget = OBJECT_BYTES_PER_FILE_BYTE * len(self.buf) + (1 << 20)
 
     def fields(self, span, message):
         return Reader(self.buf, span[0], span[1], message, FIELDS[message]).fields()
@@ -98,6 +108,13 @@ class _Decoder:
             out.append(to_signed64(value))
         else:
             raise ModelDecodeError(f"{what}: wrong wire type {wire} for an integer field")
+
+    def charge(self, message):
+        self.budget -= _COST[message]
+        if self.budget < 0:
+            raise ModelDecodeError(f"{message}: the file's messages decode into more than "
+                                   f"{OBJECT_BYTES_PER_FILE_BYTE} times its {len(self.buf)} bytes of objects "
+                                   f"(a flood of empty messages, not a real model)")
 
     def nest(self, message):
         self.depth += 1
@@ -163,6 +180,7 @@ class _Decoder:
         into[key] = value
 
     def graph(self, span) -> Graph:
+        self.charge("GraphProto")
         self.nest("GraphProto")
         g = Graph()
         for n, w, v in self.fields(span, "GraphProto"):
@@ -192,6 +210,7 @@ class _Decoder:
         return g
 
     def node(self, span) -> Node:
+        self.charge("NodeProto")
         M = "NodeProto"
         node = Node("", [], [])
         for n, w, v in self.fields(span, M):
@@ -221,6 +240,7 @@ class _Decoder:
         return node
 
     def attribute(self, span) -> Attribute:
+        self.charge("AttributeProto")
         M = "AttributeProto"
         a = Attribute("", AttrType.UNDEFINED)
         single = {}
@@ -276,6 +296,7 @@ class _Decoder:
         return a
 
     def value_info(self, span) -> ValueInfo:
+        self.charge("ValueInfoProto")
         M = "ValueInfoProto"
         vi = ValueInfo("")
         for n, w, v in self.fields(span, M):
@@ -292,6 +313,7 @@ class _Decoder:
         return vi
 
     def type_proto(self, span):
+        self.charge("TypeProto")
         """A TypeProto; one with no value case set becomes TensorType(elem_type=None)."""
         self.nest("TypeProto")
         result, denotation = None, ""
@@ -354,6 +376,7 @@ class _Decoder:
         return dims, denotations
 
     def tensor(self, span) -> Tensor:
+        self.charge("TensorProto")
         M = "TensorProto"
         t = Tensor("", None, 0)
         dims, raw, strings, typed, external = [], None, [], {}, {}
@@ -504,6 +527,7 @@ class _Decoder:
         return np.frombuffer(data, dtype=dtypes.to_numpy(data_type), count=count)
 
     def function(self, span) -> Function:
+        self.charge("FunctionProto")
         M = "FunctionProto"
         f = Function("")
         for n, w, v in self.fields(span, M):
