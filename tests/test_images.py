@@ -104,7 +104,7 @@ def test_the_smallest_size_trains():
     (dict(classes=["a", "", "c"]), "^class 2 has an empty name"),
     (dict(classes=["a", "b", "a"]), r'^two classes are named "a" \(classes 1 and 3\)$'),
     (dict(labels=[0, 0, 2, 0, 0, 2]), r"at least two class subfolders with images in each \(found \{'a': 4, 'b': 0"),
-    (dict(validation=0), "the validation share is 0.0; it must be above 0 and below 1"),
+    (dict(validation=0), "^the validation share is \"0\"; it must be above 0 and below 1"),
 ])
 def test_mismatched_pixels_labels_and_classes_are_refused(change, message):
     pixels, _ = synthetic(n_per_class=2)

@@ -371,9 +371,9 @@ def test_an_unknown_task_is_refused(task):
         session.step(8, 0.01)
 
 
-@pytest.mark.parametrize("validation", [0, 1, -0.2, 1.5, float("nan")])
+@pytest.mark.parametrize("validation", [0, 1, -0.2, 1.5, float("nan"), "a fifth", None, True])
 def test_a_bad_validation_share_is_refused(validation):
-    with pytest.raises(tabular.DataError, match="the validation share is .*; it must be above 0 and below 1"):
+    with pytest.raises(tabular.DataError, match=f'^the validation share is "{validation}"; it must be above 0 and below 1'):
         tabular.prepare(tabular.parse_csv(small_csv()), "y", "classification", validation)
 
 

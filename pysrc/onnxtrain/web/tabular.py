@@ -183,9 +183,13 @@ def check_task(task) -> str:
 
 
 def check_validation(validation) -> float:
-    v = float(validation)
+    try:
+        v = float(validation) if not isinstance(validation, bool) else math.nan
+    except (TypeError, ValueError):
+        v = math.nan
     if not 0 < v < 1:
-        raise DataError(f"the validation share is {v}; it must be above 0 and below 1 (for example 0.2)")
+        raise DataError(f"the validation share is {show(validation)}; it must be above 0 and below 1 (for example "
+                        f"0.2)")
     return v
 
 
@@ -537,7 +541,7 @@ class TabularSession:
     def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0,
               optimizer: str = "AdamW") -> dict:
         """The preprocessing, the MLP and its training session; on an error nothing changes."""
-        prep = prepare(self.table, str(label), task, float(validation), int(seed))
+        prep = prepare(self.table, str(label), task, validation, int(seed))
         pre = prep["preprocessing"]
         n_out = len(pre.classes) if pre.task == "classification" else 1
         sizes = check_hidden(_buffer(hidden), pre.n_features, n_out)
@@ -550,7 +554,7 @@ class TabularSession:
         self.training, self.prep, self._predicted = training, prep, None
         self.module, self.optimizer = training.module, training.optimizer
         self.settings = {"label": str(label), "task": task, "hidden": sizes,
-                         "validation": float(validation), "seed": int(seed), "optimizer": str(optimizer)}
+                         "validation": check_validation(validation), "seed": int(seed), "optimizer": str(optimizer)}
         return {"features": pre.n_features, "classes": pre.classes, "task": pre.task,
                 "train_rows": len(prep["train_rows"]), "validation_rows": len(prep["val_rows"]),
                 "dropped_rows": prep["dropped_rows"], "missing_cells": prep["missing_cells"],
