@@ -507,3 +507,20 @@ def test_the_signature_is_right_for_every_task_and_any_names():
                               "encoded inside the model). Predicts \"y\": output 'label' is the index of the class in "
                               "[\"a\", \"b\"], 'probabilities' the probability of each.")
     assert "numeric" not in only_text
+
+
+def test_extreme_but_finite_numbers():
+    # a spread of denormals is a constant column for float32: centred, not divided by ~0
+    tiny = tabular.prepare(tabular.parse_csv(b"a,y\n0,p\n1e-45,q\n0,p\n1e-45,q\n0,p\n"), "y", "classification")
+    assert tiny["preprocessing"].std == [1.0] and np.isfinite(tiny["x_train"]).all()
+    wide = b"a,y\n-3e38,p\n" + b"3e38,q\n3e38,p\n" * 3
+    with pytest.raises(tabular.DataError, match='^column "a" spans -3e\\+38 to 3e\\+38, too wide to standardise in '
+                                                'float32: rescale the column$'):
+        tabular.prepare(tabular.parse_csv(wide), "y", "classification")
+    large = b"a,y\n1,2\n2,3\n3,2e15\n4,5\n5,6\n"
+    with pytest.raises(tabular.DataError, match=r'^the label column "y" has values as large as "2e15" \(row 4\); a '
+                                                r'squared error overflows float32 beyond ±1e\+15: rescale the column'):
+        tabular.prepare(tabular.parse_csv(large), "y", "regression")
+    # most rows to validation still leaves one to train on
+    prep = tabular.prepare(tabular.parse_csv(b"a,y\n1,1.5\n2,2.5\n3,3.5\n4,4.5\n"), "y", "regression", 0.9)
+    assert len(prep["train_rows"]) == 1 and len(prep["val_rows"]) == 3

@@ -32,6 +32,8 @@ MAX_WIDTH = 1_000_000
 MAX_PARAMETERS = 20_000_000
 TASKS = ("classification", "regression")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+MAX_TARGET = 1e15  # a regression target beyond this makes a batch's squared error overflow float32
 
 
 class DataError(ValueError):
@@ -214,10 +216,10 @@ def stratified_split(y, validation: float, seed: int) -> tuple:
 
 
 def random_split(n_rows: int, validation: float, seed: int, rows=None) -> tuple:
-    """(training rows, validation rows) of ``rows`` (default all), sorted; at least one for validation."""
+    """(training rows, validation rows) of ``rows`` (default all), sorted; at least one of each."""
     rows = np.arange(n_rows) if rows is None else np.asarray(rows)
     order = np.random.default_rng(seed).permutation(rows)
-    n_val = max(1, int(round(len(order) * validation)))
+    n_val = min(max(1, int(round(len(order) * validation))), len(order) - 1)
     return sorted(order[n_val:].tolist()), sorted(order[:n_val].tolist())
 
 
@@ -283,6 +285,11 @@ def prepare(table: Table, label: str, task: str, validation: float = 0.2, seed: 
                             f"{show(labels[bad])}), so it cannot be a regression target")
         target = parsed[0]
         labelled = [i for i in range(len(labels)) if not np.isnan(target[i])]
+        large = [i for i in labelled if abs(target[i]) > MAX_TARGET]
+        if large:
+            raise DataError(f"the label column {show(label)} has values as large as {show(labels[large[0]])} (row "
+                            f"{table.line(large[0])}); a squared error overflows float32 beyond ±{MAX_TARGET:g}: "
+                            f"rescale the column (for example to thousands or millions)")
     else:
         labelled = [i for i, v in enumerate(labels) if not _is_missing(v)]
     dropped = len(table.rows) - len(labelled)
@@ -319,7 +326,8 @@ def prepare(table: Table, label: str, task: str, validation: float = 0.2, seed: 
             std = float(present.std()) if present.size else 1.0
             pre.numeric.append(name)
             pre.mean.append(mean)
-            pre.std.append(std if std > 0 and math.isfinite(std) else 1.0)
+            # a constant column, or one whose spread float32 cannot hold, is centred only
+            pre.std.append(std if FLOAT32_TINY <= std <= FLOAT32_MAX else 1.0)
             nonfinite += int(parsed[1][train_rows + val_rows].sum())
         else:
             cats = sorted({table.rows[r][k] for r in train_rows if not _is_missing(table.rows[r][k])})
@@ -333,7 +341,14 @@ def prepare(table: Table, label: str, task: str, validation: float = 0.2, seed: 
     used = sorted(train_rows + val_rows)
     num, cat = pre.raw_inputs(table, used)
     x = np.zeros((len(table.rows), pre.n_features), np.float32)
-    x[used] = pre.features(num, cat)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x[used] = pre.features(num, cat)
+    overflow = ~np.isfinite(x[used, :len(pre.numeric)]).all(axis=0)
+    if overflow.any():
+        name = pre.numeric[int(np.flatnonzero(overflow)[0])]
+        values = num[:, pre.numeric.index(name)]
+        raise DataError(f"column {show(name)} spans {np.nanmin(values):g} to {np.nanmax(values):g}, too wide to "
+                        f"standardise in float32: rescale the column")
     missing_cells = int(np.isnan(num).sum() + sum(_is_missing(c) for c in cat.ravel()))
     return {"preprocessing": pre, "x_train": x[train_rows], "y_train": y[train_rows],
             "x_val": x[val_rows], "y_val": y[val_rows], "train_rows": train_rows, "val_rows": val_rows,
