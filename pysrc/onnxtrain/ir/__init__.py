@@ -6,11 +6,11 @@ import os
 from .._files import atomic_write
 from . import dtypes
 from .codec import decode_model, encode_model
-from .errors import ModelDecodeError
+from .errors import DataTypeError, ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
 
-__all__ = ["Attribute", "AttrType", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "Node",
+__all__ = ["Attribute", "AttrType", "DataTypeError", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "Node",
            "OptionalType", "SequenceType", "SparseTensorType", "Tensor", "TensorType", "ValueInfo",
            "decode_model", "dtypes", "encode_model", "load", "save", "to_bytes"]
 

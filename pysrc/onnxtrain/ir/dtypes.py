@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import DataTypeError
+
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
 FLOAT16, DOUBLE, UINT32, UINT64, COMPLEX64, COMPLEX128, BFLOAT16 = 10, 11, 12, 13, 14, 15, 16
 FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ = 17, 18, 19, 20
@@ -38,7 +40,7 @@ def to_numpy(code: int) -> np.dtype:
     try:
         return np.dtype(_TO_NUMPY[code])
     except KeyError:
-        raise ValueError(f"unknown ONNX tensor data type {code}") from None
+        raise DataTypeError(f"unknown ONNX tensor data type {code}") from None
 
 
 def from_numpy(dtype) -> int:
@@ -46,7 +48,7 @@ def from_numpy(dtype) -> int:
     dtype = np.dtype(dtype)
     code = _FROM_NUMPY.get(dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype)
     if code is None:
-        raise ValueError(f"numpy dtype {dtype} has no ONNX tensor data type")
+        raise DataTypeError(f"numpy dtype {dtype} has no ONNX tensor data type")
     return code
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.model import SequenceType, TensorType
+from .plan import GraphError
 
 
 class FeedError(ValueError):
@@ -28,6 +29,9 @@ def check_feed(value_info):
         return check_sequence
     if not isinstance(typ, TensorType):
         return lambda value: value
+    if typ.elem_type not in dtypes.NAMES:
+        raise GraphError(f"graph input '{name}' declares element type {typ.elem_type}, which onnxtrain cannot "
+                         f"feed" if typ.elem_type is not None else f"graph input '{name}' declares no element type")
     dtype = dtypes.to_numpy(typ.elem_type)
     shape = typ.shape
     rank = None if shape is None else len(shape)
