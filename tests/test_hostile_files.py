@@ -302,3 +302,21 @@ def test_conv_transpose_checks_its_per_axis_attributes():
                            initializers=[Tensor("w", np.ones((1, 1, 2, 2), np.float32), FLOAT)])
     with pytest.raises(RunError, match="strides .* has 20 values"):
         Session(decoded(model)).run([np.ones((1, 1, 4, 4), np.float32)])
+
+
+def test_max_pool_grad_refuses_a_declared_input_shape_that_does_not_pool_to_dy():
+    """dX is sized from the graph's value_info: a mutated declaration must not allocate 4 TB."""
+    ints = [Attribute("kernel_shape", AttrType.INTS, [2, 2]), Attribute("strides", AttrType.INTS, [2, 2])]
+    node = Node("MaxPoolGrad", ["dy", "idx"], ["dx"], name="g", attributes={a.name: a for a in ints})
+    graph = Graph(nodes=[node], inputs=[vi("dy", [1, 1, 2, 2]), ValueInfo("idx", TensorType(7, [1, 1, 2, 2]))],
+                  outputs=[vi("dx", [1, 1, 2**20, 2**20])])
+    session = Session(decoded(Model(graph=graph, opset_imports={"": 17})))
+    dy, idx = np.ones((1, 1, 2, 2), np.float32), np.array([0, 2, 8, 10], np.int64).reshape(1, 1, 2, 2)
+    peak, error = peak_bytes(session.run, [dy, idx])
+    assert isinstance(error, RunError)
+    assert (r"the MaxPool input shape [1, 1, 1048576, 1048576] in the graph's value_info pools to "
+            r"[1, 1, 524288, 524288], not to dY's shape [1, 1, 2, 2]") in str(error)
+    assert peak < 1 << 20
+    graph.outputs = [vi("dx", [1, 1, 4, 4])]
+    dx = Session(decoded(Model(graph=graph, opset_imports={"": 17}))).run([dy, idx])[0]
+    assert dx.shape == (1, 1, 4, 4) and dx.sum() == 4

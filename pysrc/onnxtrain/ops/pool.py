@@ -104,6 +104,17 @@ def _disjoint_windows(kernel_shape, strides, pads, dilations, auto_pad, ceil_mod
     return all(s >= (k - 1) * d + 1 for k, s, d in zip(kernel_shape, strides, dilations))
 
 
+def _check_pooled_shape(shape, dy_shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode):
+    """The MaxPool input shape from the graph's value_info must pool to dY's shape: it sizes dX."""
+    if len(shape) != len(dy_shape) or shape[1] != dy_shape[1] or kernel_shape is None:
+        raise ValueError(f"MaxPoolGrad: the MaxPool input shape {shape} in the graph's value_info does not match "
+                         f"dY {list(dy_shape)}")
+    out = conv_geometry(shape[2:], kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)[1]
+    if list(out) != list(dy_shape[2:]):
+        raise ValueError(f"MaxPoolGrad: the MaxPool input shape {shape} in the graph's value_info pools to "
+                         f"{[*dy_shape[:2], *out]}, not to dY's shape {list(dy_shape)}")
+
+
 @kernel("MaxPoolGrad")
 def MaxPoolGrad(dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
                 storage_order=0, strides=None, _output_shapes=(None,)):
@@ -112,6 +123,7 @@ def MaxPoolGrad(dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, 
         raise ValueError("MaxPoolGrad needs the static shape of its output (the MaxPool input) in the graph's "
                          f"value_info; found {shape}")
     shape = [dY.shape[0]] + list(shape[1:])
+    _check_pooled_shape(shape, dY.shape, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)
     dX = simd.maxpool_grad(dY, Indices, shape)
     if dX is not None:
         return dX
