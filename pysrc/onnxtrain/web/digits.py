@@ -12,7 +12,7 @@ from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
 from .bridge import TrainingSession, _buffer, _bytes
-from .tabular import DataError, mlp_model, names_text, show
+from .tabular import DataError, mlp_model, names_text, show, whole
 
 HEAD = ("fc2.weight", "fc2.bias")
 MAX_NAME = 40
@@ -113,14 +113,11 @@ class DigitsSession:
     def add_example(self, pixels, label: int) -> dict:
         """One drawing of class ``label``; the counts per class."""
         x = _drawing(pixels)
-        try:
-            ok = not isinstance(label, bool) and float(label) == int(label) and 0 <= int(label) < len(self.classes)
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
+        index = whole(label, 0, len(self.classes) - 1)
+        if index is None:
             raise DataError(f"the label {show(label)} is not a class index from 0 to {len(self.classes) - 1}")
         self.examples.append(x / 16)
-        self.labels.append(int(label))
+        self.labels.append(index)
         return self.counts()
 
     def counts(self) -> dict:

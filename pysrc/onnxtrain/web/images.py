@@ -8,7 +8,7 @@ from .. import artifacts
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from .bridge import TrainingSession, _buffer, _bytes
-from .tabular import DataError, check_validation, classification_metrics, names_text, show, stratified_split
+from .tabular import DataError, check_validation, classification_metrics, names_text, show, stratified_split, whole
 
 MIN_SIZE, MAX_SIZE = 8, 128  # two 2x2 poolings need 4 px at least; 8 leaves a 2x2 map for the classifier
 
@@ -70,8 +70,7 @@ class ImageSession:
                                             optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
         self.training = TrainingSession.from_artifacts(arts)
         self.training.set_data([norm[train], y[train]], [norm[val], y[val]], seed)
-        def per_class(rows):
-            return np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()
+        per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()  # noqa
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
                      "train_per_class": per_class(train), "validation_per_class": per_class(val),
                      "size": size, "parameters": self.training.module.get_parameters_size(True)}
@@ -133,12 +132,9 @@ class ImageSession:
 def _shape(shape) -> tuple:
     """(image count, side) from the page's [count, size]."""
     dims = list(_buffer(shape))
-    try:
-        n, size = [int(d) for d in dims[:2]]
-        if len(dims) < 2 or any(float(d) != int(d) for d in dims[:2]):
-            raise ValueError
-    except (TypeError, ValueError, OverflowError):
-        raise DataError(f"the image shape {str(dims)[:60]} is not [count, size] in whole numbers") from None
+    n, size = [whole(d, 0) for d in dims[:2]] if len(dims) >= 2 else (None, None)
+    if n is None or size is None:
+        raise DataError(f"the image shape {str(dims)[:60]} is not [count, size] in whole numbers")
     if not MIN_SIZE <= size <= MAX_SIZE:
         raise DataError(f"an image size of {size} px is not possible; choose from {MIN_SIZE} to {MAX_SIZE} px")
     if n < 1:
@@ -174,12 +170,9 @@ def _labels(labels, n: int, n_classes: int) -> np.ndarray:
         raise DataError(f"there are {n} images but {len(values)} labels")
     out = np.empty(n, np.int64)
     for i, v in enumerate(values):
-        try:
-            ok = not isinstance(v, bool) and float(v) == int(v) and 0 <= int(v) < n_classes
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
+        label = whole(v, 0, n_classes - 1)
+        if label is None:
             raise DataError(f"image {i + 1} has the label {show(v)}; a label is a class index from 0 to "
                             f"{n_classes - 1}")
-        out[i] = int(v)
+        out[i] = label
     return out

@@ -419,14 +419,11 @@ def check_hidden(hidden, n_in: int, n_out: int) -> list:
         hidden = [h for h in re.split(r"[\s,]+", hidden) if h]
     sizes = []
     for i, h in enumerate(hidden):
-        try:
-            value = float(h) if not isinstance(h, bool) else math.nan
-        except (TypeError, ValueError):
-            value = math.nan
-        if not (math.isfinite(value) and value == int(value) and 1 <= value <= MAX_WIDTH):
+        size = whole(h, 1, MAX_WIDTH)
+        if size is None:
             raise DataError(f"hidden layer {i + 1} has size {show(h)}; a layer size is a whole number from 1 to "
                             f"{MAX_WIDTH:,}")
-        sizes.append(int(value))
+        sizes.append(size)
     if len(sizes) > MAX_LAYERS:
         raise DataError(f"{len(sizes)} hidden layers were asked for; at most {MAX_LAYERS} are allowed")
     widths = [n_in] + sizes + [n_out]
@@ -702,13 +699,19 @@ class TabularSession:
         return to_bytes(with_preprocessing(exported, self.prep["preprocessing"]))
 
 
+def whole(value, low: int, high=None):
+    """``value`` as an int when it is a whole number in low..high (high None: no upper bound), else None."""
+    try:
+        number = int(value) if not isinstance(value, bool) and float(value) == int(value) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is not None and number >= low and (high is None or number <= high) else None
+
+
 def _whole(value, name: str, low: int, high) -> int:
     """``value`` as an int in low..high (high None: no upper bound), else a DataError naming ``name``."""
-    try:
-        ok = not isinstance(value, bool) and float(value) == int(value)
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok or int(value) < low or (high is not None and int(value) > high):
+    number = whole(value, low, high)
+    if number is None:
         bound = f"from {low} to {high}" if high is not None else f"of {low} or more"
         raise DataError(f"the {name} is {show(value)}; it must be a whole number {bound}")
-    return int(value)
+    return number
