@@ -1,5 +1,6 @@
-"""Atomic saves: data synced before the rename, no temporary file left by a save killed mid-write (real
-processes, SIGKILL), stale temporary files removed by the next save, a missing folder named."""
+"""Atomic saves with real processes: no temporary file left by a save killed mid-write (SIGKILL), stale
+temporary files of dead processes removed by the next save, those of running ones kept.  The checks
+that need no second process are in test_atomic_write_pure.py (also run inside Pyodide)."""
 
 import os
 import random
@@ -103,48 +104,3 @@ def test_stale_files_of_running_processes_and_other_targets_are_kept(tmp_path):
     finally:
         live.kill()
         live.wait()
-
-
-def test_saving_into_a_missing_folder_names_the_folder(tmp_path):
-    missing = tmp_path / "no" / "such"
-    with pytest.raises(FileNotFoundError, match=f"cannot save {missing / 'm.onnx'}: the folder {missing} does "
-                                                 f"not exist"):
-        atomic_write(missing / "m.onnx", b"x")
-    assert os.listdir(tmp_path) == []
-
-
-def test_data_is_synced_before_the_rename_and_the_folder_after(tmp_path, monkeypatch):
-    events = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd):
-        events.append(("fsync", os.path.isdir(f"/proc/self/fd/{fd}") if sys.platform == "linux" else None))
-        real_fsync(fd)
-
-    def replace(a, b):
-        events.append(("replace", None))
-        real_replace(a, b)
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
-    atomic_write(tmp_path / "f", b"data")
-    assert [e[0] for e in events] == ["fsync", "replace", "fsync"]
-    if sys.platform == "linux":
-        assert [e[1] for e in events] == [False, None, True]  # the file, then its folder
-    assert (tmp_path / "f").read_bytes() == b"data"
-
-
-def test_a_failed_write_removes_its_temporary_file_and_keeps_the_old_file(tmp_path, monkeypatch):
-    target = tmp_path / "f"
-    atomic_write(target, b"old")
-
-    def full(fd):
-        raise OSError(28, "No space left on device")
-    for unnamed in (True, False):
-        if not unnamed:
-            monkeypatch.setattr(_files, "_write_unnamed", lambda folder, tmp, data: False)
-        monkeypatch.setattr(os, "fsync", full)
-        with pytest.raises(OSError, match="No space left"):
-            atomic_write(target, b"new")
-        monkeypatch.undo()
-        assert target.read_bytes() == b"old"
-        assert os.listdir(tmp_path) == ["f"]
