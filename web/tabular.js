@@ -34,7 +34,9 @@ function showInfo() {
   if (features.some((c) => c.nonfinite)) {
     lines.push(`values that are not finite numbers (inf, NaN or too large; treated as missing): ${listed(features, "nonfinite")}`);
   }
-  const unlabelled = labelColumn ? (labelColumn.missing || 0) + (labelColumn.nonfinite || 0) : 0;
+  // a regression drops rows whose label is missing or not finite; a classifier, rows whose label is missing
+  const regression = $("csv-task").value === "regression";
+  const unlabelled = labelColumn ? (labelColumn.missing || 0) + (regression ? labelColumn.nonfinite || 0 : 0) : 0;
   if (unlabelled) lines.push(`${count(unlabelled)} rows without a usable ${label} value are left out`);
   $("csv-info").textContent = lines.join("; ") + ".";
 }
@@ -165,6 +167,7 @@ export function setUpTabular(rpc, ready) {
     view.startOver();
   };
   for (const id of ["csv-task", "csv-hidden", "csv-optimizer"]) $(id).addEventListener("change", () => view.startOver());
+  $("csv-task").addEventListener("change", showInfo);
   $("csv-try-file").addEventListener("change", async (e) => {
     try {
       $("csv-error").hidden = true;

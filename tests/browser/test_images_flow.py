@@ -53,6 +53,10 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
                            "|| !document.getElementById('img-error').hidden", timeout=180_000)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
     assert page.locator("#img-chart canvas").count() >= 1
+    best = page.get_attribute("#img-chart", "data-best-epoch")  # keep the best epoch is on by default
+    metrics = page.text_content("#img-metrics")
+    assert best is not None and (f"Kept epoch {best}, the best" in metrics
+                                 or best == "8" and "The last epoch was the best" in metrics), (best, metrics)
     assert page.text_content("#img-signature").startswith(
         "The model: Inputs: image float [batch, 3, 16, 16]. Outputs: output float [batch, 3], probabilities float "
         "[batch, 3], label int64 [batch]. Input 'image': float32 [batch, 3, 16, 16], RGB, values 0..1")

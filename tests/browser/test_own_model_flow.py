@@ -66,6 +66,7 @@ def test_forward_model_head_only(site_page, tmp_path):
     data, x, labels = npz(tmp_path, n=600)
     page.set_input_files("#own-npz", str(data))
     page.wait_for_function("() => !document.getElementById('own-train').disabled")
+    assert page.is_visible("#own-keep-best") and page.is_checked("#own-keep-best")  # 60 validation rows
     before = accuracy(forward, x, labels)
     trained = train_and_download(page, tmp_path, epochs=20)
     screenshot(page, "#own", "own-model")

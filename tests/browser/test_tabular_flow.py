@@ -330,3 +330,27 @@ def test_a_non_finite_step_is_undone_reported_and_the_run_resumes_with_a_lower_r
     [resumed] = page.evaluate(SAVED_RUNS)
     state = read_checkpoint(base64.b64decode(resumed["checkpoint"]))
     assert resumed["epoch"] == saved["epoch"] + 2 and all(np.isfinite(a).all() for a in state.trainable.values())
+
+
+def test_the_data_info_follows_the_label_and_reports_non_finite_cells(site_page, tmp_path):
+    rows = [f"{i * 0.5},{'inf' if i == 3 else '1e39' if i == 7 else i},{'red' if i % 2 else 'blue'},{'x' if i % 3 else 'y'}"
+            for i in range(20)]
+    path = tmp_path / "odd.csv"
+    path.write_text("a,b,color,kind\n" + "\n".join(rows) + "\n")
+    page = site_page.page
+    page.set_input_files("#csv-file", str(path))
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Loaded odd.csv')")
+    info = page.text_content("#csv-info")
+    assert "predicting kind; text columns (one-hot encoded): color;" in info, info
+    assert "values that are not finite numbers (inf, NaN or too large; treated as missing): b (2)" in info, info
+    page.select_option("#csv-label", "color")
+    page.wait_for_function("() => document.getElementById('csv-info').textContent.includes('predicting color')")
+    assert "text columns (one-hot encoded): kind;" in page.text_content("#csv-info")
+    page.select_option("#csv-label", "b")
+    page.wait_for_function("() => document.getElementById('csv-info').textContent.includes('predicting b')")
+    info = page.text_content("#csv-info")
+    assert page.input_value("#csv-task") == "classification"  # inf and 1e39 are two more classes then
+    assert "text columns (one-hot encoded): color, kind;" in info and "not finite" not in info and "left out" not in info
+    page.select_option("#csv-task", "regression")
+    page.wait_for_function("() => document.getElementById('csv-info').textContent.includes('left out')")
+    assert "2 rows without a usable b value are left out" in page.text_content("#csv-info")
