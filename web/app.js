@@ -2,6 +2,7 @@
 import { setUpDigits } from "./digits.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
+import { exposeHooks } from "./hooks.js";
 import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";
@@ -19,7 +20,7 @@ worker.onmessage = (event) => {
   if (msg.ok) entry.resolve(msg.result); else entry.reject(new Error(msg.error));
 };
 
-export function call(type, args = {}, { transfer = [], onProgress } = {}) {
+function call(type, args = {}, { transfer = [], onProgress } = {}) {
   const id = nextId++;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject, onProgress });
@@ -34,7 +35,7 @@ const ready = call("init");
 if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }
-window.onnxtrain = { call, ready };
+exposeHooks({ call, ready }); // nothing in the site; the test site's copy exposes them
 setUpTabular(call, ready);
 setUpOwnModel(call, ready);
 setUpImages(call, ready);

@@ -2,6 +2,7 @@
 // Messages in: {id, type, ...args}; out: {id, ok, result} or {id, ok: false, error}, plus
 // {id, type: "progress", ...} while training.  The worker stays usable after an error.
 import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
+import { registerHooks } from "./worker_hooks.mjs";
 
 const site = new URL("./", import.meta.url);
 let py = null;
@@ -431,7 +432,7 @@ async function startPlain(timings, t0) {
 async function startWithSnapshot(timings, t0) {
   const key = snapshotKey();
   key.catch(() => {});
-  const stored = await snapshotDb("readonly", (store) => store.get("python")).catch(() => null);
+  const stored = await snapshotDb("readonly", (store) => store.get("python")); // failing (no IndexedDB): plain start
   if (stored) {
     try {
       await restoreSnapshot(stored, key, timings, t0);
@@ -639,11 +640,8 @@ const handlers = {
   async exportModel({ outputNames }) { return bytesOf(session.export_model(outputNames)); },
   async parameters({ trainableOnly = false }) { return bytesOf(session.contiguous_parameters(trainableOnly)); },
   async cancel() { cancelled = true; return null; },
-  async runPython({ code }) {
-    const result = await py.runPythonAsync(code);
-    return result && result.toJs ? toJs(result) : result;
-  },
 };
+registerHooks(handlers, { python: () => py, toJs }); // none in the site; the test site adds its messages
 
 self.onmessage = async (event) => {
   const { id, type, ...args } = event.data;

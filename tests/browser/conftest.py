@@ -28,9 +28,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 @pytest.fixture(scope="session")
 def site_url():
-    if not (build.SITE / "index.html").exists():
-        pytest.fail("site/ is not built: run the tests through `python3 build.py test`")
-    server, url = build.serve_in_background(build.SITE)
+    if not (build.TEST_SITE / "index.html").exists():
+        pytest.fail(f"{build.TEST_SITE} is not built: run the tests through `python3 build.py test`")
+    server, url = build.serve_in_background(build.TEST_SITE)
     yield url
     server.shutdown()
 

@@ -50,8 +50,8 @@ def test_marked_modules_exist_and_import_no_reference_packages():
 
 
 def run_inside(page, site_url, modules):
-    names = page.page.evaluate("async () => (await fetch('wheels/wheels.json')).json()")
-    urls = [site_url + "wheels/" + names[k] for k in ("iniconfig", "pluggy", "pytest")]
+    names = page.page.evaluate("async () => (await fetch('testing/wheels/wheels.json')).json()")
+    urls = [site_url + "testing/wheels/" + names[k] for k in ("iniconfig", "pluggy", "pytest")]
     code = RUNNER.replace("FILES", repr(json.dumps(modules))).replace("WHEELS", repr(json.dumps(urls)))
     status, output = page.call("runPython", {"code": code})
     assert status == 0, output
