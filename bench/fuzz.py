@@ -9,12 +9,14 @@ artifacts and an onnxtrain-made CNN artifact set (models, checkpoints, whole art
 .npz (stored and deflated) and an image batch.  Prints, per target: inputs tried, clean errors,
 unclean crashes (an exception class from outside onnxtrain), hangs (past the deadline), memory beyond
 the bound, the largest tracemalloc peak as a ratio to the input's size (inputs of 1 KB or more) and
-to the target's bound (fuzz_targets.BOUNDS); then one line per distinct finding.
+to the target's bound (fuzz_targets.BOUNDS); then the findings, numbers folded to N, most frequent
+first.
 """
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 import time
 import warnings
@@ -77,7 +79,7 @@ def campaign(name: str, seconds: float, rng: random.Random) -> dict:
             outcome, ratio = F.run(target, data, size, factor, slack)
         except F.Finding as f:
             counts[f.kind] += 1
-            findings[f"{f.kind}: {f.detail.splitlines()[0][:160]}"] += 1
+            findings[re.sub(r"-?\d+", "N", f"{f.kind}: {f.detail.splitlines()[0][:160]}")] += 1
             continue
         worst_bound = max(worst_bound, ratio * size / (factor * size + slack))
         if size >= 1024:
@@ -113,8 +115,10 @@ def main(argv=None) -> int:
     print(f"{'total':<11} {total['tried']:>8} {total['ok']:>7} {total['clean error']:>9} {total['unclean']:>7} "
           f"{total['hang']:>5} {total['memory']:>6}")
     for name, r in results.items():
-        for finding, n in r["findings"].most_common():
+        for finding, n in r["findings"].most_common(15):
             print(f"  [{name}] {n} x {finding}")
+        if len(r["findings"]) > 15:
+            print(f"  [{name}] ... and {len(r['findings']) - 15} more kinds")
     return 1 if total["unclean"] or total["hang"] or total["memory"] else 0
 
 
