@@ -12,6 +12,13 @@ let run = null; // what a fresh run starts from: {name, artifacts: {training, ev
 let fresh = false; // the worker's session is untrained, just loaded from `run`
 
 const showError = errorShower("own-error");
+let outputNames = null; // the forward model's output names as they are (a name may hold commas or spaces)
+
+// The outputs to export: the model's own while the field shows them, else the names typed there.
+function outputs() {
+  const text = $("own-outputs").value;
+  return outputNames && text === outputNames.join(", ") ? outputNames : text.split(/[ ,]+/).filter(Boolean);
+}
 const copies = (artifacts) => Object.fromEntries(Object.entries(artifacts).map(([k, v]) => [k, v.slice(0)]));
 
 async function loadArtifacts(name, artifacts) {
@@ -55,7 +62,8 @@ async function chooseFiles(files) {
   $("own-params").replaceChildren(element("table", {}, element("tr", {}, ...["train", "parameter", "shape", "values"]
     .map((h) => element("th", { textContent: h }))), ...rows));
   $("own-signature").textContent = info.signature ? `The model: ${info.signature}` : "";
-  $("own-outputs").value = info.outputs.map((o) => o.name).join(", ");
+  outputNames = info.outputs.map((o) => o.name);
+  $("own-outputs").value = outputNames.join(", ");
   $("own-generate").hidden = false;
 }
 
@@ -89,7 +97,7 @@ const flow = {
     }
     fresh = false;
     return { kind: "own", name: run.name, artifacts: run.artifacts, data: run.data,
-      settings: { outputs: $("own-outputs").value } };
+      settings: { outputs: $("own-outputs").value, outputNames: outputs() } };
   },
 };
 
@@ -102,6 +110,7 @@ registerRunKind("own", {
     await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
     fresh = false;
     $("own-outputs").value = saved.settings.outputs;
+    outputNames = saved.settings.outputNames || null;
     view.restored(saved);
   },
 });
@@ -118,7 +127,6 @@ export function setUpOwnModel(rpc, runtimeReady) {
       view.startOver();
     } catch (err) { showError(err); }
   });
-  const outputs = () => $("own-outputs").value.split(/[ ,]+/).filter(Boolean);
   downloadButton("own-download", () => `${run.name}.onnx`, () => call("exportModel", { outputNames: outputs() }), showError);
   downloadButton("own-checkpoint", "checkpoint", () => call("runCheckpoint", { flow: "own" }), showError);
   downloadButton("own-artifacts", () => `${run.name}-artifacts.zip`, () => call("runArtifacts", { flow: "own" }), showError);

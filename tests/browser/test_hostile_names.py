@@ -223,6 +223,9 @@ def test_hostile_onnx_names_and_doc_string_stay_text(own_page):
     page.fill("#own-epochs", "1")
     page.click("#own-train")
     wait_done(page, "own")
+    with page.expect_download() as download:  # the output's name holds spaces: exported as it is
+        page.click("#own-download")
+    assert [o.name for o in onnx.load(download.value.path()).graph.output] == [META]
     page.wait_for_selector("#runs:not([hidden])")
     assert IMG_NOSLASH in page.text_content("#runs-list")
     assert_nothing_happened(own_page, url)
