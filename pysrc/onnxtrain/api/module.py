@@ -7,6 +7,7 @@ from .. import ir
 from ..ir.model import Model, TensorType
 from ..runtime import Session
 from .checkpoint_state import CheckpointState, NominalStateError
+from .errors import ArtifactError
 from .export import inference_model
 
 GRAD_BUFFER_SUFFIX = "_grad.accumulation.buffer"
@@ -50,7 +51,7 @@ class Module:
         orphans = [n[:-len(GRAD_BUFFER_SUFFIX)] for n in names
                    if n.endswith(GRAD_BUFFER_SUFFIX) and n[:-len(GRAD_BUFFER_SUFFIX)] not in entries]
         if orphans:
-            raise ValueError(f"the training model trains parameters {orphans} that the checkpoint does not have "
+            raise ArtifactError(f"the training model trains parameters {orphans} that the checkpoint does not have "
                              f"(checkpoint parameters: {list(entries)}): are the model and checkpoint from the "
                              f"same artifact set?")
         buffer_names = [n for n in names if n not in entries and n.endswith(GRAD_BUFFER_SUFFIX)
@@ -60,11 +61,11 @@ class Module:
         missing = [n for n in self._trainable_names if n + GRAD_BUFFER_SUFFIX not in buffer_names]
         extra = [n for n in buffer_names if not entries[n[:-len(GRAD_BUFFER_SUFFIX)]].requires_grad]
         if missing or extra:
-            raise ValueError(f"training model and checkpoint disagree: trainable parameters without a gradient "
+            raise ArtifactError(f"training model and checkpoint disagree: trainable parameters without a gradient "
                              f"buffer input {missing}, gradient buffers for frozen parameters {extra}")
         absent = [n for n in entries if n not in self._param_names]
         if absent:
-            raise ValueError(f"checkpoint parameters {absent} are not inputs of the training model")
+            raise ArtifactError(f"checkpoint parameters {absent} are not inputs of the training model")
         self._param_shapes = {vi.name: _fixed_shape(vi) for vi in self._train_model.graph.inputs
                               if vi.name in entries}
         self._train_layout = _feed_layout(names, self._train_user_inputs, entries)
@@ -223,5 +224,5 @@ def _feed_layout(graph_inputs: list, user_inputs: list, entries: dict) -> list:
 def _fixed_shape(value_info) -> tuple:
     t = value_info.type
     if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
-        raise ValueError(f"training model input '{value_info.name}' is a parameter but has no fixed shape")
+        raise ArtifactError(f"training model input '{value_info.name}' is a parameter but has no fixed shape")
     return tuple(t.shape)

@@ -9,6 +9,7 @@ import numpy as np
 from ..ir.model import SequenceType, TensorType
 from ..runtime import Session
 from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
+from .errors import ArtifactError, LearningRateError
 from .module import Module, load_model
 
 ALGORITHMS = {"AdamWOptimizer": ("momentum0", "momentum1"), "SGDOptimizerV2": ("momentum0",)}
@@ -22,17 +23,17 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def check_learning_rate(learning_rate, what: str = "learning rate") -> float:
-    """``learning_rate`` as a float, or a ValueError naming the value when it is not a finite number >= 0."""
+    """``learning_rate`` as a float, or a LearningRateError naming the value when it is not a finite number >= 0."""
     if isinstance(learning_rate, (bool, np.bool_)):
-        raise ValueError(f"the {what} must be a finite number >= 0, got {learning_rate!r}")
+        raise LearningRateError(f"the {what} must be a finite number >= 0, got {learning_rate!r}")
     try:
         value = float(learning_rate)
     except (TypeError, ValueError):
-        raise ValueError(f"the {what} must be a finite number >= 0, got {learning_rate!r}") from None
+        raise LearningRateError(f"the {what} must be a finite number >= 0, got {learning_rate!r}") from None
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"the {what} must be a finite number >= 0, got {value!r}")
+        raise LearningRateError(f"the {what} must be a finite number >= 0, got {value!r}")
     if value > _FLOAT32_MAX:
-        raise ValueError(f"the {what} {value!r} does not fit in float32 (the optimizer model's learning_rate)")
+        raise LearningRateError(f"the {what} {value!r} does not fit in float32 (the optimizer model's learning_rate)")
     return value
 
 
@@ -55,7 +56,7 @@ def _check_signature(model, algorithm: str, where: str) -> None:
     expected = ["learning_rate", "step"] + SEQUENCE_INPUTS[algorithm]
     names = [vi.name for vi in graph.inputs]
     if names != expected:
-        raise ValueError(f"{where}: the {algorithm} optimizer model must have inputs {expected}, got {names}")
+        raise ArtifactError(f"{where}: the {algorithm} optimizer model must have inputs {expected}, got {names}")
     for vi in graph.inputs:
         want = {"learning_rate": "tensor(float)", "step": "tensor(int64)"}.get(vi.name, "seq(tensor(float))")
         t = vi.type
@@ -65,14 +66,14 @@ def _check_signature(model, algorithm: str, where: str) -> None:
             ok = isinstance(t, SequenceType) and (t.elem_type is None or (
                 isinstance(t.elem_type, TensorType) and t.elem_type.elem_type == _FLOAT))
         if not ok:
-            raise ValueError(f"{where}: input '{vi.name}' must be {want} (as onnxruntime-training declares it), "
+            raise ArtifactError(f"{where}: input '{vi.name}' must be {want} (as onnxruntime-training declares it), "
                              f"but it is declared as {_type_text(t)}")
     if not graph.outputs:
-        raise ValueError(f"{where}: the model has no outputs; it must output the tensor(bool) flag that says "
+        raise ArtifactError(f"{where}: the model has no outputs; it must output the tensor(bool) flag that says "
                          f"whether the {algorithm} update happened")
     first = graph.outputs[0]
     if not (isinstance(first.type, TensorType) and first.type.elem_type == _BOOL):
-        raise ValueError(f"{where}: output '{first.name}' must be the tensor(bool) update flag, but it is declared "
+        raise ArtifactError(f"{where}: output '{first.name}' must be the tensor(bool) update flag, but it is declared "
                          f"as {_type_text(first.type)}")
 
 
@@ -92,7 +93,7 @@ class Optimizer:
         where = _where(optimizer_uri)
         found = [n.op_type for n in model.graph.nodes if n.op_type in ALGORITHMS]
         if len(found) != 1:
-            raise ValueError(f"{where} must hold exactly one of {sorted(ALGORITHMS)} nodes, found "
+            raise ArtifactError(f"{where} must hold exactly one of {sorted(ALGORITHMS)} nodes, found "
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
@@ -146,7 +147,7 @@ class Optimizer:
             self._group.step += 1
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        """Set the rate for the next steps; NaN, infinite and negative rates are refused (ValueError)."""
+        """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError, a ValueError)."""
         value = check_learning_rate(learning_rate)
         self._lr = np.array([value], dtype=np.float32)
         self._state._learning_rate = float(self._lr[0])

@@ -8,6 +8,10 @@ import numpy as np
 from .guard import bad_values
 
 
+class DataError(ValueError):
+    """The data cannot be used as it is; the message says what to change."""
+
+
 def _number(value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         return None
@@ -19,9 +23,9 @@ def batch_size(value) -> int:
     number = _number(value)
     if number is None or (isinstance(number, (float, np.floating)) and not (math.isfinite(number)
                                                                            and float(number).is_integer())):
-        raise ValueError(f"the batch size must be a whole number >= 1, got {value!r}")
+        raise DataError(f"the batch size must be a whole number >= 1, got {value!r}")
     if number < 1:
-        raise ValueError(f"the batch size must be a whole number >= 1, got {value!r}")
+        raise DataError(f"the batch size must be a whole number >= 1, got {value!r}")
     return int(number)
 
 
@@ -29,7 +33,7 @@ def fraction(value, what: str = "validation fraction") -> float:
     """A number in [0, 1)."""
     number = _number(value)
     if number is None or not math.isfinite(number) or not 0 <= number < 1:
-        raise ValueError(f"the {what} must be a number from 0 up to (not including) 1, got {value!r}")
+        raise DataError(f"the {what} must be a number from 0 up to (not including) 1, got {value!r}")
     return float(number)
 
 
@@ -38,19 +42,19 @@ def rows(names: list, arrays: list, what: str = "data") -> int:
     counts = []
     for name, array in zip(names, arrays):
         if np.ndim(array) == 0:
-            raise ValueError(f"the {what} array '{name}' is a single value; it needs rows along axis 0")
+            raise DataError(f"the {what} array '{name}' is a single value; it needs rows along axis 0")
         counts.append(len(array))
     for name, count in zip(names[1:], counts[1:]):
         if count != counts[0]:
-            raise ValueError(f"the {what} arrays have different numbers of rows: '{names[0]}' has {counts[0]}, "
+            raise DataError(f"the {what} arrays have different numbers of rows: '{names[0]}' has {counts[0]}, "
                              f"'{name}' has {count}")
     if counts and counts[0] == 0:
-        raise ValueError(f"the {what} has no rows: '{names[0]}' is empty")
+        raise DataError(f"the {what} has no rows: '{names[0]}' is empty")
     return counts[0] if counts else 0
 
 
 def finite(names: list, arrays: list, what: str = "data") -> None:
-    """ValueError naming the first float array that holds NaN or inf, with the count and the first row."""
+    """DataError naming the first float array that holds NaN or inf, with the count and the first row."""
     for name, array in zip(names, arrays):
         array = np.asarray(array)
         if not bad_values(array):
@@ -59,5 +63,5 @@ def finite(names: list, arrays: list, what: str = "data") -> None:
         if not ok.all():
             flat = ok.reshape(len(array), -1).all(axis=1) if array.ndim > 1 else ok
             row = int(np.argmin(flat))
-            raise ValueError(f"the {what} array '{name}' holds {array.size - int(np.count_nonzero(ok))} nan or inf "
+            raise DataError(f"the {what} array '{name}' holds {array.size - int(np.count_nonzero(ok))} nan or inf "
                              f"values (the first in row {row}); remove those rows or fill them in")

@@ -105,7 +105,7 @@ def load_npz(data: bytes, names: list) -> dict:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, NotImplementedError) as e:
         raise NpzError(f"the data file is not a readable .npz archive: {e}") from None
     seen = set()
     for info in infos:
@@ -127,6 +127,8 @@ def load_npz(data: bytes, names: list) -> dict:
     for name in names:
         try:
             out[name] = _read_member(archive, arrays[name])
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+        except NpzError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as e:
             raise NpzError(f"the .npz member '{arrays[name].filename}' is corrupt: {e}") from None
     return out

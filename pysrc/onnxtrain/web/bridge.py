@@ -192,8 +192,8 @@ class TrainingSession:
             if arrays is None or (what == "validation" and not len(arrays)):
                 continue
             if len(arrays) != len(names):
-                raise ValueError(f"the training model takes {len(names)} inputs {names}, but {len(arrays)} "
-                                 f"{what} arrays came")
+                raise checks.DataError(f"the training model takes {len(names)} inputs {names}, but {len(arrays)} "
+                                       f"{what} arrays came")
             checks.rows(names, arrays, f"{what} data")
             checks.finite(names, arrays, f"{what} data")
         self.train_data, self.validation_data = list(train), list(validation) if validation else None
@@ -222,7 +222,7 @@ class TrainingSession:
         validation = checks.fraction(validation)
         missing = [n for n in names if n not in arrays]
         if missing:
-            raise ValueError(f"the data needs arrays named {names}; missing {missing}")
+            raise checks.DataError(f"the data needs arrays named {names}; missing {missing}")
         arrays = [np.asarray(arrays[n]) for n in names]
         n = checks.rows(names, arrays)
         order = np.random.default_rng(seed).permutation(n)
@@ -238,7 +238,7 @@ class TrainingSession:
         batch_size = checks.batch_size(batch_size)
         learning_rate = check_learning_rate(learning_rate)
         if self.train_data is None:
-            raise ValueError("there is no training data: give it with set_data, set_named or set_npz first")
+            raise checks.DataError("there is no training data: give it with set_data, set_named or set_npz first")
         n = len(self.train_data[0])
         order, position, rng_state = self.order, self.position, None
         if order is None:

@@ -17,6 +17,7 @@ from .. import artifacts
 from ..ir import load as ir_load, to_bytes
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
+from ..train.data import DataError
 from .bridge import TrainingSession, _buffer, _bytes
 
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
@@ -34,10 +35,6 @@ TASKS = ("classification", "regression")
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 MAX_TARGET = 1e15  # a regression target beyond this makes a batch's squared error overflow float32
-
-
-class DataError(ValueError):
-    """The data cannot be used as it is; the message says what to change."""
 
 
 def show(text, limit: int = 60) -> str:
