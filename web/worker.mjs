@@ -622,9 +622,8 @@ const handlers = {
   async runRestore({ flow, bytes, best = null }) {
     const run = runOf(flow);
     const epoch = run.restore(new Uint8Array(bytes));
-    // The best epoch's parameters go to the run's TrainingSession, whose restore takes them with the checkpoint
-    // (a flow's own restore takes the checkpoint alone).
-    if (best) (run.training || run).restore.callKwargs(new Uint8Array(bytes), { best: new Uint8Array(best) });
+    // the best epoch's parameters (the bytes of best_checkpoint()) go to the run's TrainingSession
+    if (best) (run.training || run).restore_best(new Uint8Array(best));
     return epoch;
   },
   async modelSignature({ flow }) {

@@ -271,6 +271,45 @@ def test_the_best_epoch_is_kept_training_stops_early_and_a_resumed_run_knows_it(
     assert json.loads(state.properties["onnxtrain.best"])["best_epoch"] == best
 
 
+
+def test_a_paused_run_resumed_after_a_reload_still_ends_at_its_best_epoch(own_page, tmp_path):
+    """Paused past its best epoch, reloaded and resumed: the best epoch's parameters come back with the run
+    (the saved best-epoch checkpoint), so finishing puts them back although the live ones are of a later epoch."""
+    page = own_page.page
+    path = tmp_path / "noisy.csv"
+    path.write_text(overfit_csv())
+    page.set_input_files("#csv-file", str(path))
+    page.wait_for_selector("#csv-setup:not([hidden])")
+    for field, value in {"hidden": "128", "batch": "16", "lr": "0.02", "epochs": "400", "patience": "0"}.items():
+        page.fill(f"#csv-{field}", value)
+    page.click("#csv-train")
+    page.wait_for_function("() => /epoch ([6-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
+                           timeout=120_000)
+    page.click("#csv-pause")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.endsWith('paused')")
+    line = reload_and_resume(page, "noisy.csv")
+    epoch = int(line.split("epoch ")[1].split("/")[0])
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
+    tracker = json.loads(read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"})).properties["onnxtrain.best"])
+    best, best_loss = tracker["best_epoch"], tracker["best_loss"]
+    assert best < epoch and page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
+    page.fill("#csv-epochs", str(epoch + 1))
+    page.click("#csv-train")
+    page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Done.') "
+                           "|| !document.getElementById('csv-error').hidden", timeout=120_000)
+    assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
+    shown = page.evaluate("(v) => v.toPrecision(4)", best_loss)
+    assert page.text_content("#csv-metrics").startswith(f"Done. Kept epoch {best}, the best (validation loss {shown}). ")
+    with page.expect_download() as download:
+        page.click("#csv-download")
+    model = tmp_path / "best.onnx"
+    download.value.save_as(model)
+    table = tabular.parse_csv(path.read_bytes())
+    prep = tabular.prepare(table, "label", "classification")
+    num, _ = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
+    logits = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(["output"], {"numeric": num})[0]
+    assert cross_entropy(logits, prep["y_val"]) == pytest.approx(best_loss, rel=1e-4)
+
 SAVED_RUNS = """async () => {
   const db = await new Promise((ok, fail) => { const r = indexedDB.open("onnxtrain"); r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
   const runs = await new Promise((ok, fail) => {
