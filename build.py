@@ -427,11 +427,19 @@ def write_precache(site: Path) -> None:
     replace_file(site / "sw.js", sw.replace("__PRECACHE_VERSION__", version).encode())
 
 
+def link_or_copy(source, dest) -> None:
+    """A hard link where the file system allows one, else a copy."""
+    try:
+        os.link(source, dest)
+    except OSError:
+        shutil.copy2(source, dest)
+
+
 def build_test_site(site: Path = SITE) -> Path:
     """TEST_SITE: ``site`` (hard links, so no copy of its 18 MB), the test hooks and the test wheels."""
     tmp = TEST_SITE.with_name("test-site.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(site, tmp, copy_function=os.link)
+    shutil.copytree(site, tmp, copy_function=link_or_copy)
     for hook in sorted(TEST_HOOKS.iterdir()):
         if not (tmp / hook.name).is_file():
             sys.exit(f"build.py: the test hook {hook.name} replaces no file of the site")

@@ -18,7 +18,7 @@ const seen = new Map(); // run id -> the revision this tab last read or wrote
 const moved = new Map(); // run id -> the id this tab saves that run under, since another tab wrote it
 let saves = Promise.resolve(); // this tab's saves, one after another
 const others = typeof BroadcastChannel === "function" ? new BroadcastChannel("onnxtrain-runs") : null;
-if (others) others.onmessage = () => showRuns().catch(() => {});
+if (others) others.onmessage = () => showRuns().catch(() => {}); // another tab saved or deleted a run
 
 // IndexedDB cannot be opened here.
 class Unavailable extends Error {}
@@ -149,7 +149,8 @@ export async function showRuns() {
       } catch (err) { showError(err); }
     };
     const remove = Object.assign(document.createElement("button"), { textContent: "Delete", className: "secondary" });
-    remove.onclick = () => deleteRun(r.id).then(showRuns).catch(showError);
+    remove.onclick = () => deleteRun(r.id).then(() => { others?.postMessage("deleted"); return showRuns(); })
+      .catch(showError);
     li.append(text, resume, remove);
     return li;
   }));

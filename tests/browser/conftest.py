@@ -1,4 +1,5 @@
-"""Headless Chromium (Debian's) driven by Playwright against the site served on 127.0.0.1."""
+"""Headless Chromium (Debian's) driven by Playwright against the test site (build.TEST_SITE: site/ plus the test
+hooks, window.onnxtrain and the worker's runPython) served on 127.0.0.1."""
 import base64
 import sys
 from pathlib import Path

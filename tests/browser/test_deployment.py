@@ -141,7 +141,7 @@ def test_the_csp_blocks_base_and_form_targets(browser):
 
 def deploy_copy(dest, marker):
     """site/ as a deploy whose app.js sets globalThis.onnxtrainDeploy = marker (hard links but for what changes)."""
-    shutil.copytree(build.SITE, dest, copy_function=os.link)
+    shutil.copytree(build.SITE, dest, copy_function=build.link_or_copy)
     app = (build.SITE / "app.js").read_bytes() + f'\nglobalThis.onnxtrainDeploy = "{marker}";\n'.encode()
     build.replace_file(dest / "app.js", app)
     build.write_precache(dest)
