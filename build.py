@@ -6,6 +6,7 @@
     python3 build.py test [pytest args]   set up everything and run the whole test suite
     python3 build.py site                 assemble site/ (the static site, fully self-contained, no test hooks)
     python3 build.py bench                run the benchmarks in bench/
+    python3 build.py fuzz [--seconds N]   a long mutation-fuzzing campaign (bench/fuzz.py) over every file reader
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
 
 Everything is installed here: a venv in .venv with the pinned packages of
@@ -523,14 +524,25 @@ def cmd_test(args: list[str]) -> int:
     return subprocess.run([str(py), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 
 
+def bench_env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                PYTHONPATH=str(ROOT / "pysrc"), ONNXTRAIN_CACHE=str(CACHE))
+
+
 def cmd_bench(args: list[str]) -> int:
     py = ensure_venv()
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               PYTHONPATH=str(ROOT / "pysrc"), ONNXTRAIN_CACHE=str(CACHE))
+    env = bench_env()
     code = 0
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         code |= subprocess.run([str(py), str(script), *args], cwd=ROOT, env=env).returncode
     return code
+
+
+def cmd_fuzz(args: list[str]) -> int:
+    """bench/fuzz.py on the site's artifacts (its seeds), with the given arguments."""
+    py = ensure_venv()
+    build_site()
+    return subprocess.run([str(py), str(ROOT / "bench" / "fuzz.py"), *args], cwd=ROOT, env=bench_env()).returncode
 
 
 def main(argv: list[str]) -> int:
@@ -547,6 +559,8 @@ def main(argv: list[str]) -> int:
         return 0
     if cmd == "bench":
         return cmd_bench(rest)
+    if cmd == "fuzz":
+        return cmd_fuzz(rest)
     if cmd == "wheel":
         build_wheel()
         return 0
