@@ -326,3 +326,17 @@ def test_npz_and_named_data_are_checked():
     assert s.train_data is None  # nothing was taken
     info = s.set_npz(npz_bytes(input=np.concatenate([x] * 2), labels=np.concatenate([y] * 2)), validation=0.99)
     assert info["train_rows"] == 1 and info["validation_rows"] == 15  # at least one training row
+
+
+def test_the_signature_quotes_names_that_are_not_plain_and_reads_any_value_type():
+    from onnx import TensorProto, helper
+    seq = helper.make_tensor_sequence_value_info("parts", TensorProto.FLOAT, None)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x.in"], ["a, b: c"]), helper.make_node("Identity", ["parts"], ["parts out"])],
+        "g", [helper.make_tensor_value_info("x.in", TensorProto.FLOAT, ["batch", 3]), seq],
+        [helper.make_tensor_value_info("a, b: c", TensorProto.FLOAT, None),
+         helper.make_tensor_sequence_value_info("parts out", TensorProto.FLOAT, None)], doc_string="doc")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    from onnxtrain.web.bridge import signature
+    assert signature(model.SerializeToString()) == (
+        'Inputs: x.in float [batch, 3], parts sequence(float). Outputs: "a, b: c" float, "parts out" sequence(float). doc')

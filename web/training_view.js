@@ -138,6 +138,11 @@ export class TrainingView {
         this.save({ checkpoint: result.checkpoint, kept: result.kept });
         await this.saving;
       }
+      if (result.keptMetrics) { // the line and the flow's tables describe the kept epoch, the model the run holds now
+        const summary = this.flow.summary(result.keptMetrics);
+        this.line = `epoch ${result.kept}${summary ? " · " + summary : ""}`;
+        this.flow.onEpoch?.(result.keptMetrics);
+      }
       await this.flow.onStop?.();
       for (const d of this.downloads) this.el(d).disabled = false;
       this.showLine(result.cancelled ? [this.line, this.paused ? "paused" : "cancelled"].filter(Boolean).join(" · ")

@@ -126,6 +126,7 @@ async function trainEpochs(target, { id, epochs, batchSize, lr, schedule = "cons
     const kept = run.use_best();
     result.kept = kept === undefined ? null : kept;
     if (result.kept !== null && checkpoint) result.checkpoint = checkpoint();
+    if (result.kept !== null && result.kept !== target.epoch) result.keptMetrics = evaluate();
   }
   return result;
 }

@@ -230,6 +230,19 @@ def cross_entropy(logits, labels):
     return float(np.mean(log_sum - logits[np.arange(len(labels)), labels]))
 
 
+def downloaded_validation_logits(page, tmp_path, path):
+    """The downloaded model's logits (onnxruntime) on the validation rows of the CSV at ``path``, and their labels."""
+    with page.expect_download() as download:
+        page.click("#csv-download")
+    model = tmp_path / "best.onnx"
+    download.value.save_as(model)
+    table = tabular.parse_csv(path.read_bytes())
+    prep = tabular.prepare(table, "label", "classification")
+    num, _ = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
+    logits = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(["output"], {"numeric": num})[0]
+    return logits, prep["y_val"]
+
+
 def test_the_best_epoch_is_kept_training_stops_early_and_a_resumed_run_knows_it(own_page, tmp_path):
     page = own_page.page
     path = tmp_path / "noisy.csv"
@@ -248,19 +261,15 @@ def test_the_best_epoch_is_kept_training_stops_early_and_a_resumed_run_knows_it(
                       r"kept epoch (\d+) \(validation loss ([0-9.]+)\)", text)
     assert found, text
     stopped, best, best_loss = int(found[1]), int(found[2]), float(found[3])
-    assert stopped == best + 4 < 100 and f"epoch {stopped}/100" in text and "s left" not in text
+    assert stopped == best + 4 < 100 and "s left" not in text
+    shown_accuracy = re.search(rf"epoch {best} · validation accuracy ([0-9.]+)%", text)
+    assert shown_accuracy, text  # the line describes the kept epoch, the model the run now holds
     assert page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
 
     # The download is the best epoch's model: onnxruntime gives it the kept validation loss.
-    with page.expect_download() as download:
-        page.click("#csv-download")
-    model = tmp_path / "best.onnx"
-    download.value.save_as(model)
-    table = tabular.parse_csv(path.read_bytes())
-    prep = tabular.prepare(table, "label", "classification")
-    num, cat = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
-    logits = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(["output"], {"numeric": num})[0]
-    assert cross_entropy(logits, prep["y_val"]) == pytest.approx(best_loss, rel=2e-3)
+    logits, labels = downloaded_validation_logits(page, tmp_path, path)
+    assert cross_entropy(logits, labels) == pytest.approx(best_loss, rel=2e-3)
+    assert f"{100 * np.mean(logits.argmax(axis=1) == labels):.1f}" == shown_accuracy[1]
 
     line = reload_and_resume(page, "noisy.csv")
     assert f"epoch {stopped}/100" in line
@@ -300,15 +309,8 @@ def test_a_paused_run_resumed_after_a_reload_still_ends_at_its_best_epoch(own_pa
     assert page.is_hidden("#csv-error"), page.text_content("#csv-error")
     shown = page.evaluate("(v) => v.toPrecision(4)", best_loss)
     assert page.text_content("#csv-metrics").startswith(f"Done. Kept epoch {best}, the best (validation loss {shown}). ")
-    with page.expect_download() as download:
-        page.click("#csv-download")
-    model = tmp_path / "best.onnx"
-    download.value.save_as(model)
-    table = tabular.parse_csv(path.read_bytes())
-    prep = tabular.prepare(table, "label", "classification")
-    num, _ = prep["preprocessing"].raw_inputs(table, prep["val_rows"])
-    logits = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(["output"], {"numeric": num})[0]
-    assert cross_entropy(logits, prep["y_val"]) == pytest.approx(best_loss, rel=1e-4)
+    logits, labels = downloaded_validation_logits(page, tmp_path, path)
+    assert cross_entropy(logits, labels) == pytest.approx(best_loss, rel=1e-4)
 
 SAVED_RUNS = """async () => {
   const db = await new Promise((ok, fail) => { const r = indexedDB.open("onnxtrain"); r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });

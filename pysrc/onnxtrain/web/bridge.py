@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import zipfile
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
 from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 from ..checkpoint import write_checkpoint
+from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
 from ..runtime import Session
 from ..train import BestEpoch, StepGuard, data as checks
 from ..train.best import PROPERTY as BEST_PROPERTY
@@ -102,13 +104,23 @@ def describe_model(model) -> dict:
                                            - set(GRADIENT_RULES) - NO_GRADIENT - {"Constant"})}
 
 
+def _type_text(t) -> str:
+    if isinstance(t, (TensorType, SparseTensorType)):
+        dims = "" if t.shape is None else f" [{', '.join('?' if d is None else str(d) for d in t.shape)}]"
+        return f"{ir.dtypes.name(t.elem_type)}{dims}"
+    if isinstance(t, (SequenceType, OptionalType)):
+        return f"{type(t).__name__[:-4].lower()}({'?' if t.elem_type is None else _type_text(t.elem_type)})"
+    return "?"
+
+
 def signature(model) -> str:
-    """How to call a model, in a line: its inputs and outputs with types and shapes, then its doc string."""
+    """How to call a model, in a line: its inputs and outputs with types and shapes, then its doc string.  A name
+    that is not a plain identifier (spaces, commas, quotes) is quoted as a JSON string, so the line reads one way."""
     g = ir.load(_bytes(model)).graph
 
     def values(infos):
-        return ", ".join(f"{v.name} {ir.dtypes.name(v.type.elem_type)} "
-                         f"[{', '.join('?' if d is None else str(d) for d in v.type.shape or [])}]" for v in infos)
+        return ", ".join(f"{v.name if re.fullmatch(r'[A-Za-z0-9_.:/-]+', v.name) else json.dumps(v.name)} "
+                         f"{_type_text(v.type)}" for v in infos)
     return f"Inputs: {values(g.inputs)}. Outputs: {values(g.outputs)}." + (f" {g.doc_string}" if g.doc_string else "")
 
 
