@@ -436,15 +436,21 @@ def link_or_copy(source, dest) -> None:
         shutil.copy2(source, dest)
 
 
+def add_test_hooks(site: Path) -> None:
+    """Replace the site's no-op hook modules in the copy ``site`` with tests/browser/hooks/ (window.onnxtrain and
+    the worker's runPython), for the tests and the benchmarks."""
+    for hook in sorted(TEST_HOOKS.iterdir()):
+        if not (site / hook.name).is_file():
+            sys.exit(f"build.py: the test hook {hook.name} replaces no file of the site")
+        replace_file(site / hook.name, hook.read_bytes())
+
+
 def build_test_site(site: Path = SITE) -> Path:
     """TEST_SITE: ``site`` (hard links, so no copy of its 18 MB), the test hooks and the test wheels."""
     tmp = TEST_SITE.with_name("test-site.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(site, tmp, copy_function=link_or_copy)
-    for hook in sorted(TEST_HOOKS.iterdir()):
-        if not (tmp / hook.name).is_file():
-            sys.exit(f"build.py: the test hook {hook.name} replaces no file of the site")
-        replace_file(tmp / hook.name, hook.read_bytes())
+    add_test_hooks(tmp)
     wheels = tmp / "testing" / "wheels"
     wheels.mkdir(parents=True)
     names = {}

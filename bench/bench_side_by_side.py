@@ -26,7 +26,8 @@ site's service worker serves it from its cache): the worker's `init` timings, pa
 and page open -> the first trained step (the MLP's artifacts fetched, loaded and one batch trained right after
 ready); the bytes each visit downloads (counted by the server) and the wasm heaps after the runs.
 
-Everything is served from one folder assembled here, .cache/bench-site/: a copy of site/ plus bench-vendor/
+Everything is served from one folder assembled here, .cache/bench-site/: a copy of site/ with the test hooks
+(window.onnxtrain and the worker's runPython, as in the test site) plus bench-vendor/
 (ORT-web and TF.js from npm; never part of site/), bench-pages/ (bench/pages) and bench-artifacts/.  No
 cross-origin isolation, as on a plain static host (the page's timer then ticks in 0.1 ms).
 """
@@ -103,7 +104,8 @@ def npm(name: str, version: str) -> Path:
 
 
 def assemble(keys: list) -> dict:
-    """.cache/bench-site/: site/ copied, the vendored runtimes, the bench pages and the models; {key: meta}."""
+    """.cache/bench-site/: site/ copied with the test hooks, the vendored runtimes, the bench pages and the models;
+    {key: meta}."""
     for attempt in range(10):  # someone may be rebuilding site/ (it is replaced by a rename)
         if (build.SITE / "index.html").exists():
             break
@@ -113,6 +115,8 @@ def assemble(keys: list) -> dict:
     tmp = BENCH_SITE.with_name("bench-site.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(build.SITE, tmp)
+    build.add_test_hooks(tmp)  # the bench drives the worker through window.onnxtrain and runPython
+    build.write_precache(tmp)
     vendor = tmp / "bench-vendor"
     (vendor / "ort").mkdir(parents=True)
     package = npm(ORT_WEB[0], ORT_WEB[1])
