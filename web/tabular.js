@@ -94,7 +94,7 @@ async function showTry(offset) {
   previous.onclick = () => showTry(Math.max(0, start - PAGE)).catch(showError);
   next.onclick = () => showTry(start + PAGE).catch(showError);
   $("csv-try-result").replaceChildren(element("div", { className: "row" }, element("span", { id: "csv-try-status", textContent: text }),
-    previous, next), tryTable(r));
+    previous, next), element("div", { className: "table-scroll" }, tryTable(r)));
 }
 
 function modelSettings() {
