@@ -80,6 +80,10 @@ VARIANTS = [
     Variant("onnxtrain, SIMD kernels off",
             "from onnxtrain.ops import simd\nassert simd.available(), 'the SIMD kernels are not loaded'\nsimd.use(False)",
             "from onnxtrain.ops import simd\nsimd.use(True)"),
+    Variant("onnxtrain, finite check off",  # the trainer's undo of non-finite steps (onnxtrain.train.guard)
+            "from onnxtrain.train.guard import StepGuard\nStepGuard.checked_step = StepGuard.step\n"
+            "StepGuard.step = lambda self, inputs, epoch=None: self._plain_step(inputs)",
+            "from onnxtrain.train.guard import StepGuard\nStepGuard.step = StepGuard.checked_step"),
 ]
 ORT, TF = "onnxruntime-web 1.19.2", "TF.js 4.22 wasm"
 RUNTIMES = {"onnxtrain": "onnxtrain", "ort": ORT, "tfjs": TF}  # --runtimes names
@@ -138,11 +142,10 @@ def site_size() -> dict:
     """The served copy of site/ (what the bench measured, even if site/ is rebuilt meanwhile)."""
     site = BENCH_SITE
     files = [p for p in site.rglob("*") if p.is_file() and not p.relative_to(site).parts[0].startswith("bench-")]
-    precache = json.loads((site / "precache.json").read_text())
-    version = re.search(r'VERSION = "([^"]*)"', (site / "sw.js").read_text())
+    precache = json.loads((site / "precache.json").read_text())  # {"version", "files": {path: sha256}}
     return {"files": len(files), "bytes": sum(p.stat().st_size for p in files),
-            "precache_bytes": sum((site / f).stat().st_size for f in precache if f != "./"),
-            "version": version.group(1) if version else "?"}
+            "precache_bytes": sum((site / f).stat().st_size for f in precache["files"] if f != "./"),
+            "version": precache["version"]}
 
 
 class Served:

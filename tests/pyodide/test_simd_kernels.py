@@ -377,3 +377,26 @@ def test_sigmoid_and_its_gradient_match_numpy(shape):
         dx_ref = grad(dy, y)
     np.testing.assert_allclose(y, y_ref, rtol=4 * ULP, atol=1e-37)
     np.testing.assert_array_equal(dx, dx_ref)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 100_003])
+def test_nonfinite_counts_nan_and_inf_as_numpy_does(n):
+    x = rand(n, seed=n)
+    rng = np.random.default_rng(n)
+    specials = np.array([np.nan, -np.nan, np.inf, -np.inf, np.finfo(np.float32).max, np.finfo(np.float32).tiny / 2,
+                         -0.0], np.float32)
+    if n:
+        x[rng.integers(0, n, size=max(1, n // 10))] = rng.choice(specials, size=max(1, n // 10))
+        x.view(np.uint32)[rng.integers(0, n, size=3)] = [0x7FC00001, 0xFFFFFFFF, 0x7F800001]  # NaN payloads
+    with running("nonfinite_f32") if n else contextlib.nullcontext():  # nothing to count: no call
+        counted = simd.nonfinite(x)
+    assert counted == int(np.count_nonzero(~np.isfinite(x)))
+    assert simd.nonfinite(x[::2] if n > 1 else x.astype(np.float64)) is None  # not contiguous float32: numpy's
+
+
+def test_a_guarded_step_checks_with_the_kernel():
+    from onnxtrain.train import guard
+    x = rand(64, 16)
+    x[3, 5] = np.inf
+    with running("nonfinite_f32"):
+        assert guard.bad_values(x) == 1 and guard.bad_values(rand(33)) == 0

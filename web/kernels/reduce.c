@@ -19,3 +19,20 @@ API void plane_sums_f32(int planes, int size, const float *x, float *out) {
     out[p] = sum;
   }
 }
+
+/* How many of x's n values are NaN or infinite: exponent bits all ones (the finite check of a training step). */
+API int nonfinite_f32(int n, const float *x) {
+  const v128_t mask = wasm_i32x4_splat(0x7f800000);
+  v128_t c0 = wasm_i32x4_splat(0), c1 = c0;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {  /* a lane of all-ones bits is -1: subtracting counts it */
+    c0 = wasm_i32x4_sub(c0, wasm_i32x4_eq(wasm_v128_and(wasm_v128_load(x + i), mask), mask));
+    c1 = wasm_i32x4_sub(c1, wasm_i32x4_eq(wasm_v128_and(wasm_v128_load(x + i + 4), mask), mask));
+  }
+  int t[4];
+  wasm_v128_store(t, wasm_i32x4_add(c0, c1));
+  int count = t[0] + t[1] + t[2] + t[3];
+  const unsigned *bits = (const unsigned *)x;
+  for (; i < n; i++) count += (bits[i] & 0x7f800000u) == 0x7f800000u;
+  return count;
+}

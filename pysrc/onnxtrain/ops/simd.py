@@ -215,6 +215,13 @@ def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
     return out
 
 
+def nonfinite(x: np.ndarray) -> int | None:
+    """How many values of a contiguous float32 array are NaN or infinite; None for anything else."""
+    if not _on or x.dtype != F32 or not x.flags.c_contiguous:
+        return None
+    return int(_lib.nonfinite_f32(x.size, _ptr(x))) if x.size else 0
+
+
 def _window_args(x_shape, out, kernel_shape, strides, pads, dilations) -> list:
     h, w = x_shape[-2:]
     return [h, w, out[0], out[1], kernel_shape[0], kernel_shape[1], strides[0], strides[1], pads[0], pads[1],

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ..ops import simd
+
 
 class NonFiniteError(ArithmeticError):
     """A value that must be finite (a loss, a gradient, a parameter, an optimizer state) is NaN or infinite."""
@@ -56,6 +58,9 @@ def bad_values(array: np.ndarray) -> int:
     """How many values of ``array`` are NaN or infinite (0 for integer arrays)."""
     if array.dtype.kind not in "fc" or array.size == 0:
         return 0
+    counted = simd.nonfinite(array)  # in the page: one SIMD pass instead of numpy's isfinite and a bool array
+    if counted is not None:
+        return counted
     finite = np.isfinite(array)
     return 0 if finite.all() else int(array.size - np.count_nonzero(finite))
 
