@@ -71,7 +71,7 @@ class CrossEntropyLoss(blocks.Block):
                                  f"known shape to create the '{labels_name}' input")
             labels_type = copy.deepcopy(scores.type)
             labels_type.elem_type = 7
-            labels_type.shape = labels_type.shape[:-1]
+            labels_type.shape = labels_type.shape[:1] + labels_type.shape[2:]  # [N, C, d1..dk] -> [N, d1..dk]
             b.model.graph.inputs.append(ValueInfo(labels_name, labels_type))
             b.builder.names.add(labels_name)
         loss = b.name("loss")
