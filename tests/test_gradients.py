@@ -142,6 +142,17 @@ CASES = [
     ("concat", "Concat", [rnd(2, 3), rnd(2, 1)], {"axis": 1}),
     ("elu", "Elu", [rnd(3, 4)], {"alpha": 0.7}),
     ("atan", "Atan", [rnd(3, 4)], {}),
+    ("softplus", "Softplus", [rnd(3, 4)], {}),
+    ("softsign", "Softsign", [rnd(3, 4)], {}),
+    ("hardsigmoid", "HardSigmoid", [4 * rnd(3, 4)], {"alpha": 0.3, "beta": 0.4}),
+    ("hardswish", "HardSwish", [4 * rnd(3, 4)], {}, (), 14),
+    ("selu", "Selu", [rnd(3, 4)], {}),
+    ("celu", "Celu", [rnd(3, 4)], {"alpha": 0.7}, (), 12),
+    ("thresholdedrelu", "ThresholdedRelu", [rnd(3, 4)], {"alpha": 0.3}),
+    ("prelu", "PRelu", [rnd(2, 3, 4), rnd(3, 1)], {}),
+    ("mish", "Mish", [rnd(3, 4)], {}, (), 18),
+    ("sin", "Sin", [rnd(3, 4)], {}),
+    ("cos", "Cos", [rnd(3, 4)], {}),
     ("gelu", "Gelu", [rnd(3, 4)], {}, (), 20),
     ("gelu-tanh", "Gelu", [rnd(3, 4)], {"approximate": "tanh"}, (), 20),
     ("clip", "Clip", [rnd(10), np.array(-0.5), np.array(0.6)], {}, [1, 2]),
@@ -223,9 +234,9 @@ def test_softmax_cross_entropy_loss_gradient():
 
 
 def test_missing_rule_uses_ort_wording():
-    model = op_model("Cos", [rnd(3)], {})
+    model = op_model("Tan", [rnd(3)], {})
     with pytest.raises(GradientNotRegisteredError,
-                       match="^The gradient builder has not been registered: Cos for node op$"):
+                       match="^The gradient builder has not been registered: Tan for node op$"):
         build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0"])
 
 

@@ -638,3 +638,88 @@ def _resize(c, x, y, dy):
         moved = c.b.op("MatMul", [c.b.op("Transpose", [grad], perm=perm), m])
         grad = c.b.op("Transpose", [moved], perm=[int(i) for i in np.argsort(perm)])
     return [grad] + [None] * (len(x) - 1)
+
+
+# ---- the activations PyTorch's exporter emits for common layers -------------------------------------------
+
+def _times(c, dy, slope):
+    return [c.b.op("Mul", [dy[0], slope])]
+
+
+def _where_positive(c, x, positive, otherwise):
+    return c.b.op("Where", [c.b.op("Greater", [x, scalar(c, 0.0, x)]), positive, otherwise])
+
+
+@rule("Softplus")
+def _softplus(c, x, y, dy):  # sigmoid(x)
+    return _times(c, dy, c.b.op("Sigmoid", [x[0]]))
+
+
+@rule("Softsign")
+def _softsign(c, x, y, dy):  # 1 / (1 + |x|)^2
+    d = c.b.op("Add", [scalar(c, 1.0, x[0]), c.b.op("Abs", [x[0]])])
+    return [c.b.op("Div", [dy[0], c.b.op("Mul", [d, d])])]
+
+
+@rule("HardSigmoid")
+def _hard_sigmoid(c, x, y, dy):  # alpha inside (0, 1), else 0
+    alpha = c.node.attr("alpha", 0.2)
+    inside = c.b.op("And", [c.b.op("Greater", [y[0], scalar(c, 0.0, y[0])]),
+                            c.b.op("Less", [y[0], scalar(c, 1.0, y[0])])])
+    return _times(c, dy, c.b.op("Where", [inside, scalar(c, alpha, x[0]), scalar(c, 0.0, x[0])]))
+
+
+@rule("HardSwish")
+def _hard_swish(c, x, y, dy):  # 0 below -3, 1 above 3, x / 3 + 1/2 between
+    between = c.b.op("Add", [c.b.op("Div", [x[0], scalar(c, 3.0, x[0])]), scalar(c, 0.5, x[0])])
+    upper = c.b.op("Where", [c.b.op("Greater", [x[0], scalar(c, 3.0, x[0])]), scalar(c, 1.0, x[0]), between])
+    return _times(c, dy, c.b.op("Where", [c.b.op("Less", [x[0], scalar(c, -3.0, x[0])]), scalar(c, 0.0, x[0]), upper]))
+
+
+@rule("Selu")
+def _selu(c, x, y, dy):  # gamma for x > 0, else y + gamma * alpha
+    gamma = c.node.attr("gamma", 1.05070102214813232421875)
+    alpha = c.node.attr("alpha", 1.67326319217681884765625)
+    return _times(c, dy, _where_positive(c, x[0], scalar(c, gamma, x[0]),
+                                         c.b.op("Add", [y[0], scalar(c, gamma * alpha, x[0])])))
+
+
+@rule("Celu")
+def _celu(c, x, y, dy):  # 1 for x > 0, else exp(x / alpha)
+    alpha = scalar(c, c.node.attr("alpha", 1.0), x[0])
+    return _times(c, dy, _where_positive(c, x[0], scalar(c, 1.0, x[0]), c.b.op("Exp", [c.b.op("Div", [x[0], alpha])])))
+
+
+@rule("ThresholdedRelu")
+def _thresholded_relu(c, x, y, dy):  # 1 above alpha, else 0
+    above = c.b.op("Greater", [x[0], scalar(c, c.node.attr("alpha", 1.0), x[0])])
+    return _times(c, dy, c.b.op("Cast", [above], to=c.onnx_type(x[0])))
+
+
+@rule("PRelu")
+def _prelu(c, x, y, dy):  # dx: 1 or slope; dslope: 0 or x, summed over the axes slope was broadcast along
+    zero = scalar(c, 0.0, x[0])
+    negative = c.b.op("Less", [x[0], zero])
+    dx = c.b.op("Mul", [dy[0], c.b.op("Where", [negative, x[1], scalar(c, 1.0, x[0])])]) if c.wants(0) else None
+    dslope = unbroadcast(c, c.b.op("Mul", [dy[0], c.b.op("Where", [negative, x[0], zero])]), c.shape(y[0]),
+                         x[1]) if c.wants(1) else None
+    if dx is not None and c.shape(x[0]) != c.shape(y[0]):
+        dx = unbroadcast(c, dx, c.shape(y[0]), x[0])
+    return [dx, dslope]
+
+
+@rule("Mish")
+def _mish(c, x, y, dy):  # tanh(sp) + x * sigmoid(x) * (1 - tanh(sp)^2), sp = softplus(x)
+    t = c.b.op("Tanh", [c.b.op("Softplus", [x[0]])])
+    sech2 = c.b.op("Sub", [scalar(c, 1.0, x[0]), c.b.op("Mul", [t, t])])
+    return _times(c, dy, c.b.op("Add", [t, c.b.op("Mul", [c.b.op("Mul", [x[0], c.b.op("Sigmoid", [x[0]])]), sech2])]))
+
+
+@rule("Sin")
+def _sin(c, x, y, dy):
+    return _times(c, dy, c.b.op("Cos", [x[0]]))
+
+
+@rule("Cos")
+def _cos(c, x, y, dy):
+    return _times(c, dy, c.b.op("Neg", [c.b.op("Sin", [x[0]])]))

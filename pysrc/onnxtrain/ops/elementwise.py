@@ -66,6 +66,17 @@ def HardSigmoid(X, *, alpha=0.2, beta=0.5):
     return _like(X, np.clip(X * X.dtype.type(alpha) + X.dtype.type(beta), 0, 1))
 
 
+@kernel("HardSwish")
+def HardSwish(X):
+    return _like(X, X * np.clip(X * X.dtype.type(1 / 6) + X.dtype.type(0.5), 0, 1))
+
+
+@kernel("Celu")
+def Celu(X, *, alpha=1.0):
+    a = X.dtype.type(alpha)
+    return _like(X, np.maximum(X, 0) + np.minimum(0, a * np.expm1(np.minimum(X, 0) / a)))
+
+
 @kernel("ThresholdedRelu")
 def ThresholdedRelu(X, *, alpha=1.0):
     return _like(X, np.where(X > alpha, X, 0))
