@@ -120,14 +120,14 @@ def test_bad_files_are_named(site_page, tmp_path):
     page.wait_for_selector("#own-error:not([hidden])")
     assert "this file is not an ONNX model" in page.text_content("#own-error")
     model = oc.mlp(n_in=20, hidden=16, n_out=5)
-    model.graph.node[1].op_type = "Cos"
+    model.graph.node[1].op_type = "Tan"
     odd = tmp_path / "cos.onnx"
     odd.write_bytes(model.SerializeToString())
     page.set_input_files("#own-files", str(odd))
-    page.wait_for_function("() => document.getElementById('own-error').textContent.includes('Cos')")
+    page.wait_for_function("() => document.getElementById('own-error').textContent.includes('Tan')")
     page.click("#own-prepare")
     page.wait_for_function("() => document.getElementById('own-error').textContent.includes("
-                           "'The gradient builder has not been registered: Cos for node relu1')")
+                           "'The gradient builder has not been registered: Tan for node relu1')")
 
 
 def test_a_run_resumes_after_a_reload(own_page, tmp_path):

@@ -158,6 +158,7 @@ def test_without_indexeddb_the_page_trains_downloads_and_says_runs_are_not_saved
         downloaded_model(page, tmp_path)
         assert wrapped.off_origin() == []
     finally:
+        context.unroute_all(behavior="ignoreErrors")  # a worker.mjs fetch still in the handler must not fail later
         context.close()
 
 
