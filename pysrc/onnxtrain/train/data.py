@@ -21,10 +21,9 @@ def _number(value):
 def batch_size(value) -> int:
     """``value`` as a batch size: an integer >= 1 (an integral float such as 64.0 counts)."""
     number = _number(value)
-    if number is None or (isinstance(number, (float, np.floating)) and not (math.isfinite(number)
-                                                                           and float(number).is_integer())):
-        raise DataError(f"the batch size must be a whole number >= 1, got {value!r}")
-    if number < 1:
+    whole = number is not None and (not isinstance(number, (float, np.floating))
+                                    or (math.isfinite(number) and float(number).is_integer()))
+    if not whole or number < 1:
         raise DataError(f"the batch size must be a whole number >= 1, got {value!r}")
     return int(number)
 
