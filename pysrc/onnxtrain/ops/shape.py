@@ -161,3 +161,35 @@ def Pad_11(data, pads, constant_value=None, axes=None, *, mode="constant"):
     value = None if constant_value is None else np.asarray(constant_value).ravel()[0] \
         if np.asarray(constant_value).size else None
     return _pad(data, pads, mode, value, axes)
+
+
+def _blocksize(op: str, blocksize: int) -> int:
+    if blocksize < 1:
+        raise ValueError(f"{op}: attribute blocksize must be given and positive, not {blocksize}")
+    return blocksize
+
+
+@kernel("DepthToSpace", since=1)
+def DepthToSpace(input, *, blocksize=0, mode="DCR"):
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    n, c, h, w = input.shape
+    bs = _blocksize("DepthToSpace", blocksize)
+    if c % (bs * bs):
+        raise ValueError(f"DepthToSpace: {c} channels are not a multiple of blocksize^2 = {bs * bs}")
+    if mode == "DCR":
+        moved = input.reshape(n, bs, bs, c // (bs * bs), h, w).transpose(0, 3, 4, 1, 5, 2)
+    elif mode == "CRD":
+        moved = input.reshape(n, c // (bs * bs), bs, bs, h, w).transpose(0, 1, 4, 2, 5, 3)
+    else:
+        raise NotImplementedError(f"DepthToSpace: mode '{mode}' is not supported (DCR or CRD)")
+    return moved.reshape(n, c // (bs * bs), h * bs, w * bs)
+
+
+@kernel("SpaceToDepth", since=1)
+def SpaceToDepth(input, *, blocksize=0):
+    n, c, h, w = input.shape
+    bs = _blocksize("SpaceToDepth", blocksize)
+    if h % bs or w % bs:
+        raise ValueError(f"SpaceToDepth: spatial size {h}x{w} is not a multiple of blocksize {bs}")
+    moved = input.reshape(n, c, h // bs, bs, w // bs, bs).transpose(0, 3, 5, 1, 2, 4)
+    return moved.reshape(n, c * bs * bs, h // bs, w // bs)
