@@ -1,6 +1,7 @@
 """Plan a graph once, run it many times."""
 from .feeds import FeedError
+from .execute import RunError
 from .plan import GraphError, Plan
-from .session import RunError, Session
+from .session import Session
 
 __all__ = ["FeedError", "GraphError", "Plan", "RunError", "Session"]

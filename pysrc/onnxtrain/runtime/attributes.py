@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from functools import lru_cache
 
-from ..ir.model import Attribute, AttrType
+from ..ir.model import Attribute, AttrType, Graph
 
 _BY_DEFAULT = {int: AttrType.INT, float: AttrType.FLOAT, str: AttrType.STRING}
 
@@ -25,6 +25,10 @@ _BY_NAME = {
     "value": AttrType.TENSOR, "value_float": AttrType.FLOAT, "value_floats": AttrType.FLOATS,
     "value_int": AttrType.INT, "value_ints": AttrType.INTS, "value_string": AttrType.STRING,
     "value_strings": AttrType.STRINGS, "sparse_value": AttrType.SPARSE_TENSOR,
+    "then_branch": AttrType.GRAPH, "else_branch": AttrType.GRAPH, "body": AttrType.GRAPH,
+    "num_scan_inputs": AttrType.INT, "directions": AttrType.INTS, "scan_input_axes": AttrType.INTS,
+    "scan_input_directions": AttrType.INTS, "scan_output_axes": AttrType.INTS,
+    "scan_output_directions": AttrType.INTS, "type": AttrType.TYPE_PROTO,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
@@ -40,6 +44,8 @@ _VALUE_CHECK = {
     AttrType.STRINGS: lambda v: isinstance(v, list),
     AttrType.TENSOR: lambda v: getattr(v, "data", None) is not None,
     AttrType.SPARSE_TENSOR: lambda v: v is not None,
+    AttrType.GRAPH: lambda v: isinstance(v, Graph),
+    AttrType.TYPE_PROTO: lambda v: v is not None,
 }
 
 

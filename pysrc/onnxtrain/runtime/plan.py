@@ -4,6 +4,12 @@ Nodes that no graph output needs are dropped (unless they update state in
 place).  Every value gets an integer slot.  Each step holds its bound kernel,
 the slots it reads and writes, its attribute keyword arguments, and the slots
 whose values die after it.  Running is then a loop over the steps.
+
+A subgraph (If's branches, Loop's and Scan's body) is planned once, as a Plan
+whose ``outer_names`` are the values it reads from enclosing scopes.  Its
+node's step reads those values after the node's own inputs, so that ordering,
+dead-node removal and liveness in the enclosing plan count them like inputs;
+the step's kernel is a ScopedKernel that binds the planned subgraphs to them.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
 from ..ops import UnsupportedOpError, lookup
 from ..ops.registry import normalize_domain
 from .attributes import attribute_problem, kernel_attributes
+from .execute import ScopedKernel
 
 
 # Ops that write into their inputs (the runtime's live gradient, parameter and moment buffers):
@@ -69,6 +76,44 @@ def static_shape(value_info):
     return None if value_info.type.shape is None else list(value_info.type.shape)
 
 
+def subgraphs(node) -> list:
+    """[(attribute name, Graph)] for the node's GRAPH attributes (GRAPHS too: each graph, same name)."""
+    out = []
+    for name, a in node.attributes.items():
+        if a.type == AttrType.GRAPH and isinstance(a.value, Graph):
+            out.append((name, a.value))
+        elif a.type == AttrType.GRAPHS and a.value:
+            out.extend((name, g) for g in a.value if isinstance(g, Graph))
+    return out
+
+
+def outer_names(graph: Graph) -> list:
+    """The names ``graph`` reads (in its nodes, nested subgraphs and outputs) without defining them, in
+    first-use order: the values it takes from enclosing scopes."""
+    defined = {v.name for v in graph.inputs} | {t.name for t in graph.initializers}
+    for node in graph.nodes:
+        defined.update(node.outputs)
+    out = {}
+    for node in graph.nodes:
+        for name in node_reads(node):
+            if name and name not in defined:
+                out[name] = None
+    for v in graph.outputs:
+        if v.name not in defined:
+            out[v.name] = None
+    return list(out)
+
+
+def node_reads(node) -> list:
+    """The names a node reads: its inputs, then what its subgraphs read from enclosing scopes."""
+    if not node.attributes:
+        return node.inputs
+    implicit = [n for _, g in subgraphs(node) for n in outer_names(g)]
+    if not implicit:
+        return node.inputs
+    return list(node.inputs) + [n for n in dict.fromkeys(implicit) if n not in node.inputs]
+
+
 def topological_order(graph: Graph, available: set) -> list:
     """Nodes ordered so that every input is produced before use (stable: file order when valid)."""
     producer_of = {}
@@ -80,7 +125,7 @@ def topological_order(graph: Graph, available: set) -> list:
     users = {}
     for i, node in enumerate(graph.nodes):
         deps = set()
-        for name in node.inputs:
+        for name in node_reads(node):
             if not name or name in available:
                 continue
             if name not in producer_of:
@@ -114,7 +159,7 @@ def live_nodes(order: list, outputs) -> list:
     for node in reversed(order):
         if (normalize_domain(node.domain), node.op_type) in IN_PLACE_OPS or any(o in needed for o in node.outputs):
             kept.append(node)
-            needed.update(name for name in node.inputs if name)
+            needed.update(name for name in node_reads(node) if name)
     return kept[::-1]
 
 
@@ -128,18 +173,22 @@ class Plan:
 
     ``inputs`` are the names callers feed (graph inputs, in order); an input
     that also has an initializer takes the initializer unless it is fed.
+    A subgraph's plan also has ``outer_names`` (with ``outer_slots``), the
+    values its caller supplies from enclosing scopes.
     """
 
-    def __init__(self, model: Model, graph: Graph | None = None):
+    def __init__(self, model: Model, graph: Graph | None = None, outer: list = ()):
         graph = graph or model.graph
         self.graph = graph
         initializers = {t.name: t.data for t in graph.initializers}
         self.input_names = [v.name for v in graph.inputs]
         self.input_info = [v for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
-        available = set(initializers) | set(self.input_names)
+        self.outer_names = [n for n in outer if n not in initializers and n not in self.input_names]
+        available = set(initializers) | set(self.input_names) | set(self.outer_names)
         order = live_nodes(topological_order(graph, available), self.output_names)
-        used = {name for node in order for name in node.inputs} | set(self.output_names)
+        reads = {id(node): node_reads(node) for node in order}
+        used = {name for node in order for name in reads[id(node)]} | set(self.output_names)
 
         slot_of: dict = {}
 
@@ -154,14 +203,17 @@ class Plan:
             slot(name)
         for name in initializers:
             slot(name)
+        for name in self.outer_names:
+            slot(name)
         shapes = {name: static_shape(vi) for name, vi in graph.value_info_map().items()}
 
         raw_steps = []
         for node in order:
-            raw_steps.append((node, self._bind(model, node, shapes, used),
-                              tuple(slot(n) for n in node.inputs), tuple(slot(n) for n in node.outputs)))
+            raw_steps.append((node, self._bind(model, node, shapes, used, reads[id(node)]),
+                              tuple(slot(n) for n in reads[id(node)]), tuple(slot(n) for n in node.outputs)))
         self.slot_of = slot_of
         self.input_slots = [slot_of[n] for n in self.input_names]
+        self.outer_slots = [slot_of[n] for n in self.outer_names]
         missing = [n for n in self.output_names if n not in slot_of]
         if missing:
             raise GraphError(f"graph output '{missing[0]}' is not produced by any node, input or initializer")
@@ -197,7 +249,7 @@ class Plan:
             step.clear = step.free + ((sink,) if sink in step.write else ())
 
     @staticmethod
-    def _bind(model: Model, node, shapes: dict, used: set):
+    def _bind(model: Model, node, shapes: dict, used: set, reads: list):
         domain = normalize_domain(node.domain)
         opset = model.opset(domain)
         try:
@@ -218,4 +270,15 @@ class Plan:
             kwargs["_outputs"] = tuple(bool(o) and o in used for o in node.outputs)
         if "_output_shapes" in params:
             kwargs["_output_shapes"] = [shapes.get(o) for o in node.outputs]
+        bodies = {}
+        for name, a in node.attributes.items():
+            if a.type == AttrType.GRAPHS:
+                raise GraphError(f"{describe_node(node)}: attribute '{name}' holds several graphs, which no "
+                                 f"onnxtrain kernel takes")
+            if a.type == AttrType.GRAPH:
+                bodies[name] = Plan(model, a.value, outer_names(a.value))
+                del kwargs[name]
+        if bodies:
+            return ScopedKernel(fn, len(node.inputs), kwargs, bodies, reads,
+                                describe_node(node)), {}
         return fn, kwargs

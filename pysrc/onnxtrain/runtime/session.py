@@ -1,26 +1,11 @@
 """Run a planned graph: check the feeds once, then loop over the prepared steps."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.model import Model
+from .execute import run_steps
 from .feeds import FeedError, check_feed
 from .memory import keep_freed_memory
 from .plan import Plan
-
-
-class RunError(RuntimeError):
-    """A kernel failed; the message names the node and the shapes it was given."""
-
-
-def _shape_text(v) -> str:
-    if v is None:
-        return "None"
-    if isinstance(v, list):
-        return "seq[" + ", ".join(_shape_text(x) for x in v[:3]) + (", ...]" if len(v) > 3 else "]")
-    if isinstance(v, np.ndarray):
-        return f"{v.dtype}{list(v.shape)}"
-    return type(v).__name__
 
 
 class Session:
@@ -68,20 +53,4 @@ class Session:
         return slot
 
     def _execute(self, values: list) -> None:
-        step = None
-        try:
-            for step in self.plan.steps:
-                result = step.fn(*step.read(values), **step.kwargs)
-                if type(result) is tuple:
-                    for s, r in zip(step.write, result):
-                        values[s] = r
-                else:
-                    values[step.write[0]] = result
-                for s in step.clear:
-                    values[s] = None
-        except (FeedError, RunError):
-            raise
-        except Exception as e:
-            args = [values[i] if i >= 0 else None for i in step.inputs] if step else []
-            shapes = ", ".join(f"{n or '<none>'}: {_shape_text(a)}" for n, a in zip(step.node.inputs, args))
-            raise RunError(f"{step.describe()} failed on inputs ({shapes}): {type(e).__name__}: {e}") from e
+        run_steps(self.plan.steps, values)
