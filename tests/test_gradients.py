@@ -192,6 +192,44 @@ CASES = [
                                        np.array([1, 2, 7, 5], np.int64)],
      {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 2, 3]),
     ("gather", "Gather", [rnd(5, 3), np.array([[0, 4], [4, 2]], np.int64)], {"axis": 0}),
+    ("max-broadcast", "Max", [rnd(2, 3), rnd(3), rnd(2, 1)], {}),
+    ("min", "Min", [rnd(3, 4), rnd(3, 4)], {}),
+    ("max-one-input", "Max", [rnd(3)], {}),
+    ("gatherelements", "GatherElements", [rnd(3, 4), np.array([[0, 2], [1, 1], [3, 0]], np.int64)], {"axis": 1}),
+    ("scatterelements", "ScatterElements", [rnd(4, 3), np.array([[1, 0, 2], [3, 2, 0]], np.int64), rnd(2, 3)],
+     {"axis": 0}),
+    ("instancenorm", "InstanceNormalization", [rnd(2, 3, 2, 3), rnd(3), rnd(3)], {"epsilon": 0.01}),
+    ("groupnorm-18", "GroupNormalization", [rnd(2, 4, 3), rnd(2), rnd(2)], {"num_groups": 2}, (), 18),
+    ("groupnorm-21", "GroupNormalization", [rnd(2, 6, 2, 2), rnd(6), rnd(6)], {"num_groups": 3, "epsilon": 0.01},
+     (), 21),
+    ("depthtospace-dcr", "DepthToSpace", [rnd(2, 8, 2, 3)], {"blocksize": 2}),
+    ("depthtospace-crd", "DepthToSpace", [rnd(1, 12, 2, 1)], {"blocksize": 2, "mode": "CRD"}),
+    ("spacetodepth", "SpaceToDepth", [rnd(2, 2, 4, 6)], {"blocksize": 2}),
+    ("cumsum", "CumSum", [rnd(3, 4), np.array(1, np.int64)], {}, [1]),
+    ("cumsum-exclusive-reverse", "CumSum", [rnd(3, 4), np.array(0, np.int64)], {"exclusive": 1, "reverse": 1}, [1]),
+    ("cumsum-reverse", "CumSum", [rnd(5), np.array(-1, np.int64)], {"reverse": 1}, [1]),
+    ("reducelogsumexp", "ReduceLogSumExp", [rnd(2, 3, 4)], {"axes": [1], "keepdims": 0}),
+    ("reducelogsumexp-18-all", "ReduceLogSumExp", [rnd(2, 3)], {}, (), 18),
+    ("reducel2", "ReduceL2", [rnd(3, 4)], {"axes": [0]}),
+    ("reducel2-18", "ReduceL2", [rnd(2, 3, 4), np.array([-1, 0], np.int64)], {"keepdims": 0}, [1], 18),
+    ("reducesumsquare", "ReduceSumSquare", [rnd(3, 4)], {"axes": [1], "keepdims": 0}),
+    ("reducesumsquare-18", "ReduceSumSquare", [rnd(3, 4), np.array([0], np.int64)], {}, [1], 18),
+    ("lpnorm-2", "LpNormalization", [rnd(3, 4)], {"axis": 1}),
+    ("lpnorm-1", "LpNormalization", [rnd(2, 3, 4)], {"axis": 1, "p": 1}),
+    ("lpnorm-2-18", "LpNormalization", [rnd(3, 4)], {"axis": 0}, (), 18),
+    ("einsum-bmm", "Einsum", [rnd(2, 3, 4), rnd(2, 4, 5)], {"equation": "bij,bjk->bik"}),
+    ("einsum-transpose", "Einsum", [rnd(3, 4)], {"equation": "ij->ji"}),
+    ("einsum-attention-scores", "Einsum", [rnd(2, 2, 3, 4), rnd(2, 2, 5, 4)], {"equation": "bhqd,bhkd->bhqk"}),
+    ("einsum-attention-values", "Einsum", [rnd(2, 2, 3, 5), rnd(2, 2, 5, 4)], {"equation": "bhqk,bhkd->bhqd"}),
+    ("einsum-linear", "Einsum", [rnd(2, 3, 4), rnd(5, 4)], {"equation": "bsd,ed->bse"}),
+    ("einsum-dot", "Einsum", [rnd(4), rnd(4)], {"equation": "i,i->"}),
+    ("einsum-matvec", "Einsum", [rnd(3, 4), rnd(4)], {"equation": "ij,j->i"}),
+    ("einsum-ellipsis", "Einsum", [rnd(2, 3, 4), rnd(2, 4, 2)], {"equation": "...ij,...jk->...ik"}),
+    ("einsum-implicit", "Einsum", [rnd(3, 4), rnd(4, 2)], {"equation": "ij,jk"}),
+    ("einsum-summed-only-in-one", "Einsum", [rnd(3, 4), rnd(4, 2)], {"equation": "ij,jk->i"}),
+    ("einsum-sum-all", "Einsum", [rnd(3, 4)], {"equation": "ij->"}),
+    ("einsum-outer", "Einsum", [rnd(3), rnd(2)], {"equation": "i,j->ij"}),
+    ("einsum-three", "Einsum", [rnd(2, 3), rnd(3, 4), rnd(4)], {"equation": "ij,jk,k->i"}),
 ]
 
 
@@ -263,3 +301,29 @@ def test_dropout_training_gradient_uses_the_mask():
     # a seeded Dropout draws the same mask on every run, so finite differences see a fixed function;
     # onnxruntime draws other masks, so it is not compared here
     check("Dropout", [rnd(6, 5), np.array(0.3), np.array(True)], {"seed": 7}, consts=[1, 2], ort_check=False)
+
+
+def test_max_and_min_share_ties_as_torch_does():
+    import torch
+    a = np.array([[1.0, 2.0, -3.0], [0.5, 0.5, 4.0]])
+    b = np.array([1.0, 0.0, -3.0])
+    w = R.standard_normal((2, 3))
+    for op, fn in (("Max", torch.maximum), ("Min", torch.minimum)):
+        model = op_model(op, [a, b], {}, w_shape=[2, 3])
+        grads = Session(build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0", "x1"]))
+        got = dict(zip(grads.output_names, grads.run({"x0": a, "x1": b, "w": w})))
+        ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+        (fn(ta, tb) * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(got["x0_grad"], ta.grad.numpy(), rtol=1e-12, err_msg=op)
+        np.testing.assert_allclose(got["x1_grad"], tb.grad.numpy(), rtol=1e-12, err_msg=op)
+
+
+@pytest.mark.parametrize("op, inputs, attrs, w_shape, message", [
+    ("Einsum", [rnd(3, 3)], {"equation": "ii->i"}, [3], "diagonals"),
+    ("Einsum", [rnd(2, 3, 4), rnd(1, 4, 2)], {"equation": "...ij,...jk->...ik"}, [2, 3, 2], "does not broadcast"),
+    ("ScatterElements", [rnd(3), np.array([0, 2], np.int64), rnd(2)], {"reduction": "add"}, [3], "reduction 'none'"),
+])
+def test_unsupported_gradients_say_why(op, inputs, attrs, w_shape, message):
+    model = op_model(op, inputs, attrs, opset=18, w_shape=w_shape)
+    with pytest.raises(NotImplementedError, match=message):
+        build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0"])

@@ -494,19 +494,25 @@ def reduce_mean(c, x: str, axes: list) -> str:
     return c.b.op("ReduceMean", [x], axes=list(axes), keepdims=1)
 
 
+def _standardized(c, x, axes, eps, like):
+    """(x_hat, 1/std) of ``x`` (of the type of ``like``) over ``axes``."""
+    centered = c.b.op("Sub", [x, reduce_mean(c, x, axes)])
+    inv = c.b.op("Reciprocal", [c.b.op("Sqrt", [c.b.op("Add", [reduce_mean(c, c.b.op("Mul", [centered, centered]),
+                                                                             axes), scalar(c, eps, like)])])])
+    return c.b.op("Mul", [centered, inv]), inv
+
+
+def _standardized_grad(c, dx_hat, x_hat, inv, axes):
+    """d x from d x_hat: (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / std."""
+    return c.b.op("Mul", [inv, c.b.op("Sub", [c.b.op("Sub", [dx_hat, reduce_mean(c, dx_hat, axes)]), c.b.op(
+        "Mul", [x_hat, reduce_mean(c, c.b.op("Mul", [dx_hat, x_hat]), axes)])])])
+
+
 def _normalized_grads(c, x, dy, scale, axes, eps):
     """(dx, dy * x_hat) for y = x_hat * scale + bias, x_hat normalized over ``axes`` with batch statistics;
     ``scale`` already broadcastable to x."""
-    centered = c.b.op("Sub", [x, reduce_mean(c, x, axes)])
-    var = reduce_mean(c, c.b.op("Mul", [centered, centered]), axes)
-    inv = c.b.op("Reciprocal", [c.b.op("Sqrt", [c.b.op("Add", [var, scalar(c, eps, x)])])])
-    x_hat = c.b.op("Mul", [centered, inv])
-    dx_hat = c.b.op("Mul", [dy, scale])
-    mean_dx_hat = reduce_mean(c, dx_hat, axes)
-    mean_dx_hat_x_hat = reduce_mean(c, c.b.op("Mul", [dx_hat, x_hat]), axes)
-    dx = c.b.op("Mul", [inv, c.b.op("Sub", [c.b.op("Sub", [dx_hat, mean_dx_hat]),
-                                            c.b.op("Mul", [x_hat, mean_dx_hat_x_hat])])])
-    return dx, c.b.op("Mul", [dy, x_hat])
+    x_hat, inv = _standardized(c, x, axes, eps, x)
+    return _standardized_grad(c, c.b.op("Mul", [dy, scale]), x_hat, inv, axes), c.b.op("Mul", [dy, x_hat])
 
 
 @rule("BatchNormalization")
@@ -723,3 +729,196 @@ def _sin(c, x, y, dy):
 @rule("Cos")
 def _cos(c, x, y, dy):
     return _times(c, dy, c.b.op("Neg", [c.b.op("Sin", [x[0]])]))
+
+
+# ---- the gradient tail: selection, indexing, normalization, reductions, einsum ------------------------------
+
+@rule("Max", "Min")
+def _max_min(c, x, y, dy):
+    """dY goes to the inputs equal to the result, shared equally among ties (as torch.maximum/minimum do;
+    onnxruntime's own rule gives every tied input the whole dY)."""
+    hits = [c.b.op("Cast", [c.b.op("Equal", [xi, y[0]])], to=c.onnx_type(y[0])) for xi in x]
+    share = c.b.op("Div", [dy[0], c.b.op("Sum", hits) if len(hits) > 1 else hits[0]])
+    return [unbroadcast(c, c.b.op("Mul", [share, hit]), c.shape(y[0]), xi) if c.wants(i) else None
+            for i, (xi, hit) in enumerate(zip(x, hits))]
+
+
+@rule("GatherElements")
+def _gather_elements(c, x, y, dy):
+    return [c.b.op("GatherElementsGrad", [dy[0], c.b.op("Shape", [x[0]]), x[1]], domain=MS,
+                   axis=c.node.attr("axis", 0)), None]
+
+
+@rule("ScatterElements")
+def _scatter_elements(c, x, y, dy):
+    """data: dY with the written positions cleared; updates: dY read back at those positions."""
+    reduction = c.node.attr("reduction", b"none")
+    if reduction not in (b"none", "none"):
+        raise NotImplementedError(f"{c.where()}: the ScatterElements gradient needs reduction 'none'")
+    axis = c.node.attr("axis", 0)
+    ddata = None
+    if c.wants(0):
+        zeros = c.b.op("ConstantOfShape", [c.b.op("Shape", [x[2]])], value=np.zeros(1, dtype=c.dtype(x[2])))
+        ddata = c.b.op("ScatterElements", [dy[0], x[1], zeros], axis=axis)
+    dupdates = c.b.op("GatherElements", [dy[0], x[1]], axis=axis) if c.wants(2) else None
+    return [ddata, None, dupdates]
+
+
+@rule("InstanceNormalization")
+def _instance_norm(c, x, y, dy):
+    rank = len(c.shape(x[0]))
+    channel = c.b.ints([1, -1] + [1] * (rank - 2), "shape")
+    dx, dy_xhat = _normalized_grads(c, x[0], dy[0], c.b.op("Reshape", [x[1], channel]), list(range(2, rank)),
+                                    c.node.attr("epsilon", 1e-5))
+    outer = [0] + list(range(2, rank))
+    return [dx if c.wants(0) else None, reduce_sum(c, dy_xhat, outer, keepdims=0) if c.wants(1) else None,
+            reduce_sum(c, dy[0], outer, keepdims=0) if c.wants(2) else None]
+
+
+@rule("GroupNormalization")
+def _group_norm(c, x, y, dy):
+    """Standardized per (sample, group) on [N, G, -1]; opset 18 scales per group, opset 21 per channel."""
+    rank, groups = len(c.shape(x[0])), c.node.attr("num_groups")
+    grouped = lambda v: c.b.op("Reshape", [v, c.b.ints([0, groups, -1], "grouped")])  # noqa: E731
+    x_hat, inv = _standardized(c, grouped(x[0]), [2], c.node.attr("epsilon", 1e-5), x[0])
+    if c.opset >= 21:
+        per_channel = lambda v: c.b.op("Reshape", [v, c.b.ints([1, -1] + [1] * (rank - 2), "shape")])  # noqa: E731
+        dx_hat = grouped(c.b.op("Mul", [dy[0], per_channel(x[1])]))
+        dy_xhat = c.b.op("Mul", [dy[0], c.b.op("Reshape", [x_hat, c.b.op("Shape", [x[0]])])])
+        dscale = reduce_sum(c, dy_xhat, [0] + list(range(2, rank)), keepdims=0) if c.wants(1) else None
+        dbias = reduce_sum(c, dy[0], [0] + list(range(2, rank)), keepdims=0) if c.wants(2) else None
+    else:
+        dy_g = grouped(dy[0])
+        dx_hat = c.b.op("Mul", [dy_g, c.b.op("Reshape", [x[1], c.b.ints([-1, 1], "shape")])])
+        dscale = reduce_sum(c, c.b.op("Mul", [dy_g, x_hat]), [0, 2], keepdims=0) if c.wants(1) else None
+        dbias = reduce_sum(c, dy_g, [0, 2], keepdims=0) if c.wants(2) else None
+    dx = c.b.op("Reshape", [_standardized_grad(c, dx_hat, x_hat, inv, [2]), c.b.op("Shape", [x[0]])]) \
+        if c.wants(0) else None
+    return [dx, dscale, dbias]
+
+
+@rule("SpaceToDepth")
+def _space_to_depth(c, x, y, dy):
+    return [c.b.op("DepthToSpace", [dy[0]], blocksize=c.node.attr("blocksize"), mode="DCR")]
+
+
+@rule("DepthToSpace")
+def _depth_to_space(c, x, y, dy):
+    """SpaceToDepth undoes DCR; for CRD its channels (block row, block column, channel) are put back in
+    (channel, block row, block column) order."""
+    bs = c.node.attr("blocksize")
+    dx = c.b.op("SpaceToDepth", [dy[0]], blocksize=bs)
+    if c.node.attr("mode", b"DCR") in (b"CRD", "CRD"):
+        channels = c.shape(x[0])[1]
+        if not isinstance(channels, int):
+            raise NotImplementedError(f"{c.where()}: the CRD DepthToSpace gradient needs a static channel count")
+        crd = np.arange(channels).reshape(bs * bs, channels // (bs * bs)).T.ravel()
+        dx = c.b.op("Gather", [dx, c.b.ints(crd, "crd_order")], axis=1)
+    return [dx]
+
+
+@rule("CumSum")
+def _cumsum(c, x, y, dy):  # the transpose of a running sum is the running sum the other way
+    return [c.b.op("CumSum", [dy[0], x[1]], exclusive=c.node.attr("exclusive", 0),
+                   reverse=1 - c.node.attr("reverse", 0)), None]
+
+
+def _reduction_is_identity(c, x) -> bool:
+    """noop_with_empty_axes=1 without axes: the reduction returns its input."""
+    no_axes = not (len(x) > 1 and x[1]) or c.constant(x[1]) is not None and c.constant(x[1]).size == 0
+    return bool(c.node.attr("noop_with_empty_axes", 0)) and no_axes and not c.node.attr("axes")
+
+
+@rule("ReduceLogSumExp")
+def _reduce_log_sum_exp(c, x, y, dy):  # softmax over the reduced axes
+    if _reduction_is_identity(c, x):
+        return [dy[0]] + [None] * (len(x) - 1)
+    weights = c.b.op("Exp", [c.b.op("Sub", [x[0], _expand_reduced(c, x, y[0])])])
+    return [c.b.op("Mul", [_expand_reduced(c, x, dy[0]), weights])] + [None] * (len(x) - 1)
+
+
+@rule("ReduceL2")
+def _reduce_l2(c, x, y, dy):  # x / ||x||, 0 where the norm is 0 (torch's choice)
+    if _reduction_is_identity(c, x):
+        return [dy[0]] + [None] * (len(x) - 1)
+    norm = _expand_reduced(c, x, y[0])
+    zero = scalar(c, 0.0, x[0])
+    safe = c.b.op("Where", [c.b.op("Equal", [norm, zero]), scalar(c, 1.0, x[0]), norm])
+    return [c.b.op("Mul", [_expand_reduced(c, x, dy[0]), c.b.op("Div", [x[0], safe])])] + [None] * (len(x) - 1)
+
+
+@rule("ReduceSumSquare")
+def _reduce_sum_square(c, x, y, dy):
+    if _reduction_is_identity(c, x):
+        raise NotImplementedError(f"{c.where()}: noop_with_empty_axes without axes has no gradient rule")
+    return [c.b.op("Mul", [_expand_reduced(c, x, dy[0]), c.b.op("Add", [x[0], x[0]])])] + [None] * (len(x) - 1)
+
+
+@rule("LpNormalization")
+def _lp_normalization(c, x, y, dy):
+    """y = x / n: dx = (dy - s * sum(dy * y)) / n, s = y for p = 2 and sign(x) for p = 1."""
+    axis, p = c.node.attr("axis", -1), c.node.attr("p", 2)
+    if p not in (1, 2):
+        raise NotImplementedError(f"{c.where()}: the LpNormalization gradient needs p = 1 or 2")
+    op = "ReduceL2" if p == 2 else "ReduceL1"
+    norm = c.b.op(op, [x[0], c.b.ints([axis])], keepdims=1) if c.opset >= 18 else \
+        c.b.op(op, [x[0]], axes=[axis], keepdims=1)
+    s = y[0] if p == 2 else c.b.op("Sign", [x[0]])
+    along = reduce_sum(c, c.b.op("Mul", [dy[0], y[0]]), [axis], keepdims=1)
+    return [c.b.op("Div", [c.b.op("Sub", [dy[0], c.b.op("Mul", [s, along])]), norm])]
+
+
+def _einsum_terms(c, x, y):
+    """The equation's input and output subscripts, '...' spelled out in unused letters from the static ranks."""
+    equation = c.node.attr("equation")
+    equation = (equation.decode() if isinstance(equation, bytes) else equation).replace(" ", "")
+    inputs, _, output = equation.partition("->")
+    terms = inputs.split(",")
+    if "->" not in equation:
+        letters = [ch for t in terms for ch in t if ch.isalpha()]
+        output = ("..." if any("..." in t for t in terms) else "") + \
+            "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
+    spare = iter(ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if ch not in equation)
+    ellipsis_rank = max(len(c.shape(v)) - len(t.replace("...", "")) for t, v in zip(terms, x) if "..." in t) \
+        if "..." in equation else 0
+    batch = "".join(next(spare) for _ in range(ellipsis_rank))
+    sizes = {}
+    for t, v in zip(terms, x):
+        if "..." in t:
+            t_rank = len(c.shape(v)) - len(t.replace("...", ""))
+            dims = c.shape(v)[t.index("..."):t.index("...") + t_rank]
+            for letter, d in zip(batch[ellipsis_rank - t_rank:], dims):
+                if sizes.setdefault(letter, d) != d:
+                    raise NotImplementedError(f"{c.where()}: the Einsum gradient does not broadcast size-1 dimensions of '...'")
+    spell = lambda t, rank: t.replace("...", batch[len(batch) - rank:])  # noqa: E731
+    terms = [spell(t, len(c.shape(v)) - len(t.replace("...", ""))) for t, v in zip(terms, x)]
+    return terms, spell(output, ellipsis_rank)
+
+
+@rule("Einsum")
+def _einsum(c, x, y, dy):
+    """d input k = einsum(dY and the other inputs -> input k's subscripts), broadcast along the letters only
+    input k has (summed away in the forward pass)."""
+    terms, output = _einsum_terms(c, x, y)
+    grads = []
+    for k, term in enumerate(terms):
+        if not c.wants(k):
+            grads.append(None)
+            continue
+        if len(set(term)) != len(term):
+            raise NotImplementedError(f"{c.where()}: the Einsum gradient does not take diagonals ('{term}')")
+        others = [t for i, t in enumerate(terms) if i != k]
+        known = set(output).union(*others)
+        kept = "".join(ch for ch in term if ch in known)
+        operands = [v for i, v in enumerate(x) if i != k]
+        if output:
+            grad = c.b.op("Einsum", [dy[0]] + operands, equation=",".join([output] + others) + "->" + kept)
+        elif operands:
+            grad = c.b.op("Mul", [dy[0], c.b.op("Einsum", operands, equation=",".join(others) + "->" + kept)])
+        else:
+            grad = dy[0]
+        if kept != term:
+            grad = c.b.op("Expand", [unsqueeze(c, grad, [i for i, ch in enumerate(term) if ch not in known]),
+                                     c.b.op("Shape", [x[k]])])
+        grads.append(grad)
+    return grads
