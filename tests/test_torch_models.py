@@ -47,6 +47,22 @@ class Block(nn.Module):
         return x + self.ff2(nn.functional.gelu(self.ff1(self.norm2(x))))
 
 
+class EinsumAttention(nn.Module):
+    """Single-head attention written with torch.einsum (exported as Einsum nodes)."""
+
+    def __init__(self, vocab=9, dim=6):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.q, self.k, self.v, self.out = (nn.Linear(dim, dim) for _ in range(4))
+        self.scale = dim ** -0.5  # a Python float: x.shape[-1] ** -0.5 would export as a float32 Pow
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        scores = torch.einsum("bqd,bkd->bqk", self.q(x), self.k(x)) * self.scale
+        mixed = torch.einsum("bqk,bkd->bqd", torch.softmax(scores, dim=-1), self.v(x))
+        return self.out(mixed).mean(dim=1)
+
+
 MODELS = {
     "mlp": (lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3)),
             lambda g: torch.randn(5, 6, generator=g)),
@@ -59,6 +75,24 @@ MODELS = {
                               nn.Hardswish(), nn.Mish(), nn.Softplus(), nn.Softsign(), nn.Flatten(),
                               nn.Linear(4 * 5 * 5, 3)),
         lambda g: 3 * torch.randn(2, 2, 5, 5, generator=g)),
+    "groupnorm-instancenorm-convnet": (
+        lambda: nn.Sequential(nn.Conv2d(2, 6, 3, padding=1), nn.GroupNorm(3, 6), nn.ReLU(),
+                              nn.Conv2d(6, 4, 3, padding=1), nn.InstanceNorm2d(4, affine=True), nn.SiLU(),
+                              nn.Conv2d(4, 4, 1), nn.GroupNorm(1, 4), nn.Flatten(), nn.Linear(4 * 4 * 4, 3)),
+        lambda g: torch.randn(3, 2, 4, 4, generator=g)),
+    "upsampling-nearest-bilinear": (
+        lambda: nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.Upsample(scale_factor=2, mode="nearest"),
+                              nn.Conv2d(3, 3, 3, padding=1), nn.Upsample(scale_factor=2, mode="bilinear"),
+                              nn.Conv2d(3, 2, 3, stride=2)),
+        lambda g: torch.randn(2, 2, 3, 3, generator=g)),
+    "embedding-bag-of-words": (
+        lambda: nn.Sequential(nn.Embedding(13, 5), nn.Flatten(), nn.Linear(4 * 5, 6), nn.Tanh(), nn.Linear(6, 2)),
+        lambda g: torch.tensor([[1, 4, 4, 12], [0, 7, 3, 1], [5, 5, 5, 5]])),
+    "pixelshuffle-superresolution": (
+        lambda: nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 2 * 4, 3, padding=1),
+                              nn.PixelShuffle(2), nn.Conv2d(2, 1, 3, padding=1)),
+        lambda g: torch.randn(2, 1, 4, 3, generator=g)),
+    "einsum-attention": (EinsumAttention, lambda g: torch.randint(0, 9, (2, 5), generator=g)),
 }
 
 

@@ -6,8 +6,9 @@ import copy
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.model import Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..ir.model import AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime.plan import topological_order
+from ..runtime.session import Session
 from ..runtime.shapes import infer_types
 from .builder import GraphBuilder
 from .rules import GRADIENT_RULES, MS, NO_GRADIENT
@@ -71,6 +72,30 @@ def _on_path(graph: Graph, order: list, wrt: set, loss: str) -> tuple:
     return depends, nodes
 
 
+SMALL = 1 << 16  # elements: folding is for axes, scales and shapes, not for weights
+
+
+def _folded_constants(model: Model, order: list, inits: dict, depends: set) -> dict:
+    """Initializers plus the small values computed from them and Constant nodes alone (an exporter's Resize
+    scales are a Concat of Constants), for the rules that need a value at build time."""
+    values = dict(inits)
+    for node in order:
+        if node.op_type.startswith("Random") or node.op_type == "Dropout" or \
+                any(a.type in (AttrType.GRAPH, AttrType.GRAPHS) for a in node.attributes.values()) or \
+                not all(not i or (i in values and i not in depends and values[i].size <= SMALL) for i in node.inputs):
+            continue
+        used = {i for i in node.inputs if i}
+        graph = Graph(name="fold", nodes=[node], outputs=[ValueInfo(o) for o in node.outputs if o],
+                      initializers=[Tensor(n, values[n], dtypes.from_numpy(values[n].dtype)) for n in used])
+        try:
+            outs = Session(Model(graph=graph, ir_version=model.ir_version, opset_imports=model.opset_imports)).run({})
+        except (ValueError, TypeError, IndexError, NotImplementedError):  # then it is no build-time constant
+            continue
+        values.update((o, v) for o, v in zip([o for o in node.outputs if o], outs)
+                      if isinstance(v, np.ndarray) and v.size <= SMALL)
+    return values
+
+
 def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
     """A copy of ``model`` whose graph also outputs ``<w>_grad`` for every name in ``wrt``."""
     model = copy.deepcopy(model)
@@ -103,7 +128,7 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
         raise ValueError(f"the loss '{loss_name}' must hold one value, but has shape {loss_type.shape}")
 
     builder = GraphBuilder(graph)
-    ctx = _Context(builder, types, model.opset("") or 1, inits)
+    ctx = _Context(builder, types, model.opset("") or 1, _folded_constants(model, order, inits, depends))
     seed = f"{loss_name}_grad"
     builder.names.add(seed)
     graph.initializers.append(Tensor(seed, np.array(1.0, dtype=ctx.dtype(loss_name)), loss_type.elem_type))
