@@ -5,6 +5,7 @@ import copy
 
 import numpy as np
 
+from ..ir import dtypes
 from ..ir.model import ValueInfo
 from . import blocks
 from .blocks import _constant
@@ -52,7 +53,7 @@ class L1Loss(blocks.Block):
 
 class CrossEntropyLoss(blocks.Block):
     """SoftmaxCrossEntropyLoss over the scores; adds an int64 ``labels`` input (the scores' shape without
-    the class axis) unless it exists."""
+    the class axis) unless it exists.  ``weight`` (one per class, any array-like) takes the scores' type."""
 
     def __init__(self, weight=None, reduction: str = "mean", ignore_index=None):
         super().__init__()
@@ -63,7 +64,10 @@ class CrossEntropyLoss(blocks.Block):
         b = current()
         inputs = [scores_input_name, labels_name]
         if self._weight is not None:
-            inputs.append(_constant("celoss.weight", np.asarray(self._weight, np.float32)))
+            scores_info = b.value_info(scores_input_name)
+            elem = getattr(getattr(scores_info, "type", None), "elem_type", None)
+            dtype = dtypes.to_numpy(elem) if elem in (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16) else np.float32
+            inputs.append(_constant("celoss.weight", np.asarray(self._weight, dtype)))
         if not b.exists(labels_name):
             scores = b.value_info(scores_input_name)
             if scores is None or scores.type is None or scores.type.shape is None:
