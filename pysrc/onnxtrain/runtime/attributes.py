@@ -28,7 +28,8 @@ _BY_NAME = {
     "then_branch": AttrType.GRAPH, "else_branch": AttrType.GRAPH, "body": AttrType.GRAPH,
     "num_scan_inputs": AttrType.INT, "directions": AttrType.INTS, "scan_input_axes": AttrType.INTS,
     "scan_input_directions": AttrType.INTS, "scan_output_axes": AttrType.INTS,
-    "scan_output_directions": AttrType.INTS, "type": AttrType.TYPE_PROTO,
+    "scan_output_directions": AttrType.INTS, "type": AttrType.TYPE_PROTO, "k": AttrType.INT,
+    "dtype": AttrType.INT,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}

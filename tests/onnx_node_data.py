@@ -1,0 +1,58 @@
+"""onnx's backend node test data (model.onnx and test_data_set_*), run on onnxtrain's runtime."""
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+
+import numpy as np
+import onnx
+from onnx import numpy_helper as nh
+
+from onnxtrain import ir
+from onnxtrain.runtime import Session
+
+NODE_DATA = glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/node"))[0]
+
+
+def node_tests(*patterns, excluded=()) -> list:
+    """Names of the node tests matching any of ``patterns``, less ``excluded``."""
+    names = os.listdir(NODE_DATA)
+    return sorted({n for p in patterns for n in fnmatch.filter(names, p)} - set(excluded))
+
+
+def _load(path, typ):
+    kind = typ.WhichOneof("value")
+    proto = {"sequence_type": onnx.SequenceProto, "optional_type": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
+    with open(path, "rb") as f:
+        proto.ParseFromString(f.read())
+    return (nh.to_list if kind == "sequence_type" else nh.to_optional if kind == "optional_type"
+            else nh.to_array)(proto)
+
+
+def _same(got, want, rtol, atol):
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(_same(a, b, rtol, atol)
+                                                                       for a, b in zip(got, want))
+    if want is None or got is None:
+        return got is None and want is None
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    if want.dtype.kind in "fc":
+        return np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    return np.array_equal(got, want)
+
+
+def check_node_test(name, rtol=1e-3, atol=1e-7):
+    """Run every data set of node test ``name`` and compare all outputs (onnx's own default tolerances)."""
+    d = os.path.join(NODE_DATA, name)
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    session = Session(ir.load(m.SerializeToString()))
+    for case in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
+        feeds = {vi.name: _load(os.path.join(case, f"input_{i}.pb"), vi.type) for i, vi in enumerate(m.graph.input)
+                 if os.path.exists(os.path.join(case, f"input_{i}.pb"))}
+        want = [_load(os.path.join(case, f"output_{i}.pb"), vi.type) for i, vi in enumerate(m.graph.output)]
+        got = session.run(feeds)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert _same(g, w, rtol, atol), f"{name} {os.path.basename(case)} output {i}:\n{g!r}\nexpected\n{w!r}"
