@@ -229,6 +229,11 @@ CASES = [
     ("einsum-summed-only-in-one", "Einsum", [rnd(3, 4), rnd(4, 2)], {"equation": "ij,jk->i"}),
     ("einsum-sum-all", "Einsum", [rnd(3, 4)], {"equation": "ij->"}),
     ("einsum-outer", "Einsum", [rnd(3), rnd(2)], {"equation": "i,j->ij"}),
+    ("topk", "TopK", [rnd(3, 5), np.array([2], np.int64)], {"axis": 1}, [1], 17, 2),
+    ("topk-smallest-axis0", "TopK", [rnd(4, 3), np.array([3], np.int64)], {"axis": 0, "largest": 0}, [1], 17, 2),
+    ("globalmaxpool", "GlobalMaxPool", [rnd(2, 3, 3, 2)], {}),
+    ("reducel1", "ReduceL1", [rnd(3, 4)], {"axes": [1]}),
+    ("reducel1-18", "ReduceL1", [rnd(2, 3, 2), np.array([0, 2], np.int64)], {"keepdims": 0}, [1], 18),
     ("einsum-three", "Einsum", [rnd(2, 3), rnd(3, 4), rnd(4)], {"equation": "ij,jk,k->i"}),
 ]
 

@@ -922,3 +922,27 @@ def _einsum(c, x, y, dy):
                                      c.b.op("Shape", [x[k]])])
         grads.append(grad)
     return grads
+
+
+@rule("TopK")
+def _top_k(c, x, y, dy):  # dValues back to where Indices took them from
+    axis = c.node.attr("axis", -1)
+    return [c.b.op("GatherElementsGrad", [dy[0], c.b.op("Shape", [x[0]]), c.extra_output(1, "indices")],
+                   domain=MS, axis=axis), None]
+
+
+@rule("GlobalMaxPool")
+def _global_max_pool(c, x, y, dy):
+    """dY shared equally among the elements equal to the maximum, as ReduceMax's rule does."""
+    axes = list(range(2, len(c.shape(x[0]))))
+    shape = c.b.op("Shape", [x[0]])
+    hit = c.b.op("Cast", [c.b.op("Equal", [x[0], c.b.op("Expand", [y[0], shape])])], to=c.onnx_type(x[0]))
+    return [c.b.op("Mul", [hit, c.b.op("Expand", [c.b.op("Div", [dy[0], reduce_sum(c, hit, axes, keepdims=1)]),
+                                                   shape])])]
+
+
+@rule("ReduceL1")
+def _reduce_l1(c, x, y, dy):
+    if _reduction_is_identity(c, x):
+        raise NotImplementedError(f"{c.where()}: noop_with_empty_axes without axes has no gradient rule")
+    return [c.b.op("Mul", [_expand_reduced(c, x, dy[0]), c.b.op("Sign", [x[0]])])] + [None] * (len(x) - 1)
