@@ -4,6 +4,11 @@ Types numpy lacks are held as their raw bit patterns: bfloat16 as uint16, the
 float8 kinds as uint8, and the 4-bit kinds as one uint8 per element holding
 the element's 4 bits (0..15; int4 is not sign-extended).  On the wire the
 4-bit kinds are packed two per byte, which ``pack_4bit``/``unpack_4bit`` do.
+
+The numpy dtype of such a type carries its ONNX code in ``dtype.metadata``
+(it still equals plain uint8/uint16), so a kernel can tell float8 bits from
+uint8 values: ``from_numpy`` reads it.  numpy keeps a dtype's metadata through
+views, copies, reshapes and indexing, not through arithmetic.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ _TO_NUMPY = {
 _NATIVE = (FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL, FLOAT16, DOUBLE, UINT32, UINT64,
            COMPLEX64, COMPLEX128)
 _FROM_NUMPY = {np.dtype(_TO_NUMPY[k]): k for k in _NATIVE}
+_DTYPES = {k: np.dtype(v) if k in _NATIVE else np.dtype(v, metadata={"onnx": k}) for k, v in _TO_NUMPY.items()}
 PACKED_4BIT = (UINT4, INT4, FLOAT4E2M1)
 NAMES = {FLOAT: "float", UINT8: "uint8", INT8: "int8", UINT16: "uint16", INT16: "int16", INT32: "int32",
          INT64: "int64", STRING: "string", BOOL: "bool", FLOAT16: "float16", DOUBLE: "double", UINT32: "uint32",
@@ -38,14 +44,16 @@ NAMES = {FLOAT: "float", UINT8: "uint8", INT8: "int8", UINT16: "uint16", INT16: 
 def to_numpy(code: int) -> np.dtype:
     """The numpy dtype that holds ONNX data type ``code``."""
     try:
-        return np.dtype(_TO_NUMPY[code])
+        return _DTYPES[code]
     except KeyError:
         raise DataTypeError(f"unknown ONNX tensor data type {code}") from None
 
 
 def from_numpy(dtype) -> int:
-    """The ONNX data type code of a numpy dtype."""
+    """The ONNX data type code of a numpy dtype (a bit-pattern type's dtype from ``to_numpy`` gives that type)."""
     dtype = np.dtype(dtype)
+    if dtype.metadata and "onnx" in dtype.metadata:
+        return dtype.metadata["onnx"]
     code = _FROM_NUMPY.get(dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype)
     if code is None:
         raise DataTypeError(f"numpy dtype {dtype} has no ONNX tensor data type")
@@ -188,21 +196,22 @@ def to_bits(code: int, values, saturate: bool = True) -> np.ndarray:
     values = np.asarray(values)
     if code == BFLOAT16:
         if values.dtype == np.uint16:
-            return values
+            return values.view(to_numpy(code))
         b = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
         rounded = (b + (((b >> 16) & 1) + 0x7FFF)) >> 16
-        return np.where(np.isnan(values), np.uint32(0x7FC0), rounded).astype(np.uint16).reshape(values.shape)
+        bits = np.where(np.isnan(values), np.uint32(0x7FC0), rounded).astype(np.uint16).reshape(values.shape)
+        return bits.view(to_numpy(code))
     if code in _MINIFLOATS:
         if values.dtype == np.uint8:
-            return values
-        return _MINIFLOATS[code].encode(values, bool(saturate))
+            return values.view(to_numpy(code))
+        return _MINIFLOATS[code].encode(values, bool(saturate)).view(to_numpy(code))
     if code in (INT4, UINT4):
         lo, hi = (-8, 7) if code == INT4 else (0, 15)
         if values.dtype.kind in "iub":
             v = np.clip(values.astype(np.int64), lo, hi)
         else:
             v = np.rint(np.clip(values.astype(np.float64), lo, hi)).astype(np.int64)
-        return (v & 0x0F).astype(np.uint8)
+        return (v & 0x0F).astype(to_numpy(code))
     raise DataTypeError(f"{name(code)} is not a bit-pattern type")
 
 

@@ -231,14 +231,61 @@ def Identity(input):
     return input
 
 
+def _parse_strings(x: np.ndarray, to: int) -> np.ndarray:
+    """STRING values as numbers: floats in plain or scientific notation, NaN and [+-]INF in any case;
+    integer types take integer literals only (the spec leaves other strings undefined)."""
+    text = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in x.ravel()]
+    target = dtypes.to_numpy(to) if to not in dtypes.BIT_PATTERN_TYPES else np.dtype(np.float32)
+    if to in (dtypes.INT4, dtypes.UINT4) or target.kind in "iu":
+        parse, out = int, np.int64
+    elif target.kind in "fc":
+        parse, out = float, np.float64
+    else:
+        raise ValueError(f"Cast from string to {dtypes.name(to)} is not supported")
+    try:
+        return np.array([parse(t) for t in text], out).reshape(x.shape)
+    except ValueError as e:
+        raise ValueError(f"Cast from string to {dtypes.name(to)}: {e}") from None
+
+
+def _format_strings(x: np.ndarray) -> np.ndarray:
+    """Values as STRING, as onnx's reference writes them (numpy's str: a float's shortest text that reads
+    back to the same value, nan, inf).  onnxruntime prints %.8g, NaN and INF, which can lose a float's
+    last digit."""
+    if x.dtype.kind not in "fiub":
+        raise ValueError(f"Cast from {x.dtype} to string is not supported")
+    return np.array([s.encode("utf-8") for s in x.astype(np.str_).ravel().tolist()],
+                    dtype=object).reshape(x.shape)
+
+
+def cast(x: np.ndarray, to: int, saturate: bool = True) -> np.ndarray:
+    """``x`` as ONNX type ``to``; ``x``'s own type is read from its dtype (dtypes.from_numpy), so a
+    bit-pattern type must come tagged as ir.dtypes makes it."""
+    src = dtypes.from_numpy(x.dtype)
+    if src == to:
+        return x
+    if src in dtypes.BIT_PATTERN_TYPES:
+        x = dtypes.from_bits(src, x)
+    elif src == dtypes.STRING:
+        x = _parse_strings(x, to)
+    if to == dtypes.STRING:
+        return _format_strings(x)
+    if to in dtypes.BIT_PATTERN_TYPES:
+        if to not in (dtypes.INT4, dtypes.UINT4):
+            x = x.astype(np.float32)   # double rounds to float first, as onnxruntime and onnx's reference
+        return dtypes.to_bits(to, x, saturate=bool(saturate))
+    target = dtypes.to_numpy(to)
+    with np.errstate(over="ignore", invalid="ignore"):    # out of range: inf, as onnxruntime
+        if target.kind in "iu" and x.dtype.kind == "f":
+            return np.trunc(x).astype(target)
+        return x.astype(target)
+
+
 @kernel("Cast")
 def Cast(input, *, to, saturate=1):
-    target = dtypes.to_numpy(to)
-    if target.kind in "iu" and input.dtype.kind == "f":
-        return np.trunc(input).astype(target)
-    return input.astype(target)
+    return cast(input, to, saturate)
 
 
 @kernel("CastLike")
 def CastLike(input, target_type, *, saturate=1):
-    return Cast(input, to=dtypes.from_numpy(target_type.dtype))
+    return cast(input, dtypes.from_numpy(target_type.dtype), saturate)
