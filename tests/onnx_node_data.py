@@ -10,6 +10,7 @@ import onnx
 from onnx import numpy_helper as nh
 
 from onnxtrain import ir
+from onnxtrain.ir import dtypes
 from onnxtrain.runtime import Session
 
 NODE_DATA = glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/node"))[0]
@@ -22,12 +23,17 @@ def node_tests(*patterns, excluded=()) -> list:
 
 
 def _load(path, typ):
+    """A value as onnxtrain holds it: bfloat16, float8 and 4-bit tensors (float32 or int8/uint8 values in onnx's
+    data) as bit patterns of their type."""
     kind = typ.WhichOneof("value")
     proto = {"sequence_type": onnx.SequenceProto, "optional_type": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
     with open(path, "rb") as f:
         proto.ParseFromString(f.read())
-    return (nh.to_list if kind == "sequence_type" else nh.to_optional if kind == "optional_type"
-            else nh.to_array)(proto)
+    value = (nh.to_list if kind == "sequence_type" else nh.to_optional if kind == "optional_type"
+             else nh.to_array)(proto)
+    if kind == "tensor_type" and typ.tensor_type.elem_type in dtypes.BIT_PATTERN_TYPES:
+        return dtypes.to_bits(typ.tensor_type.elem_type, value)
+    return value
 
 
 def _same(got, want, rtol, atol):

@@ -137,13 +137,91 @@ def test_center_crop_pad(shape, axes):
     assert_same("CenterCropPad", [x, i64(*shape)], attrs, opset=18)
 
 
+# ---- quantization --------------------------------------------------------------------------------
+
+SCALE = np.array(0.05, np.float32)
+
+
+@pytest.mark.parametrize("zero_point,attrs,opset", [
+    (np.array(128, np.uint8), {}, 13), (np.array(-3, np.int8), {}, 13), (None, {}, 10),
+    (np.array([0, 10, 250], np.uint8), {"axis": 1}, 13), (np.array([-1, 2, 0, 5], np.int8), {"axis": -1}, 19),
+    (np.array(0, np.uint16), {}, 21), (np.array(-2, np.int16), {}, 21)],
+    ids=["uint8", "int8", "no-zero-point", "per-axis", "per-last-axis", "uint16", "int16"])
+def test_quantize_linear(zero_point, attrs, opset):
+    x = f32(2, 3, 4) * 5
+    scale = SCALE if "axis" not in attrs else np.abs(f32(x.shape[attrs["axis"]])) * 0.1 + 0.01
+    inputs = [x, scale] + ([] if zero_point is None else [zero_point])
+    assert_same("QuantizeLinear", inputs, attrs, opset=opset)
+    q = ours_run("QuantizeLinear", inputs, attrs, opset=opset)[0]
+    assert_same("DequantizeLinear", [q, scale] + ([] if zero_point is None else [zero_point]), attrs, opset=opset)
+
+
+def test_quantize_linear_blocked_matches_the_per_block_definition():
+    x, scale = f32(2, 6), np.abs(f32(2, 3)) + 0.05
+    zero_point = np.array([[0, 5, -5], [1, 2, 3]], np.int8)
+    got = ours_run("QuantizeLinear", [x, scale, zero_point], {"axis": 1, "block_size": 2}, opset=21)[0]
+    full_scale, full_zp = np.repeat(scale, 2, axis=1), np.repeat(zero_point, 2, axis=1).astype(np.float32)
+    np.testing.assert_array_equal(got, np.clip(np.rint(x / full_scale) + full_zp, -128, 127).astype(np.int8))
+    back = ours_run("DequantizeLinear", [got, scale, zero_point], {"axis": 1, "block_size": 2}, opset=21)[0]
+    np.testing.assert_allclose(back, (got.astype(np.float32) - full_zp) * full_scale, rtol=1e-6)
+
+
+def test_dynamic_quantize_linear():
+    for x in (f32(3, 4), np.abs(f32(5)), -np.abs(f32(2, 2)), np.zeros(3, np.float32)):
+        assert_same("DynamicQuantizeLinear", [x], n_outputs=3)
+
+
+def test_matmul_integer_with_per_row_and_per_column_zero_points():
+    a = R.integers(0, 255, (3, 4)).astype(np.uint8)
+    b = R.integers(-128, 127, (4, 5)).astype(np.int8)
+    assert_same("MatMulInteger", [a, b, np.array(1, np.uint8), np.array(-3, np.int8)])
+    assert_same("MatMulInteger", [a[None].repeat(2, 0), b, np.array(7, np.uint8)])
+    # Per-row and per-column zero points (the spec allows them; onnxruntime 1.19 takes scalars only).
+    a_zp, b_zp = np.array([1, 128, 3], np.uint8), R.integers(-5, 5, 5).astype(np.int8)
+    got = ours_run("MatMulInteger", [a, b, a_zp, b_zp])[0]
+    want = (a.astype(np.int64) - a_zp[:, None].astype(np.int64)) @ (b.astype(np.int64) - b_zp.astype(np.int64))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_matmul_saturates(dtype):
+    """Results beyond the output type's range are clamped, as in onnxruntime (not wrapped around)."""
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    a = R.integers(lo, hi, (3, 4)).astype(dtype)
+    b = R.integers(lo, hi, (4, 2)).astype(dtype)
+    y_zero_point = np.array(10, dtype)
+    inputs = [a, np.array(0.05, np.float32), np.array(5, dtype), b, np.array(0.03, np.float32),
+              np.array(-2 if lo else 120, dtype), np.array(0.04, np.float32), y_zero_point]
+    got = assert_same("QLinearMatMul", inputs)[0]
+    lo, hi = np.iinfo(y_zero_point.dtype).min, np.iinfo(y_zero_point.dtype).max
+    assert (got == lo).any() or (got == hi).any()
+
+
+def test_conv_integer_and_qlinear_conv_per_channel():
+    x = R.integers(0, 255, (1, 2, 5, 5)).astype(np.uint8)
+    attrs = {"pads": [1, 1, 1, 1], "strides": [2, 1]}
+    assert_same("ConvInteger", [x, R.integers(0, 255, (3, 2, 3, 3)).astype(np.uint8), np.array(3, np.uint8),
+                                np.array(100, np.uint8)], attrs)
+    w = R.integers(-20, 20, (3, 2, 3, 3)).astype(np.int8)
+    inputs = [x, np.array(0.02, np.float32), np.array(3, np.uint8), w, np.array([0.01, 0.02, 0.005], np.float32),
+              np.zeros(3, np.int8), np.array(0.1, np.float32), np.array(128, np.uint8),
+              np.array([100, -200, 50], np.int32)]
+    assert_same("QLinearConv", inputs, attrs)
+
+
 # ---- onnx's backend node tests ---------------------------------------------------------------------
 
 # The *_expanded forms of AffineGrid fail in Unsqueeze with a 0-d axes input (ops/shape.py).
 @pytest.mark.parametrize("name", node_tests(
     "test_top_k*", "test_gathernd*", "test_scatternd*", "test_scatter_*", "test_compress*", "test_unique*",
     "test_reversesequence*", "test_gridsample*", "test_affine_grid*", "test_roialign*", "test_nonmaxsuppression*",
-    "test_center_crop_pad*", excluded=["test_affine_grid_2d_align_corners_expanded", "test_affine_grid_2d_expanded",
+    "test_center_crop_pad*", "test_quantizelinear*", "test_dequantizelinear*", "test_dynamicquantizelinear*",
+    "test_qlinear*", "test_matmulinteger*", "test_convinteger*", excluded=[
+        # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
+        # the spec saturates, and onnxruntime gives the values this kernel gives.
+        "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
+        "test_qlinearmatmul_3D_int8_float16", "test_qlinearmatmul_3D_int8_float32","test_affine_grid_2d_align_corners_expanded", "test_affine_grid_2d_expanded",
                                        "test_affine_grid_3d_align_corners_expanded", "test_affine_grid_3d_expanded"]))
 def test_onnx_node_data(name):
     check_node_test(name)
