@@ -1,5 +1,8 @@
 """The ONNX protobuf codec against the onnx package: decode -> encode gives an equal ModelProto, and
 the decoded values are what onnx sees."""
+import copy
+import dataclasses
+import glob
 import os
 import time
 
@@ -10,16 +13,17 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from onnxtrain import ir
 from onnxtrain.ir import AttrType, ModelDecodeError, dtypes
-from onnxtrain.ir.wire import Reader, Writer, varint_bytes
+from onnxtrain.ir.codec import decode_tensor, encode_tensor
+from onnxtrain.ir.wire import FIXED32, FIXED64, LEN, VARINT, Reader, Writer, read_packed_varints, varint_bytes
 
 
 def roundtrip(model: onnx.ModelProto, check=True) -> ir.Model:
-    """Decode the model's bytes, encode again, and require onnx to parse an equal ModelProto."""
-    ours = ir.decode_model(model.SerializeToString())
-    back = onnx.load_from_string(ir.encode_model(ours))
-    assert back == model
+    """Decode the model's bytes, encode again, and require the same bytes (and so an equal ModelProto)."""
+    data = model.SerializeToString()
+    ours = ir.decode_model(data)
+    assert ir.encode_model(ours) == data
     if check:
-        onnx.checker.check_model(back, full_check=True)
+        onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
     return ours
 
 
@@ -302,15 +306,23 @@ def test_hand_built_model_encodes_to_a_valid_onnx_model():
     assert proto.ir_version == 8 and proto.opset_import[0].version == 17
 
 
-def test_unknown_fields_are_skipped():
-    extra = (varint_bytes(99 << 3 | 0) + varint_bytes(7) + varint_bytes(98 << 3 | 2) + varint_bytes(3) + b"xyz"
-             + varint_bytes(97 << 3 | 5) + bytes(4) + varint_bytes(96 << 3 | 1) + bytes(8))
-    model = mlp()
-    for message in (model.graph.node[0], model.graph.initializer[0], model.graph.input[0].type):
-        message.ParseFromString(message.SerializeToString() + extra)  # protobuf keeps them as unknown fields
-    ours = ir.decode_model(model.SerializeToString() + extra)
-    assert onnx.load_from_string(ir.encode_model(ours)) == mlp()
+UNKNOWN = (varint_bytes(99 << 3 | 0) + varint_bytes(7) + varint_bytes(98 << 3 | 2) + varint_bytes(3) + b"xyz"
+           + varint_bytes(97 << 3 | 5) + bytes(4) + varint_bytes(96 << 3 | 1) + bytes(8))
 
+
+def test_unknown_fields_are_kept_where_they_were():
+    model = mlp()
+    model.metadata_props.add(key="k", value="v")
+    for message in (model.graph.node[0], model.graph.node[0].attribute[0], model.graph.initializer[0],
+                    model.graph.input[0], model.graph.input[0].type, model.graph.input[0].type.tensor_type,
+                    model.graph.input[0].type.tensor_type.shape, model.graph.input[0].type.tensor_type.shape.dim[0],
+                    model.opset_import[0], model.metadata_props[0], model.graph):
+        message.ParseFromString(message.SerializeToString() + UNKNOWN)  # protobuf keeps them as unknown fields
+    data = model.SerializeToString() + UNKNOWN
+    ours = ir.decode_model(data)
+    assert ir.encode_model(ours) == data
+    assert ours.graph.nodes[0].attr("transB") == 1 and ours.graph.inputs[0].type == ir.TensorType(1, ["batch", 4])
+    assert ours.opset_imports == {"": 17} and ours.metadata_props == {"k": "v"}
 
 # ---- external data -------------------------------------------------------------------------------
 
@@ -556,3 +568,307 @@ def test_deep_nesting_is_an_error_not_a_crash():
     model.message(7, nested_graph(100))
     with pytest.raises(ModelDecodeError, match="GraphProto: nested more than 64 levels deep"):
         ir.decode_model(model.getvalue())
+
+
+# ---- byte-exact re-encoding -------------------------------------------------------------------------
+
+BACKEND = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator", "light"]
+
+
+def suite_models(suite):
+    if suite == "light":
+        return sorted(glob.glob(os.path.join(BACKEND, "light", "*.onnx")))
+    return sorted(glob.glob(os.path.join(BACKEND, suite, "*", "model.onnx")))
+
+
+def test_the_backend_suites_are_all_there():
+    assert sum(len(suite_models(s)) for s in SUITES) >= 1431  # onnx 1.16.2
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_backend_model_re_encodes_byte_for_byte(suite):
+    differ = []
+    for path in suite_models(suite):
+        with open(path, "rb") as f:
+            data = f.read()
+        if ir.encode_model(ir.decode_model(data)) != data:
+            differ.append(os.path.relpath(path, BACKEND))
+    assert differ == []
+
+
+def tensor_files(suite):
+    """The TensorProto files of a suite (not the Sequence/Optional ones), by the model's declared types."""
+    if suite == "light":
+        return sorted(glob.glob(os.path.join(BACKEND, "light", "*.pb")))
+    out = []
+    for path in suite_models(suite):
+        graph = onnx.load(path, load_external_data=False).graph
+        initialized = {t.name for t in graph.initializer}
+        kinds = {"input": [v.type.WhichOneof("value") for v in graph.input if v.name not in initialized],
+                 "output": [v.type.WhichOneof("value") for v in graph.output]}
+        for pb in glob.glob(os.path.join(os.path.dirname(path), "test_data_set_*", "*.pb")):
+            kind, index = os.path.basename(pb)[:-3].split("_")
+            if kinds[kind][int(index)] == "tensor_type":
+                out.append(pb)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_every_backend_tensor_re_encodes_byte_for_byte(suite):
+    files = tensor_files(suite)
+    assert files
+    differ, values_differ = [], []
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        ours = decode_tensor(data)
+        if encode_tensor(ours) != data:
+            differ.append(os.path.relpath(path, BACKEND))
+        ref = onnx.TensorProto.FromString(data)
+        if ref.data_type == TensorProto.STRING:
+            same = ours.data.shape == tuple(ref.dims) and ours.data.ravel().tolist() == list(ref.string_data)
+        elif ref.data_type in dtypes._NATIVE:
+            expected = numpy_helper.to_array(ref)
+            same = ours.data.dtype == expected.dtype and np.array_equal(
+                ours.data, expected, equal_nan=ref.data_type != TensorProto.BOOL)
+        else:  # bit patterns (see test_bit_pattern_types)
+            same = True
+        if not same:
+            values_differ.append(os.path.relpath(path, BACKEND))
+    assert differ == [] and values_differ == []
+
+
+def test_ort_training_artifact_files_re_encode_byte_for_byte(tmp_path):
+    import onnxruntime as ort
+    from onnxruntime.training import artifacts
+    ort.set_default_logger_severity(3)
+    artifacts.generate_artifacts(mlp((4, 8, 3)), requires_grad=["fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias"],
+                                 loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW,
+                                 artifact_directory=str(tmp_path))
+    for name in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):
+        data = (tmp_path / name).read_bytes()
+        assert ir.encode_model(ir.load(tmp_path / name)) == data
+
+
+# Rewriting a model's bytes message by message: which fields are sub-messages, by message and field number.
+SUB = {
+    "ModelProto": {7: "GraphProto", 8: "OperatorSetIdProto", 14: "StringStringEntryProto", 25: "FunctionProto"},
+    "GraphProto": {1: "NodeProto", 5: "TensorProto", 11: "ValueInfoProto", 12: "ValueInfoProto",
+                   13: "ValueInfoProto", 16: "StringStringEntryProto"},
+    "NodeProto": {5: "AttributeProto", 9: "StringStringEntryProto"},
+    "AttributeProto": {5: "TensorProto", 6: "GraphProto", 10: "TensorProto", 11: "GraphProto", 14: "TypeProto",
+                       15: "TypeProto"},
+    "ValueInfoProto": {2: "TypeProto", 4: "StringStringEntryProto"},
+    "TypeProto": {1: "TypeProto.Tensor", 4: "TypeProto.Sequence", 5: "TypeProto.Map", 8: "TypeProto.Tensor",
+                  9: "TypeProto.Sequence"},
+    "TypeProto.Tensor": {2: "TensorShapeProto"}, "TypeProto.Sequence": {1: "TypeProto"},
+    "TypeProto.Map": {2: "TypeProto"}, "TensorShapeProto": {1: "TensorShapeProto.Dimension"},
+    "TensorProto": {13: "StringStringEntryProto", 16: "StringStringEntryProto"},
+    "FunctionProto": {7: "NodeProto", 9: "OperatorSetIdProto", 11: "AttributeProto", 12: "ValueInfoProto",
+                      14: "StringStringEntryProto"},
+}
+
+
+def fields_of(data, message):
+    """[(number, wire type, payload bytes or int)] of a message, sub-messages rewritten by the caller."""
+    buf = memoryview(data)
+    return [(n, w, bytes(buf[v[0]:v[1]]) if w == LEN else v) for n, w, v in Reader(buf, 0, len(buf), message).fields()]
+
+
+def field_bytes(n, w, v):
+    key = varint_bytes(n << 3 | w)
+    if w == LEN:
+        return key + varint_bytes(len(v)) + v
+    if w == VARINT:
+        return key + varint_bytes(v)
+    return key + v.to_bytes(4 if w == FIXED32 else 8, "little")
+
+
+def rewrite(data, change, message="ModelProto"):
+    """``data`` with ``change(message, fields) -> fields`` applied to every message, innermost first."""
+    fields = []
+    for n, w, v in fields_of(data, message):
+        sub = SUB.get(message, {}).get(n)
+        fields.append((n, w, rewrite(v, change, sub)) if sub and w == LEN else (n, w, v))
+    return b"".join(field_bytes(*f) for f in change(message, fields))
+
+
+PACKED_FIXED = {("TensorProto", 4): 4, ("TensorProto", 10): 8, ("AttributeProto", 7): 4}
+PACKED_VARINTS = {("TensorProto", n) for n in (1, 5, 7, 11)} | {("AttributeProto", 8)}
+
+
+def unpack(message, fields):
+    """Every packed repeated scalar as one field per value."""
+    out = []
+    for n, w, v in fields:
+        if w == LEN and (message, n) in PACKED_FIXED:
+            size = PACKED_FIXED[message, n]
+            out += [(n, FIXED32 if size == 4 else FIXED64, int.from_bytes(v[i:i + size], "little"))
+                    for i in range(0, len(v), size)]
+        elif w == LEN and (message, n) in PACKED_VARINTS:
+            out += [(n, VARINT, x) for x in read_packed_varints(memoryview(v), (0, len(v)), "x").tolist()]
+        else:
+            out.append((n, w, v))
+    return out
+
+
+def pack(message, fields):
+    """Every repeated scalar packed into one field, where the first value was."""
+    out, runs = [], {}
+    for n, w, v in fields:
+        if w != LEN and ((message, n) in PACKED_FIXED or (message, n) in PACKED_VARINTS):
+            if n not in runs:
+                runs[n] = []
+                out.append((n, LEN, runs[n]))
+            runs[n].append(varint_bytes(v) if w == VARINT else v.to_bytes(4 if w == FIXED32 else 8, "little"))
+        else:
+            out.append((n, w, v))
+    return [(n, w, b"".join(v)) if isinstance(v, list) else (n, w, v) for n, w, v in out]
+
+
+def reverse(message, fields):
+    """Fields in descending number order (a repeated field's values keep their order)."""
+    return sorted(fields, key=lambda f: -f[0])
+
+
+def shuffle(seed):
+    """Fields in random order, repeated ones interleaved with others (their values keep their order)."""
+    rng = np.random.default_rng(seed)
+
+    def change(message, fields):
+        slots = [fields[i][0] for i in rng.permutation(len(fields))]
+        by_number = {}
+        for f in fields:
+            by_number.setdefault(f[0], []).append(f)
+        return [by_number[n].pop(0) for n in slots]
+    return change
+
+
+def plain(model: ir.Model) -> bytes:
+    """The model's bytes in the codec's own order (its content, whatever the layout it was read with)."""
+    def clear(x):
+        if isinstance(x, list):
+            for y in x:
+                clear(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                clear(y)
+        elif dataclasses.is_dataclass(x):
+            if hasattr(x, "layout"):
+                x.layout = None
+            for f in dataclasses.fields(x):
+                clear(getattr(x, f.name))
+    model = copy.deepcopy(model)
+    clear(model)
+    return ir.encode_model(model)
+
+
+def varied_model():
+    """A model with most kinds of fields: typed and raw tensors, ints/floats attributes, a subgraph,
+    a function, metadata and every kind of type."""
+    model = every_attribute_kind()
+    model.graph.initializer.extend([helper.make_tensor("typed_f", TensorProto.FLOAT, [2, 2], [1, -2, 3.5, 0]),
+                                    helper.make_tensor("typed_i", TensorProto.INT64, [3], [-1, 2**40, 0]),
+                                    helper.make_tensor("typed_d", TensorProto.DOUBLE, [1, 2], [0.25, -1e300]),
+                                    helper.make_tensor("typed_u", TensorProto.UINT64, [2], [2**63, 1]),
+                                    helper.make_tensor("typed_h", TensorProto.FLOAT16, [2], [1.5, -2]),
+                                    numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(3, 2), "raw")])
+    model.graph.input.extend([helper.make_tensor_sequence_value_info("s", 1, ["n", None]),
+                              helper.make_value_info("m", helper.make_map_type_proto(
+                                  7, helper.make_tensor_type_proto(1, [2]))),
+                              helper.make_tensor_value_info("shaped", 1, ["batch", 3])])
+    model.metadata_props.add(key="author", value="me")
+    model.functions.append(helper.make_function("com.example", "F", ["a"], ["b"],
+                                                [helper.make_node("Neg", ["a"], ["b"])],
+                                                [helper.make_opsetid("", 17)], attributes=["alpha"]))
+    return model
+
+
+@pytest.mark.parametrize("change", [unpack, pack, reverse, shuffle(0), shuffle(1)],
+                         ids=["unpacked", "packed", "reversed", "shuffled0", "shuffled1"])
+def test_packing_and_field_order_are_kept(change):
+    model = varied_model()
+    data = rewrite(model.SerializeToString(), change)
+    assert data != model.SerializeToString()
+    assert onnx.load_from_string(data) == model  # the same model to protobuf
+    ours = ir.decode_model(data)
+    assert ir.encode_model(ours) == data
+    assert plain(ours) == plain(ir.decode_model(model.SerializeToString()))
+
+
+def test_how_onnx_and_the_codec_write_repeated_scalars():
+    """onnx.proto is proto2: dims, ints and floats are unpacked, the typed data fields packed.  Both that
+    and the codec's own writing (all packed) re-encode as they were."""
+    model = varied_model()
+    keys = [n << 3 | w for n, w, _ in fields_of(model.graph.initializer[1].SerializeToString(), "TensorProto")]
+    assert keys == [1 << 3 | VARINT, 2 << 3 | VARINT, 7 << 3 | LEN, 8 << 3 | LEN]  # dims unpacked, int64_data packed
+    decoded = ir.decode_model(model.SerializeToString())
+    built = ir.Model(decoded.graph, decoded.ir_version, dict(decoded.opset_imports))
+    for x in [built.graph, *built.graph.nodes, *built.graph.initializers, *built.graph.nodes[0].attributes.values()]:
+        x.layout = None  # as if built in code
+    ours = ir.encode_model(built)  # the codec's own order: dims, ints and floats packed
+    t = fields_of(ours, "ModelProto")
+    graph = fields_of([v for n, w, v in t if n == 7][0], "GraphProto")
+    tensor = fields_of([v for n, w, v in graph if n == 5][1], "TensorProto")
+    assert [(n, w) for n, w, _ in tensor] == [(1, LEN), (2, VARINT), (8, LEN), (7, LEN)]
+    assert ir.encode_model(ir.decode_model(ours)) == ours
+
+
+def test_edits_to_a_decoded_model_are_encoded():
+    """A model decoded from unusual bytes (unpacked typed data, fields reversed, unknown fields) and then
+    edited encodes to the edited model: the kept layout brings back no old value."""
+    model = varied_model()
+    model.graph.input[3].type.tensor_type.shape.dim[0].denotation = "BATCH"
+    data = rewrite(model.SerializeToString(), lambda m, f: reverse(m, unpack(m, f)) + (
+        [(99, VARINT, 7)] if m in ("NodeProto", "TensorProto", "TypeProto") else []))
+    ours = ir.decode_model(data)
+    expected = onnx.load_from_string(data)
+    assert ir.encode_model(ours) == data
+
+    node, ref = ours.graph.nodes[0], expected.graph.node[0]
+    node.inputs += ["x2", "x3"]
+    ref.input.extend(["x2", "x3"])
+    node.outputs.clear()
+    del ref.output[:]
+    node.name = ""                                  # was "n": not written any more
+    ref.ClearField("name")
+    node.attributes["ints"].value = [5, 6, 7, 8]    # longer than before
+    [a for a in ref.attribute if a.name == "ints"][0].ints[:] = [5, 6, 7, 8]
+    node.attributes["floats"].value = [2.0]         # shorter
+    [a for a in ref.attribute if a.name == "floats"][0].floats[:] = [2.0]
+    del node.attributes["s"]
+    ref.attribute.remove([a for a in ref.attribute if a.name == "s"][0])
+    node.attributes["added"] = ir.Attribute("added", AttrType.INTS, [1, 2])
+    ref.attribute.append(helper.make_attribute("added", [1, 2]))
+
+    typed = ours.graph.initializer_map()["typed_f"]
+    typed.data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)  # more dims and values
+    ref_typed = [t for t in expected.graph.initializer if t.name == "typed_f"][0]
+    del ref_typed.dims[:]
+    ref_typed.dims.extend([2, 3, 4])
+    ref_typed.float_data[:] = np.arange(24, dtype=np.float32).tolist()
+    ints = ours.graph.initializer_map()["typed_i"]
+    ints.data = np.array([], np.int64)               # no values left
+    ref_ints = [t for t in expected.graph.initializer if t.name == "typed_i"][0]
+    del ref_ints.dims[:]
+    ref_ints.dims.append(0)
+    ref_ints.ClearField("int64_data")
+    ours.graph.initializers.append(ir.Tensor("new", np.ones((2,), np.float32), dtypes.FLOAT))
+    expected.graph.initializer.append(numpy_helper.from_array(np.ones((2,), np.float32), "new"))
+
+    ours.graph.inputs[3].type.shape = ["n", 3, 4]   # its TypeProto had an unknown field and a denotation
+    ours.graph.inputs[3].type.dim_denotations = None
+    ref_type = expected.graph.input[3].type
+    ref_type.Clear()
+    ref_type.CopyFrom(helper.make_tensor_type_proto(1, ["n", 3, 4]))
+    ours.opset_imports["com.example"] = 2
+    [o for o in expected.opset_import if o.domain == "com.example"][0].version = 2
+    ours.metadata_props["author"] = "you"
+    expected.metadata_props[0].value = "you"
+    ours.graph.doc_string = "graph doc"
+    expected.graph.doc_string = "graph doc"
+
+    back = onnx.load_from_string(ir.encode_model(ours))
+    assert back == expected
+    assert plain(ir.decode_model(back.SerializeToString())) == plain(ours)

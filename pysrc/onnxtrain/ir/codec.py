@@ -17,8 +17,8 @@ from . import dtypes
 from .errors import ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
-from .wire import (FIXED32, FIXED64, LEN, VARINT, Reader, Writer, array_view, fixed32_to_float, fixed64_to_double,
-                   read_packed_fixed, read_packed_varints, read_string, to_signed64)
+from .wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view, fixed32_to_float, fixed64_to_double,
+                   read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
 
 EXTERNAL = 1  # TensorProto.DataLocation
 OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"  # recorded in Model.empty_fields
@@ -84,9 +84,13 @@ class _Decoder:
         self.base_dir = None if base_dir is None else os.fspath(base_dir)
         self.depth = 0
         self.budget = OBJECT_BYTES_PER_FILE_BYTE * len(self.buf) + (1 << 20)
+        self.odd = False  # see verbatim()
 
     def fields(self, span, message):
         return Reader(self.buf, span[0], span[1], message, FIELDS[message]).fields()
+
+    def reader(self, span, message) -> Reader:
+        return Reader(self.buf, span[0], span[1], message, FIELDS[message])
 
     def s(self, span, message, field):
         return read_string(self.buf, span, f"{message}.{field}")
@@ -125,7 +129,8 @@ class _Decoder:
 
     def model(self, span) -> Model:
         m = Model(graph=None, ir_version=0, opset_imports={})
-        for n, w, v in self.fields(span, "ModelProto"):
+        r = self.reader(span, "ModelProto")
+        for n, w, v in r.fields():
             if n == 1 and w == VARINT:
                 m.ir_version = to_signed64(v)
                 if not v:
@@ -145,48 +150,74 @@ class _Decoder:
             elif n == 7 and w == LEN:
                 m.graph = self.graph(v)
             elif n == 8 and w == LEN:
-                domain, version, has_domain = self.opset(v)
+                domain, version, has_domain = self.opset(v, r, omit_default_domain=True)
                 m.opset_imports[domain] = version
                 if not has_domain:
                     m.empty_fields |= {OPSET_DOMAIN_ABSENT}
             elif n == 14 and w == LEN:
-                self.entry(v, m.metadata_props)
+                self.entry(v, m.metadata_props, r)
             elif n == 20 and w == LEN:
                 m.training_info.append(self.raw(v))
             elif n == 25 and w == LEN:
                 m.functions.append(self.function(v))
             elif n == 26 and w == LEN:
                 m.configuration.append(self.raw(v))
+            else:
+                r.keep()
+        m.layout = r.layout()
         if m.graph is None:
             raise ModelDecodeError("ModelProto has no graph (not an ONNX model?)")
         return m
 
-    def opset(self, span):
+    # Messages without an object of their own (types, shapes, opset and string entries) set ``odd``
+    # when the codec's own encoding of what they hold would differ from their bytes (fields it does not
+    # model, another order, a default value written out); the owning object's layout then keeps their
+    # bytes, written back only while the value still encodes as it did (see wire.LayoutWriter).
+
+    def verbatim(self, r: Reader, encoded: bytes) -> None:
+        """The field ``r`` just read is an odd sub-message that encodes (today) as ``encoded``."""
+        self.odd = False
+        raw = bytes(self.buf[r.at:r.pos])
+        if raw != varint_bytes(r.keys[-1]) + varint_bytes(len(encoded)) + encoded:
+            r.keys[-1] = (r.keys[-1], encoded, raw)
+
+    def opset(self, span, owner: Reader, omit_default_domain: bool = False):
         domain, version, has_domain = "", 0, False
-        for n, w, v in self.fields(span, "OperatorSetIdProto"):
+        r = self.reader(span, "OperatorSetIdProto")
+        for n, w, v in r.fields():
             if n == 1 and w == LEN:
                 domain, has_domain = self.s(v, "OperatorSetIdProto", "domain"), True
             elif n == 2 and w == VARINT:
                 version = to_signed64(v)
+            else:
+                self.odd = True
+        if self.odd or r.keys != [10, 16]:
+            self.verbatim(owner, _opset(domain, version, omit_default_domain and not has_domain).getvalue())
         return domain, version, has_domain
 
-    def entry(self, span, into: dict):
+    def entry(self, span, into: dict, owner: Reader):
         key = value = ""
-        for n, w, v in self.fields(span, "StringStringEntryProto"):
+        r = self.reader(span, "StringStringEntryProto")
+        for n, w, v in r.fields():
             if n == 1 and w == LEN:
                 key = self.s(v, "StringStringEntryProto", "key")
             elif n == 2 and w == LEN:
                 value = self.s(v, "StringStringEntryProto", "value")
+            else:
+                self.odd = True
         into[key] = value
+        if self.odd or r.keys != [10, 18]:
+            self.verbatim(owner, _entry(key, value).getvalue())
 
     def graph(self, span) -> Graph:
         self.charge("GraphProto")
         self.nest("GraphProto")
         g = Graph()
-        for n, w, v in self.fields(span, "GraphProto"):
+        r = self.reader(span, "GraphProto")
+        for n, w, v in r.fields():
             if w != LEN:
-                continue
-            if n == 1:
+                r.keep()
+            elif n == 1:
                 g.nodes.append(self.node(v))
             elif n == 2:
                 self.set_str(g, "name", v, "GraphProto")
@@ -205,7 +236,10 @@ class _Decoder:
             elif n == 15:
                 g.sparse_initializers.append(self.raw(v))
             elif n == 16:
-                self.entry(v, g.metadata_props)
+                self.entry(v, g.metadata_props, r)
+            else:
+                r.keep()
+        g.layout = r.layout()
         self.depth -= 1
         return g
 
@@ -213,10 +247,11 @@ class _Decoder:
         self.charge("NodeProto")
         M = "NodeProto"
         node = Node("", [], [])
-        for n, w, v in self.fields(span, M):
+        r = self.reader(span, M)
+        for n, w, v in r.fields():
             if w != LEN:
-                continue
-            if n == 1:
+                r.keep()
+            elif n == 1:
                 node.inputs.append(self.s(v, M, "input"))
             elif n == 2:
                 node.outputs.append(self.s(v, M, "output"))
@@ -234,7 +269,10 @@ class _Decoder:
             elif n == 8:
                 self.set_str(node, "overload", v, M)
             elif n == 9:
-                self.entry(v, node.metadata_props)
+                self.entry(v, node.metadata_props, r)
+            else:
+                r.keep()
+        node.layout = r.layout()
         if not node.op_type:
             raise ModelDecodeError(f"{M} at offset {span[0]} has no op_type")
         return node
@@ -245,7 +283,8 @@ class _Decoder:
         a = Attribute("", AttrType.UNDEFINED)
         single = {}
         floats, ints, strings, tensors, graphs, sparse, types = [], [], [], [], [], [], []
-        for n, w, v in self.fields(span, M):
+        r = self.reader(span, M)
+        for n, w, v in r.fields():
             if n == 1 and w == LEN:
                 self.set_str(a, "name", v, M)
             elif n == 20 and w == VARINT:
@@ -268,6 +307,8 @@ class _Decoder:
                 single[AttrType.SPARSE_TENSOR] = self.raw(v)
             elif n == 14 and w == LEN:
                 single[AttrType.TYPE_PROTO] = self.type_proto(v)
+                if self.odd:
+                    self.verbatim(r, _encode_type(single[AttrType.TYPE_PROTO]).getvalue())
             elif n == 7 and w == LEN:
                 floats.extend(read_packed_fixed(self.buf, v, "<f4", f"{M}.floats").tolist())
             elif n == 7 and w == FIXED32:
@@ -284,6 +325,11 @@ class _Decoder:
                 sparse.append(self.raw(v))
             elif n == 15 and w == LEN:
                 types.append(self.type_proto(v))
+                if self.odd:
+                    self.verbatim(r, _encode_type(types[-1]).getvalue())
+            else:
+                r.keep()
+        a.layout = r.layout()
         plural = {AttrType.FLOATS: floats, AttrType.INTS: ints, AttrType.STRINGS: strings, AttrType.TENSORS: tensors,
                   AttrType.GRAPHS: graphs, AttrType.SPARSE_TENSORS: sparse, AttrType.TYPE_PROTOS: types}
         if a.type in plural:
@@ -299,17 +345,23 @@ class _Decoder:
         self.charge("ValueInfoProto")
         M = "ValueInfoProto"
         vi = ValueInfo("")
-        for n, w, v in self.fields(span, M):
+        r = self.reader(span, M)
+        for n, w, v in r.fields():
             if w != LEN:
-                continue
-            if n == 1:
+                r.keep()
+            elif n == 1:
                 self.set_str(vi, "name", v, M)
             elif n == 2:
                 vi.type = self.type_proto(v)
+                if self.odd:
+                    self.verbatim(r, _encode_type(vi.type).getvalue())
             elif n == 3:
                 self.set_str(vi, "doc_string", v, M)
             elif n == 4:
-                self.entry(v, vi.metadata_props)
+                self.entry(v, vi.metadata_props, r)
+            else:
+                r.keep()
+        vi.layout = r.layout()
         return vi
 
     def type_proto(self, span):
@@ -317,60 +369,93 @@ class _Decoder:
         """A TypeProto; one with no value case set becomes TensorType(elem_type=None)."""
         self.nest("TypeProto")
         result, denotation = None, ""
-        for n, w, v in self.fields(span, "TypeProto"):
+        r = self.reader(span, "TypeProto")
+        for n, w, v in r.fields():
             if w != LEN:
-                continue
-            if n == 1:
+                self.odd = True
+            elif n == 1:
                 result = self.tensor_type(v, TensorType, "TypeProto.Tensor")
             elif n == 8:
                 result = self.tensor_type(v, SparseTensorType, "TypeProto.SparseTensor")
             elif n in (4, 9):
                 M = "TypeProto.Sequence" if n == 4 else "TypeProto.Optional"
                 elem = None
-                for n2, w2, v2 in self.fields(v, M):
+                r2 = self.reader(v, M)
+                for n2, w2, v2 in r2.fields():
                     if n2 == 1 and w2 == LEN:
                         elem = self.type_proto(v2)
+                    else:
+                        self.odd = True
+                if r2.keys != ([] if elem is None else [10]):
+                    self.odd = True
                 result = SequenceType(elem) if n == 4 else OptionalType(elem)
             elif n == 5:
                 key, value = 0, None
-                for n2, w2, v2 in self.fields(v, "TypeProto.Map"):
+                r2 = self.reader(v, "TypeProto.Map")
+                for n2, w2, v2 in r2.fields():
                     if n2 == 1 and w2 == VARINT:
                         key = v2
                     elif n2 == 2 and w2 == LEN:
                         value = self.type_proto(v2)
+                    else:
+                        self.odd = True
+                if r2.keys != ([8] if value is None else [8, 18]):
+                    self.odd = True
                 result = MapType(key, value)
             elif n == 6:
                 denotation = self.s(v, "TypeProto", "denotation")
+            else:
+                self.odd = True
         if result is None:
             result = TensorType(None, None)
+            if r.keys != ([50] if denotation else []):
+                self.odd = True
+        elif len(r.keys) != (2 if denotation else 1) or r.keys[-1] != 50 and denotation:
+            self.odd = True  # (the value case is checked by the ``len``: any other field makes it longer)
         result.denotation = denotation
         self.depth -= 1
         return result
 
     def tensor_type(self, span, cls, message):
         t = cls(0, None)
-        for n, w, v in self.fields(span, message):
+        r = self.reader(span, message)
+        for n, w, v in r.fields():
             if n == 1 and w == VARINT:
                 t.elem_type = v
             elif n == 2 and w == LEN:
                 t.shape, denotations = self.shape(v)
-                if cls is TensorType and any(denotations):
-                    t.dim_denotations = denotations
+                if any(denotations):
+                    if cls is TensorType:
+                        t.dim_denotations = denotations
+                    else:
+                        self.odd = True
+            else:
+                self.odd = True
+        if r.keys != ([8] if t.elem_type else []) + ([] if t.shape is None else [18]):
+            self.odd = True  # another order, elem_type 0 written out, a field given twice
         return t
 
     def shape(self, span):
         dims, denotations = [], []
-        for n, w, v in self.fields(span, "TensorShapeProto"):
+        r = self.reader(span, "TensorShapeProto")
+        for n, w, v in r.fields():
             if n != 1 or w != LEN:
+                self.odd = True
                 continue
             dim, den = None, ""
-            for n2, w2, v2 in self.fields(v, "TensorShapeProto.Dimension"):
+            r2 = self.reader(v, "TensorShapeProto.Dimension")
+            for n2, w2, v2 in r2.fields():
                 if n2 == 1 and w2 == VARINT:
                     dim = to_signed64(v2)
                 elif n2 == 2 and w2 == LEN:
                     dim = self.s(v2, "TensorShapeProto.Dimension", "dim_param")
                 elif n2 == 3 and w2 == LEN:
                     den = self.s(v2, "TensorShapeProto.Dimension", "denotation")
+                else:
+                    self.odd = True
+            keys = r2.keys
+            if len(keys) != (dim is not None) + bool(den) or den and keys[-1] != 26 or dim.__class__ is str and keys[0] != 18:
+                self.odd = True  # another order, both dim_value and dim_param, an empty denotation written out
             dims.append(dim)
             denotations.append(den)
         return dims, denotations
@@ -381,7 +466,8 @@ class _Decoder:
         t = Tensor("", None, 0)
         dims, raw, strings, typed, external = [], None, [], {}, {}
         location = None
-        for n, w, v in self.fields(span, M):
+        r = self.reader(span, M)
+        for n, w, v in r.fields():
             if n == 1:
                 self.ints(w, v, f"{M}.dims", dims)
             elif n == 2 and w == VARINT:
@@ -410,11 +496,14 @@ class _Decoder:
                 part = read_packed_varints(self.buf, v, what) if w == LEN else np.array([v], np.uint64)
                 typed.setdefault(n, []).append(part)
             elif n == 13 and w == LEN:
-                self.entry(v, external)
+                self.entry(v, external, r)
             elif n == 14 and w == VARINT:
                 location = v
             elif n == 16 and w == LEN:
-                self.entry(v, t.metadata_props)
+                self.entry(v, t.metadata_props, r)
+            else:
+                r.keep()
+        t.layout = r.layout()
         label = f"{M} '{t.name}'"
         if any(d < 0 for d in dims):
             raise ModelDecodeError(f"{label}: negative dimension in dims {_dims_text(dims)}")
@@ -530,10 +619,11 @@ class _Decoder:
         self.charge("FunctionProto")
         M = "FunctionProto"
         f = Function("")
-        for n, w, v in self.fields(span, M):
+        r = self.reader(span, M)
+        for n, w, v in r.fields():
             if w != LEN:
-                continue
-            if n == 1:
+                r.keep()
+            elif n == 1:
                 self.set_str(f, "name", v, M)
             elif n == 4:
                 f.inputs.append(self.s(v, M, "input"))
@@ -548,7 +638,7 @@ class _Decoder:
             elif n == 8:
                 self.set_str(f, "doc_string", v, M)
             elif n == 9:
-                domain, version, _ = self.opset(v)
+                domain, version, _ = self.opset(v, r)
                 f.opset_imports[domain] = version
             elif n == 10:
                 self.set_str(f, "domain", v, M)
@@ -557,7 +647,10 @@ class _Decoder:
             elif n == 12:
                 f.value_info.append(self.value_info(v))
             elif n == 14:
-                self.entry(v, f.metadata_props)
+                self.entry(v, f.metadata_props, r)
+            else:
+                r.keep()
+        f.layout = r.layout()
         return f
 
 
@@ -576,23 +669,45 @@ def decode_model(data, base_dir: str | None = None) -> Model:
         raise ModelDecodeError("ModelProto: nested too deeply") from None
 
 
+def decode_tensor(data, base_dir: str | None = None) -> Tensor:
+    """Decode TensorProto bytes (e.g. a test data file); see decode_model."""
+    dec = _Decoder(data, base_dir)
+    try:
+        return dec.tensor((0, len(dec.buf)))
+    except RecursionError:
+        raise ModelDecodeError("TensorProto: nested too deeply") from None
+
+
 # ---- encoding -----------------------------------------------------------------------------------
+
+def _writer(obj) -> Writer:
+    """A Writer in the codec's own order, or one that follows the layout the object was decoded with."""
+    return Writer() if obj.layout is None else LayoutWriter(obj.layout)
+
+
+def _entry(key: str, value: str) -> Writer:
+    e = Writer()
+    e.string(1, key)
+    e.string(2, value)
+    return e
+
 
 def _entries(w: Writer, number: int, props: dict) -> None:
     for k, v in props.items():
-        e = Writer()
-        e.string(1, k)
-        e.string(2, v)
-        w.message(number, e)
+        w.message(number, _entry(k, v))
+
+
+def _opset(domain: str, version: int, omit_domain: bool) -> Writer:
+    o = Writer()
+    if domain or not omit_domain:
+        o.string(1, domain)
+    o.varint(2, version)
+    return o
 
 
 def _opsets(w: Writer, number: int, opsets: dict, omit_default_domain: bool = False) -> None:
     for domain, version in opsets.items():
-        o = Writer()
-        if domain or not omit_default_domain:
-            o.string(1, domain)
-        o.varint(2, version)
-        w.message(number, o)
+        w.message(number, _opset(domain, version, omit_default_domain))
 
 
 def _str(w: Writer, number: int, obj, attr: str) -> None:
@@ -629,8 +744,8 @@ def _write_typed(w: Writer, data_type: int, flat: np.ndarray) -> None:
         w.packed_varints(number, flat)
 
 
-def encode_tensor(t: Tensor) -> Writer:
-    w = Writer()
+def _encode_tensor(t: Tensor) -> Writer:
+    w = _writer(t)
     data = np.asarray(t.data)
     w.packed_varints(1, data.shape)
     w.varint(2, t.data_type)
@@ -693,7 +808,7 @@ def _encode_type(t) -> Writer:
 
 
 def _encode_value_info(vi: ValueInfo) -> Writer:
-    w = Writer()
+    w = _writer(vi)
     _str(w, 1, vi, "name")
     if vi.type is not None:
         w.message(2, _encode_type(vi.type))
@@ -703,7 +818,7 @@ def _encode_value_info(vi: ValueInfo) -> Writer:
 
 
 def _encode_attribute(a: Attribute) -> Writer:
-    w = Writer()
+    w = _writer(a)
     w.string(1, a.name)
     _str(w, 13, a, "doc_string")
     v, t = a.value, a.type
@@ -716,7 +831,7 @@ def _encode_attribute(a: Attribute) -> Writer:
     elif t == AttrType.STRING:
         _bytes_list(w, 4, [v])
     elif t == AttrType.TENSOR:
-        w.message(5, encode_tensor(v))
+        w.message(5, _encode_tensor(v))
     elif t == AttrType.GRAPH:
         w.message(6, _encode_graph(v))
     elif t == AttrType.SPARSE_TENSOR:
@@ -731,7 +846,7 @@ def _encode_attribute(a: Attribute) -> Writer:
         _bytes_list(w, 9, v)
     elif t == AttrType.TENSORS:
         for x in v:
-            w.message(10, encode_tensor(x))
+            w.message(10, _encode_tensor(x))
     elif t == AttrType.GRAPHS:
         for g in v:
             w.message(11, _encode_graph(g))
@@ -748,7 +863,7 @@ def _encode_attribute(a: Attribute) -> Writer:
 
 
 def _encode_node(node: Node) -> Writer:
-    w = Writer()
+    w = _writer(node)
     for name in node.inputs:
         w.string(1, name)
     for name in node.outputs:
@@ -765,12 +880,12 @@ def _encode_node(node: Node) -> Writer:
 
 
 def _encode_graph(g: Graph) -> Writer:
-    w = Writer()
+    w = _writer(g)
     for node in g.nodes:
         w.message(1, _encode_node(node))
     _str(w, 2, g, "name")
     for t in g.initializers:
-        w.message(5, encode_tensor(t))
+        w.message(5, _encode_tensor(t))
     _str(w, 10, g, "doc_string")
     for number, infos in ((11, g.inputs), (12, g.outputs), (13, g.value_info)):
         for vi in infos:
@@ -784,7 +899,7 @@ def _encode_graph(g: Graph) -> Writer:
 
 
 def _encode_function(f: Function) -> Writer:
-    w = Writer()
+    w = _writer(f)
     _str(w, 1, f, "name")
     for name in f.inputs:
         w.string(4, name)
@@ -810,7 +925,7 @@ def encode_model(model: Model) -> bytes:
     """ModelProto bytes.  Tensors are written as raw_data (little-endian), STRING tensors as
     string_data, and tensors decoded from typed fields (float_data, int32_data, ...) back to those;
     tensors read from external files are written inline.  Repeated fields keep their order."""
-    w = Writer()
+    w = _writer(model)
     _int(w, 1, model, "ir_version")
     _str(w, 2, model, "producer_name")
     _str(w, 3, model, "producer_version")
@@ -827,3 +942,8 @@ def encode_model(model: Model) -> bytes:
     for raw in model.configuration:
         w.bytes_(26, raw)
     return w.getvalue()
+
+
+def encode_tensor(tensor: Tensor) -> bytes:
+    """TensorProto bytes (written like the model's tensors, see encode_model)."""
+    return _encode_tensor(tensor).getvalue()

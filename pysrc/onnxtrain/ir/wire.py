@@ -20,13 +20,17 @@ _WIRE_NAMES = {3: "start-group", 4: "end-group", 6: "invalid (6)", 7: "invalid (
 class Reader:
     """Iterates over the fields of one message held in ``buf[start:end]``.
 
-    ``names`` maps field numbers to names for error messages.
+    ``names`` maps field numbers to names for error messages.  ``keys`` collects the key (number << 3 |
+    wire type) of each field read, in order; ``keep()`` puts the current field's bytes there instead,
+    for a field the caller does not model.  That list is the message's layout (see LayoutWriter).
     """
 
-    __slots__ = ("buf", "pos", "end", "message", "names")
+    __slots__ = ("buf", "pos", "end", "message", "names", "keys", "at")
 
     def __init__(self, buf: memoryview, start: int, end: int, message: str, names: dict | None = None):
         self.buf, self.pos, self.end, self.message, self.names = buf, start, end, message, names or {}
+        self.keys = []
+        self.at = start  # where the current field's key starts
 
     def where(self, number: int) -> str:
         """``Message.field`` for error messages."""
@@ -52,9 +56,11 @@ class Reader:
     def fields(self):
         """Yield (field number, wire type, value): an int for VARINT and FIXED32/64, the (start, end)
         span of the payload for LEN."""
+        keys = self.keys
         while self.pos < self.end:
-            key_at = self.pos
+            key_at = self.at = self.pos
             key = self.varint(f"{self.message}: field key")
+            keys.append(key)
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise ModelDecodeError(f"{self.message}: field number 0 at offset {key_at} (corrupt data, or not "
@@ -79,6 +85,14 @@ class Reader:
             else:
                 raise ModelDecodeError(f"{self.where(number)}: unsupported wire type {_WIRE_NAMES[wire]} at offset "
                                        f"{key_at} (corrupt data, or not an ONNX model)")
+
+
+    def keep(self) -> None:
+        """Keep the field just read verbatim in the layout (in place of its key)."""
+        self.keys[-1] = bytes(self.buf[self.at:self.pos])
+
+    def layout(self) -> tuple:
+        return tuple(self.keys)
 
 
 def to_signed64(v: int) -> int:
@@ -209,3 +223,98 @@ class Writer:
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)
+
+
+class LayoutWriter(Writer):
+    """A Writer for a message decoded from a file: ``layout`` is its fields as read (see Reader.keys),
+    and the output follows it.  The fields are put in the layout's order (the extra values of a repeated
+    field come after its last occurrence there, fields the layout lacks at the end), repeated scalars are
+    packed or not as they were, and the kept bytes of unmodelled fields are written where they were.
+    The values themselves are always the ones written now: the layout holds no data of modelled fields,
+    except sub-messages kept as ``(key, encoded, raw)``: where the field written is ``encoded``, ``raw`` (the
+    whole field as read) is written instead."""
+
+    __slots__ = ("keys", "layout")
+
+    def __init__(self, layout: tuple):
+        self.parts = []  # per field: its key and length prefix, then its payload
+        self.keys = []
+        self.layout = layout
+
+    def _field(self, key: int, head: bytes, payload: bytes = b"") -> None:
+        self.keys.append(key)
+        self.parts.append((head, payload))
+
+    def varint(self, number: int, value: int) -> None:
+        key = number << 3 | VARINT
+        self._field(key, varint_bytes(key) + varint_bytes(int(value)))
+
+    def float32(self, number: int, value: float) -> None:
+        key = number << 3 | FIXED32
+        self._field(key, varint_bytes(key) + struct.pack("<f", value))
+
+    def bytes_(self, number: int, data) -> None:
+        data = data if isinstance(data, bytes) else bytes(data)
+        key = number << 3 | LEN
+        self._field(key, varint_bytes(key) + varint_bytes(len(data)), data)
+
+    def packed_varints(self, number: int, values) -> None:
+        key = number << 3 | VARINT
+        if key in self.layout:
+            head = varint_bytes(key)
+            for v in np.asarray(values).ravel().tolist():
+                self._field(key, head + varint_bytes(v))
+        elif len(values) or number << 3 | LEN in self.layout:
+            self.bytes_(number, encode_varints(values))
+
+    def packed_fixed(self, number: int, values, dtype: str) -> None:
+        wire = FIXED32 if np.dtype(dtype).itemsize == 4 else FIXED64
+        key = number << 3 | wire
+        if key in self.layout:
+            head = varint_bytes(key)
+            data = np.ascontiguousarray(values, dtype=dtype).tobytes()
+            size = 4 if wire == FIXED32 else 8
+            for i in range(0, len(data), size):
+                self._field(key, head + data[i:i + size])
+        elif len(values) or number << 3 | LEN in self.layout:
+            self.bytes_(number, np.ascontiguousarray(values, dtype=dtype).tobytes())
+
+    def getvalue(self) -> bytes:
+        layout, keys, parts = self.layout, self.keys, self.parts
+        if len(keys) == len(layout) and tuple(keys) == layout:
+            order = parts
+        else:
+            order = _follow(layout, keys, parts)
+        return b"".join([b for part in order for b in part])
+
+
+def _follow(layout: tuple, keys: list, parts: list) -> list:
+    """``parts`` (one per field, keys ``keys``) in the order of ``layout``."""
+    waiting = {}  # field number -> indexes of its parts, in the order written
+    for i, k in enumerate(keys):
+        waiting.setdefault(k >> 3, []).append(i)
+    last = {}
+    for j, k in enumerate(layout):
+        if k.__class__ is int:
+            last[k >> 3] = j
+        elif k.__class__ is tuple:
+            last[k[0] >> 3] = j
+    taken = dict.fromkeys(waiting, 0)
+    out = []
+    for j, k in enumerate(layout):
+        if k.__class__ is bytes:
+            out.append((k,))
+            continue
+        n = (k if k.__class__ is int else k[0]) >> 3
+        indexes = waiting.get(n)
+        if indexes is None:
+            continue
+        start = taken[n]
+        stop = len(indexes) if last[n] == j else start + 1
+        if k.__class__ is tuple and start < stop and parts[indexes[start]][1] == k[1]:
+            out.append((k[2],))
+            start += 1
+        out.extend(parts[i] for i in indexes[start:stop])
+        taken[n] = stop
+    out.extend(parts[i] for i, k in enumerate(keys) if k >> 3 not in last)
+    return out
