@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from onnx_node_data import check_node_test, node_tests
-from opref import assert_same, ours_run
+from opref import assert_same, ort_run, ours_run
 
 R = np.random.default_rng(0)
 
@@ -210,6 +210,79 @@ def test_conv_integer_and_qlinear_conv_per_channel():
     assert_same("QLinearConv", inputs, attrs)
 
 
+# ---- recurrent layers ----------------------------------------------------------------------------
+
+def _rnn_inputs(gates, direction="forward", seq=5, batch=3, size=4, hidden=6, lens=None, states=1, peepholes=False,
+                layout=0):
+    dirs = 2 if direction == "bidirectional" else 1
+    x = f32(batch, seq, size) if layout else f32(seq, batch, size)
+    state = (lambda: f32(batch, dirs, hidden)) if layout else (lambda: f32(dirs, batch, hidden))
+    inputs = [x, f32(dirs, gates * hidden, size) * 0.5, f32(dirs, gates * hidden, hidden) * 0.5,
+              f32(dirs, 2 * gates * hidden), lens, *[state() for _ in range(states)]]
+    if peepholes:
+        inputs.append(f32(dirs, 3 * hidden))
+    return inputs, {"hidden_size": hidden, "direction": direction, **({"layout": 1} if layout else {})}
+
+
+# (A zero sequence length is left out: onnxruntime's RNN leaves that Y_h uninitialised.)
+RNN_CASES = [({}, {}), ({"direction": "reverse"}, {}), ({"direction": "bidirectional"}, {}),
+             ({"direction": "bidirectional", "lens": np.array([5, 2, 1], np.int32)}, {}), ({}, {"clip": 0.5})]
+
+
+@pytest.mark.parametrize("case,attrs", RNN_CASES, ids=["forward", "reverse", "bidirectional", "sequence-lens", "clip"])
+@pytest.mark.parametrize("op,gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
+def test_recurrent_layers(op, gates, case, attrs):
+    inputs, base = _rnn_inputs(gates, states=2 if op == "LSTM" else 1, **case)
+    assert_same(op, inputs, {**base, **attrs}, opset=14, n_outputs=3 if op == "LSTM" else 2, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
+def test_recurrent_layers_batch_first(op, gates):
+    """layout 1 against onnxruntime's layout 0 on the transposed inputs (onnxruntime has no layout 1)."""
+    n_out = 3 if op == "LSTM" else 2
+    inputs, base = _rnn_inputs(gates, "bidirectional", states=n_out - 1, layout=1, lens=np.array([5, 3, 2], np.int32))
+    got = ours_run(op, inputs, base, opset=14, n_outputs=n_out)
+    flipped = [inputs[0].swapaxes(0, 1)] + inputs[1:5] + [s.swapaxes(0, 1) for s in inputs[5:]]
+    want = ort_run(op, flipped, {**base, "layout": 0}, opset=14, n_outputs=n_out)
+    np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w.swapaxes(0, 1), rtol=1e-4, atol=1e-5)
+
+
+def test_gru_linear_before_reset_and_activations_with_parameters():
+    inputs, base = _rnn_inputs(3, "bidirectional")
+    attrs = {**base, "linear_before_reset": 1, "activations": ["HardSigmoid", "LeakyRelu", "Sigmoid", "ScaledTanh"],
+             "activation_alpha": [0.3, 0.05, 0.8], "activation_beta": [0.4, 1.2]}
+    assert_same("GRU", inputs, attrs, opset=14, n_outputs=2, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_peepholes_and_input_forget():
+    inputs, base = _rnn_inputs(4, "bidirectional", states=2, peepholes=True, lens=np.array([4, 5, 1], np.int32))
+    assert_same("LSTM", inputs, {**base, "input_forget": 1}, opset=14, n_outputs=3, rtol=1e-4, atol=1e-5)
+    assert_same("LSTM", inputs, base, opset=7, n_outputs=3, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "RNN"])
+def test_exported_torch_recurrent_model(layer):
+    """A two-layer bidirectional torch layer (batch first) as torch.onnx.export writes it, against torch."""
+    import io
+    import torch
+    from onnxtrain import ir
+    from onnxtrain.runtime import Session
+    torch.manual_seed(0)
+    module = getattr(torch.nn, layer)(4, 5, num_layers=2, bidirectional=True, batch_first=True).eval()
+    x = torch.randn(3, 7, 4)
+    buf = io.BytesIO()
+    torch.onnx.export(module, (x,), buf, dynamo=False, opset_version=17, input_names=["x"], output_names=["y", "h"][:2]
+                      if layer != "LSTM" else ["y", "h", "c"])
+    with torch.no_grad():
+        want = module(x)
+    want = [want[0]] + (list(want[1]) if layer == "LSTM" else [want[1]])
+    got = Session(ir.load(buf.getvalue())).run([x.numpy()])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+
+
 # ---- onnx's backend node tests ---------------------------------------------------------------------
 
 # The *_expanded forms of AffineGrid fail in Unsqueeze with a 0-d axes input (ops/shape.py).
@@ -217,7 +290,8 @@ def test_conv_integer_and_qlinear_conv_per_channel():
     "test_top_k*", "test_gathernd*", "test_scatternd*", "test_scatter_*", "test_compress*", "test_unique*",
     "test_reversesequence*", "test_gridsample*", "test_affine_grid*", "test_roialign*", "test_nonmaxsuppression*",
     "test_center_crop_pad*", "test_quantizelinear*", "test_dequantizelinear*", "test_dynamicquantizelinear*",
-    "test_qlinear*", "test_matmulinteger*", "test_convinteger*", excluded=[
+    "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
+    "test_simple_rnn*", excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",

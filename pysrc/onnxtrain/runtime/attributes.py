@@ -29,7 +29,8 @@ _BY_NAME = {
     "num_scan_inputs": AttrType.INT, "directions": AttrType.INTS, "scan_input_axes": AttrType.INTS,
     "scan_input_directions": AttrType.INTS, "scan_output_axes": AttrType.INTS,
     "scan_output_directions": AttrType.INTS, "type": AttrType.TYPE_PROTO, "k": AttrType.INT,
-    "dtype": AttrType.INT,
+    "dtype": AttrType.INT, "activation_alpha": AttrType.FLOATS, "activation_beta": AttrType.FLOATS,
+    "activations": AttrType.STRINGS, "clip": AttrType.FLOAT, "hidden_size": AttrType.INT,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
