@@ -283,6 +283,50 @@ def test_exported_torch_recurrent_model(layer):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
 
 
+# ---- signal processing and small ones -------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,attrs,length", [
+    ((2, 8, 1), {}, None), ((2, 8, 2), {"inverse": 1}, None), ((2, 8, 1), {"onesided": 1}, None),
+    ((2, 6, 3, 2), {"axis": 2}, None), ((2, 8, 1), {}, 10), ((2, 8, 2), {"onesided": 1}, 5)])
+def test_dft_opset17(shape, attrs, length):
+    inputs = [f32(*shape)] + ([] if length is None else [i64(length)])
+    assert_same("DFT", inputs, attrs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [-2, 1, 2, -3])
+def test_dft_opset20_axis_input(axis):
+    assert_same("DFT", [f32(2, 4, 6, 2), None, i64(axis)], opset=20, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("onesided,window", [(1, True), (0, True), (1, False)])
+def test_stft(onesided, window):
+    signal = f32(2, 40, 1)
+    inputs = [signal, i64(6), np.hanning(10).astype(np.float32) if window else None] + ([] if window else [i64(10)])
+    assert_same("STFT", inputs, {"onesided": onesided}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows(op, periodic):
+    assert_same(op, [np.array(10, np.int32)], {"periodic": periodic}, rtol=1e-5, atol=1e-6)
+    assert_same(op, [i64(7)], {"periodic": periodic, "output_datatype": 11}, rtol=1e-5, atol=1e-6)
+
+
+def test_mel_weight_matrix():
+    inputs = [i64(8), i64(64), i64(16000), np.array(50, np.float32), np.array(7000, np.float32)]
+    assert_same("MelWeightMatrix", inputs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("k,dtype", [(0, None), (2, None), (-1, 7)])
+def test_eyelike(k, dtype):
+    attrs = {"k": k} if dtype is None else {"k": k, "dtype": dtype}
+    assert_same("EyeLike", [f32(3, 5)], attrs)
+
+
+def test_det():
+    assert_same("Det", [f32(2, 3, 4, 4)], rtol=1e-4, atol=1e-5)
+
+
 # ---- onnx's backend node tests ---------------------------------------------------------------------
 
 # The *_expanded forms of AffineGrid fail in Unsqueeze with a 0-d axes input (ops/shape.py).
@@ -291,7 +335,8 @@ def test_exported_torch_recurrent_model(layer):
     "test_reversesequence*", "test_gridsample*", "test_affine_grid*", "test_roialign*", "test_nonmaxsuppression*",
     "test_center_crop_pad*", "test_quantizelinear*", "test_dequantizelinear*", "test_dynamicquantizelinear*",
     "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
-    "test_simple_rnn*", excluded=[
+    "test_simple_rnn*", "test_dft*", "test_stft*", "test_*window*", "test_melweightmatrix*", "test_eyelike*",
+    "test_det*", excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",

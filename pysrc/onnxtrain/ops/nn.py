@@ -1,4 +1,4 @@
-"""Kernels: Gemm, MatMul, Softmax, LogSoftmax, Dropout and the com.microsoft softmax gradients."""
+"""Kernels: Gemm, MatMul, Det, Softmax, LogSoftmax, Dropout and the com.microsoft softmax gradients."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +29,13 @@ def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 @kernel("MatMul")
 def MatMul(A, B):
     return matmul(A, B)
+
+
+@kernel("Det", since=11)
+def Det(X):
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ValueError(f"Det: the input must end in square matrices, got shape {list(X.shape)}")
+    return np.linalg.det(X).astype(X.dtype, copy=False)
 
 
 @kernel("FusedMatMul", domain=MS)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import dtypes
 from .registry import kernel
 
 
@@ -112,3 +113,11 @@ def NonZero(X):
 @kernel("Einsum")
 def Einsum(*Inputs, equation):
     return np.einsum(equation, *Inputs).astype(Inputs[0].dtype, copy=False)
+
+
+@kernel("EyeLike", since=9)
+def EyeLike(input, *, dtype=None, k=0):
+    if input.ndim != 2:
+        raise ValueError(f"EyeLike: the input must be 2-D, got shape {list(input.shape)}")
+    out_dtype = input.dtype if dtype is None else dtypes.to_numpy(dtype)
+    return np.eye(input.shape[0], input.shape[1], k, dtype=out_dtype)
