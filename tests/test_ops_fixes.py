@@ -211,3 +211,103 @@ def test_castlike_takes_the_onnx_type_of_target(like):
     if like == T.FLOAT8E4M3FNUZ:
         x = x[~((x < 0) & (x > -dtypes.from_bits(like, np.uint8(1))))]
     _close(_ours(model, x), _ort(model, x), rtol=0)
+
+
+# ---- Resize -----------------------------------------------------------------------------------------
+
+_RESIZE_COMBOS = [(mode, ctm, nearest, aa, ex)
+                  for mode in ("nearest", "linear", "cubic")
+                  for ctm in ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                              "asymmetric", "tf_crop_and_resize")
+                  for nearest in (("round_prefer_floor", "round_prefer_ceil", "floor", "ceil") if mode == "nearest"
+                                  else ("round_prefer_floor",))
+                  for aa in ((0,) if mode == "nearest" else (0, 1))
+                  for ex in ((0, 1) if mode == "cubic" else (0,))]
+
+
+def _resize_model(x_shape, mode, ctm, nearest, aa, ex, scales=None, sizes=None, axes=None, policy=None):
+    n = len(axes) if axes is not None else len(x_shape)
+    inits, names = [], ["x", "", ""]
+    if ctm == "tf_crop_and_resize":
+        starts, ends = [0.0, 0.0, 0.23, 0.13][-n:], [1.0, 1.0, 0.87, 1.17][-n:]
+        inits.append(oh.make_tensor("roi", T.FLOAT, [2 * n], starts + ends))
+        names[1] = "roi"
+    if sizes is not None:
+        inits.append(oh.make_tensor("sizes", T.INT64, [n], sizes))
+        names.append("sizes")
+    else:
+        inits.append(oh.make_tensor("scales", T.FLOAT, [n], scales))
+        names[2] = "scales"
+    attrs = dict(mode=mode, coordinate_transformation_mode=ctm, nearest_mode=nearest, antialias=aa,
+                 exclude_outside=ex, cubic_coeff_a=-0.5, extrapolation_value=-7.0)
+    if axes is not None:
+        attrs["axes"] = axes
+    if policy is not None:
+        attrs["keep_aspect_ratio_policy"] = policy
+    node = oh.make_node("Resize", names, ["y"], **attrs)
+    return _model([node], [("x", T.FLOAT, list(x_shape))], [("y", T.FLOAT, None)], inits, opset=19)
+
+
+@pytest.mark.parametrize("mode,ctm,nearest,aa,ex", _RESIZE_COMBOS)
+def test_resize_as_onnxruntime(mode, ctm, nearest, aa, ex):
+    """Scales whose products with the lengths are whole and exact in binary: onnxruntime computes
+    coordinates in float32 and with the integer output length, onnx's reference in float64 with
+    scale * length, and these agree only there."""
+    x = np.random.default_rng(1).standard_normal((1, 2, 6, 8)).astype(np.float32)
+    for scales in ([1, 1, 2.0, 0.25], [1, 1, 0.5, 1.5], [1, 1, 0.5, 0.5]):
+        model = _resize_model(x.shape, mode, ctm, nearest, aa, ex, scales=scales)
+        _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,ctm,nearest,aa,ex", [c for c in _RESIZE_COMBOS if c[1] != "half_pixel_symmetric"])
+def test_resize_as_onnx_reference(mode, ctm, nearest, aa, ex):
+    """Fractional scales and sizes, as onnx's reference (which makes the backend data).  Not
+    half_pixel_symmetric: the reference reads the sample left of one it lands on within rounding there
+    (onnxruntime and onnxtrain take that sample)."""
+    from onnx.reference import ReferenceEvaluator
+    x = np.random.default_rng(2).standard_normal((1, 1, 5, 7)).astype(np.float32)
+    for scales, sizes in (([1, 1, 0.6, 1.7], None), ([1, 1, 2.0, 0.3], None), (None, [1, 1, 3, 12]),
+                          (None, [1, 1, 1, 4])):
+        model = _resize_model(x.shape, mode, ctm, nearest, aa, ex, scales=scales, sizes=sizes)
+        ref = ReferenceEvaluator(model).run(None, {"x": x})
+        _close(_ours(model, x), ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["stretch", "not_larger", "not_smaller"])
+@pytest.mark.parametrize("axes", [None, [2, 3], [3, 2], [3]])
+def test_resize_axes_and_aspect_policy_as_onnxruntime(axes, policy):
+    x = np.random.default_rng(3).standard_normal((1, 2, 6, 8)).astype(np.float32)
+    # a policy over all axes scales N and C too, which onnxruntime's linear and cubic refuse
+    for mode in ("nearest",) if axes is None and policy != "stretch" else ("nearest", "linear", "cubic"):
+        sizes = {None: [1, 2, 12, 4], (2, 3): [12, 4], (3, 2): [4, 12], (3,): [16]}[None if axes is None else tuple(axes)]
+        model = _resize_model(x.shape, mode, "asymmetric", "floor", 0, 0, sizes=sizes, axes=axes, policy=policy)
+        _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-5)
+        if policy == "stretch":
+            scales = {None: [1, 1, 2.0, 0.5], (2, 3): [2.0, 0.5], (3, 2): [0.5, 2.0], (3,): [1.5]}[
+                None if axes is None else tuple(axes)]
+            model = _resize_model(x.shape, mode, "half_pixel", "round_prefer_floor", 0, 0, scales=scales, axes=axes)
+            _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-5)
+
+
+def test_resize_unsupported_values_are_named():
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    for attrs, word in (({"mode": "bicubic"}, "mode"), ({"coordinate_transformation_mode": "corners"},
+                                                         "coordinate_transformation_mode"),
+                        ({"nearest_mode": "up"}, "nearest_mode"), ({"keep_aspect_ratio_policy": "fit"},
+                                                                   "keep_aspect_ratio_policy"),
+                        ({"mode": "nearest", "antialias": 1}, "antialias")):
+        node = oh.make_node("Resize", ["x", "", "s"], ["y"], **attrs)
+        model = _model([node], [("x", T.FLOAT, [1, 1, 2, 2])], [("y", T.FLOAT, None)],
+                       [oh.make_tensor("s", T.FLOAT, [4], [1, 1, 2, 2])], opset=19)
+        with pytest.raises(Exception, match=word):
+            _ours(model, x)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("op,opset", [("Upsample", 9), ("Resize", 10)])
+def test_upsample_and_resize10_as_onnxruntime(op, opset, mode):
+    x = np.random.default_rng(4).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    for scales in ([1, 1, 2, 3], [1, 1, 1.5, 1.75]) + (([1, 1, 0.5, 1.5], [1, 1, 1.75, 0.5]) if op == "Resize" else ()):
+        model = _model([oh.make_node(op, ["x", "s"], ["y"], mode=mode)], [("x", T.FLOAT, [1, 2, 4, 6])],
+                       [("y", T.FLOAT, None)], [oh.make_tensor("s", T.FLOAT, [4], scales)], opset=opset)
+        _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-6)
