@@ -24,11 +24,6 @@ from .ir import dtypes
 from .ir.model import OptionalType, SequenceType, TensorType
 from .runtime import Session
 
-# ir.dtypes converts between onnx's widened values and onnxtrain's bit patterns; without those
-# helpers (older onnxtrain) such values pass through unchanged and the feed check rejects them.
-_BIT_PATTERN_TYPES = frozenset(getattr(dtypes, "BIT_PATTERN_TYPES", ()))
-_to_bits = getattr(dtypes, "to_bits", None)
-_from_bits = getattr(dtypes, "from_bits", None)
 _widened_dtypes: dict = {}
 
 
@@ -42,8 +37,8 @@ def _widened_dtype(code: int) -> np.dtype:
 
 def _to_onnxtrain(value, typ):
     if isinstance(typ, TensorType) and isinstance(value, np.ndarray):
-        if typ.elem_type in _BIT_PATTERN_TYPES:
-            return _to_bits(typ.elem_type, value)
+        if typ.elem_type in dtypes.BIT_PATTERN_TYPES:
+            return dtypes.to_bits(typ.elem_type, value)
         if typ.elem_type == dtypes.STRING and value.dtype.kind in "OU":
             return np.array([s.encode("utf-8") if isinstance(s, str) else s for s in value.ravel()],
                             dtype=object).reshape(value.shape)
@@ -56,14 +51,14 @@ def _to_onnxtrain(value, typ):
 
 
 def _to_onnx(value, typ):
+    if isinstance(typ, OptionalType):
+        return None if value is None else _to_onnx(value, typ.elem_type)
     if isinstance(value, list):
         elem = typ.elem_type if isinstance(typ, SequenceType) else None
         return [_to_onnx(v, elem) for v in value]
-    if isinstance(typ, OptionalType):
-        return None if value is None else _to_onnx(value, typ.elem_type)
     if isinstance(value, np.ndarray):
-        if isinstance(typ, TensorType) and typ.elem_type in _BIT_PATTERN_TYPES and typ.elem_type != dtypes.BFLOAT16:
-            return _from_bits(typ.elem_type, value).astype(_widened_dtype(typ.elem_type), copy=False)
+        if isinstance(typ, TensorType) and typ.elem_type in dtypes.BIT_PATTERN_TYPES and typ.elem_type != dtypes.BFLOAT16:
+            return dtypes.from_bits(typ.elem_type, value).astype(_widened_dtype(typ.elem_type), copy=False)
         if value.dtype == object:
             return np.array([s.decode("utf-8") if isinstance(s, bytes) else s for s in value.ravel()],
                             dtype=object).reshape(value.shape)
