@@ -283,6 +283,54 @@ def test_exported_torch_recurrent_model(layer):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("image,block,attrs", [
+    ([5, 5], [2, 2], {}), ([6, 5], [3, 2], {"strides": [2, 1], "pads": [1, 0, 1, 1], "dilations": [1, 2]}),
+    ([4, 3, 5], [2, 1, 2], {"strides": [1, 2, 2]})])
+def test_col2im(image, block, attrs):
+    n = len(image)
+    strides, dilations = attrs.get("strides", [1] * n), attrs.get("dilations", [1] * n)
+    pads = attrs.get("pads", [0] * 2 * n)
+    counts = [(image[i] + pads[i] + pads[n + i] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1
+              for i in range(n)]
+    x = f32(2, 3 * int(np.prod(block)), int(np.prod(counts)))
+    if n == 2:
+        assert_same("Col2Im", [x, i64(*image), i64(*block)], attrs, opset=18)
+    else:   # onnxruntime's Col2Im is 2-D only: the adjoint of im2col, checked through <col2im(c), v> = <c, im2col(v)>
+        from onnxtrain.ops.vision import Col2Im
+        v = f32(2, 3, *image)
+        got = Col2Im(x, i64(*image), i64(*block), **attrs)
+        im2col = np.zeros_like(x).reshape(2, 3, *block, *counts)
+        for k in np.ndindex(*block):
+            for p in np.ndindex(*counts):
+                im2col[(slice(None), slice(None)) + k + p] = v[(slice(None), slice(None)) + tuple(
+                    q * s + kk for q, s, kk in zip(p, strides, k))]
+        np.testing.assert_allclose((got * v).sum(), (x * im2col.reshape(x.shape)).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,with_mask,with_bias", [
+    ({}, False, False), ({"pads": [1, 1, 1, 1], "strides": [2, 1]}, True, True),
+    ({"group": 2, "offset_group": 2, "dilations": [2, 1]}, True, False)])
+def test_deform_conv_against_onnx_reference(attrs, with_mask, with_bias):
+    """onnxruntime 1.19 has no DeformConv; onnx's ReferenceEvaluator (GridSample-based) is the reference."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    group, og = attrs.get("group", 1), attrs.get("offset_group", 1)
+    x, w = f32(2, 4, 7, 6), f32(6, 4 // group, 3, 2)
+    dh, dw = attrs.get("dilations", [1, 1])
+    pt, pl, pb, pr = attrs.get("pads", [0, 0, 0, 0])
+    sh, sw = attrs.get("strides", [1, 1])
+    oh, ow = (7 + pt + pb - dh * 2 - 1) // sh + 1, (6 + pl + pr - dw - 1) // sw + 1
+    inputs = [x, w, f32(2, og * 2 * 6, oh, ow) * 1.5, f32(6) if with_bias else None,
+              R.random((2, og * 6, oh, ow)).astype(np.float32) if with_mask else None]
+    names = ["x", "w", "offset", "b" if with_bias else "", "mask" if with_mask else ""]
+    node = helper.make_node("DeformConv", names, ["y"], **attrs)
+    model = helper.make_model(helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", 1, None)]),
+                              opset_imports=[helper.make_opsetid("", 19)])
+    want = ReferenceEvaluator(model).run(None, {n: v for n, v in zip(names, inputs) if n})[0]
+    got = ours_run("DeformConv", inputs, attrs, opset=19)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 # ---- signal processing and small ones -------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,attrs,length", [
@@ -336,7 +384,7 @@ def test_det():
     "test_center_crop_pad*", "test_quantizelinear*", "test_dequantizelinear*", "test_dynamicquantizelinear*",
     "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
     "test_simple_rnn*", "test_dft*", "test_stft*", "test_*window*", "test_melweightmatrix*", "test_eyelike*",
-    "test_det*", excluded=[
+    "test_det*", "test_col2im*", "test_*deform_conv*", excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",

@@ -1,4 +1,4 @@
-"""Kernels: GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad."""
+"""Kernels: GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad, Col2Im, DeformConv."""
 from __future__ import annotations
 
 import numpy as np
@@ -275,3 +275,81 @@ def CenterCropPad(input_data, shape, *, axes=None):
     out = np.zeros(out_shape, input_data.dtype)
     out[tuple(dst)] = input_data[tuple(src)]
     return out
+
+
+# ---- Col2Im and DeformConv -----------------------------------------------------------------------
+
+def _spatial_attrs(op: str, n: int, dilations, pads, strides):
+    dilations = [1] * n if dilations is None else list(dilations)
+    pads = [0] * (2 * n) if pads is None else list(pads)
+    strides = [1] * n if strides is None else list(strides)
+    if len(dilations) != n or len(pads) != 2 * n or len(strides) != n:
+        raise ValueError(f"{op}: dilations {dilations}, pads {pads} and strides {strides} do not fit {n} spatial "
+                         f"axes")
+    return dilations, pads, strides
+
+
+@kernel("Col2Im", since=18)
+def Col2Im(input, image_shape, block_shape, *, dilations=None, pads=None, strides=None):
+    image = [int(v) for v in np.asarray(image_shape).ravel()]
+    block = [int(v) for v in np.asarray(block_shape).ravel()]
+    n = len(image)
+    if len(block) != n:
+        raise ValueError(f"Col2Im: image_shape {image} and block_shape {block} differ in length")
+    dilations, pads, strides = _spatial_attrs("Col2Im", n, dilations, pads, strides)
+    counts = [(image[i] + pads[i] + pads[n + i] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1
+              for i in range(n)]
+    batch, rows, length = input.shape
+    k = int(np.prod(block))
+    if rows % k or length != int(np.prod(counts)):
+        raise ValueError(f"Col2Im: input of shape {list(input.shape)} does not fit blocks {block} over image "
+                         f"{image} ({int(np.prod(counts))} positions)")
+    channels = rows // k
+    cols = input.reshape([batch, channels] + block + counts)
+    padded = np.zeros([batch, channels] + [image[i] + pads[i] + pads[n + i] for i in range(n)], input.dtype)
+    for offsets in np.ndindex(*block):
+        where = tuple(slice(o * d, o * d + s * (c - 1) + 1, s)
+                      for o, d, s, c in zip(offsets, dilations, strides, counts))
+        padded[(slice(None), slice(None)) + where] += cols[(slice(None), slice(None)) + offsets]
+    crop = tuple(slice(pads[i], pads[i] + image[i]) for i in range(n))
+    return padded[(slice(None), slice(None)) + crop]
+
+
+@kernel("DeformConv", since=19)
+def DeformConv(X, W, offset, B=None, mask=None, *, dilations=None, group=1, kernel_shape=None, offset_group=1,
+               pads=None, strides=None):
+    if X.ndim != 4:
+        raise ValueError(f"DeformConv: only 2-D convolutions (4-D inputs) are supported, got rank {X.ndim}")
+    n, c, ih, iw = X.shape
+    oc = W.shape[0]
+    kh, kw = W.shape[2:] if kernel_shape is None else kernel_shape
+    (dh, dw), (pt, pl, pb, pr), (sh, sw) = _spatial_attrs("DeformConv", 2, dilations, pads, strides)
+    oh, ow = offset.shape[2:]
+    if oh != (ih + pt + pb - dh * (kh - 1) - 1) // sh + 1 or ow != (iw + pl + pr - dw * (kw - 1) - 1) // sw + 1:
+        raise ValueError(f"DeformConv: offset of shape {list(offset.shape)} does not fit the output of this "
+                         f"convolution")
+    if c != W.shape[1] * group or oc % group or c % offset_group or offset.shape[1] != offset_group * 2 * kh * kw:
+        raise ValueError(f"DeformConv: X {list(X.shape)}, W {list(W.shape)} and offset {list(offset.shape)} do not "
+                         f"fit group {group} and offset_group {offset_group}")
+    g = offset_group
+    off = offset.reshape(n, g, kh, kw, 2, oh, ow).astype(np.float64)
+    y = (np.arange(kh) * dh)[:, None, None, None] + (np.arange(oh) * sh - pt)[None, None, :, None] + off[:, :, :, :, 0]
+    x = (np.arange(kw) * dw)[None, :, None, None] + (np.arange(ow) * sw - pl)[None, None, None, :] + off[:, :, :, :, 1]
+    xt = X.reshape(n, g, c // g, ih, iw).transpose(0, 1, 3, 4, 2)                 # [n, g, ih, iw, c/g]
+    bi = np.arange(n).reshape(n, 1, 1, 1, 1, 1)
+    gi = np.arange(g).reshape(1, g, 1, 1, 1, 1)
+    y0, x0 = np.floor(y), np.floor(x)
+    sampled = 0
+    for yi, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+        for xi, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+            inside = (yi >= 0) & (yi < ih) & (xi >= 0) & (xi < iw)
+            values = xt[bi, gi, np.clip(yi, 0, ih - 1).astype(np.intp), np.clip(xi, 0, iw - 1).astype(np.intp)]
+            sampled = sampled + values * (wy * wx * inside)[..., None]          # [n, g, kh, kw, oh, ow, c/g]
+    if mask is not None:
+        sampled = sampled * mask.reshape(n, g, kh, kw, oh, ow)[..., None]
+    cols = sampled.transpose(0, 1, 6, 2, 3, 4, 5).reshape(n, group, (c // group) * kh * kw, oh * ow)
+    weights = W.reshape(group, oc // group, -1).astype(np.float64)
+    out = np.einsum("gok,ngkp->ngop", weights, cols).reshape(n, oc, oh, ow)
+    if B is not None:
+        out = out + B.reshape(1, -1, 1, 1)
+    return out.astype(X.dtype)
