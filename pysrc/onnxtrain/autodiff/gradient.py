@@ -11,7 +11,8 @@ from ..runtime.plan import topological_order
 from ..runtime.session import Session
 from ..runtime.shapes import infer_types
 from .builder import GraphBuilder
-from .rules import GRADIENT_RULES, MS, NO_GRADIENT
+from .rules import GRADIENT_RULES, MS, NO_GRADIENT, unbroadcast
+from .values import Value, result_dtype
 
 
 class GradientNotRegisteredError(NotImplementedError):
@@ -19,7 +20,8 @@ class GradientNotRegisteredError(NotImplementedError):
 
 
 class _Context:
-    """What a rule sees: the builder, static types, the node, and which inputs need a gradient."""
+    """What a rule sees: ``op`` to build Values, static types and build-time constants, the node, and which of
+    its inputs need a gradient (``wants``, for the rules whose nodes cannot be dropped afterwards)."""
 
     def __init__(self, builder, types, opset, constants):
         self.b, self.types, self.opset, self.constants = builder, types, opset, constants
@@ -36,10 +38,41 @@ class _Context:
         return None if t is None or t.shape is None else list(t.shape)
 
     def onnx_type(self, name) -> int:
+        if getattr(name, "dtype", None) is not None:
+            return dtypes.from_numpy(name.dtype)
         return self.types[name].elem_type
 
     def dtype(self, name):
-        return dtypes.to_numpy(self.onnx_type(name))
+        return name.dtype if getattr(name, "dtype", None) is not None else dtypes.to_numpy(self.onnx_type(name))
+
+    def value(self, name):
+        """``name`` as a Value ("" and None stay as they are)."""
+        if not name or isinstance(name, Value):
+            return name
+        t = self.types.get(name)
+        return Value(name, self, dtypes.to_numpy(t.elem_type) if t is not None and t.elem_type else None)
+
+    def scalar(self, number, like):
+        """A Value stays; a Python number becomes a scalar constant of ``like``'s element type."""
+        if isinstance(number, str):
+            return self.value(number)
+        dtype = getattr(like, "dtype", None)
+        if dtype is None and isinstance(like, str) and like in self.types:
+            dtype = self.dtype(like)
+        if dtype is None:
+            raise TypeError(f"{self.where()}: no element type for the constant {number!r}")
+        return Value(self.b.const(np.array(number, dtype=dtype), "scalar"), self, dtype)
+
+    def op(self, op_type: str, *inputs, domain: str = "", n_outputs: int = 1, outputs=None, **attrs):
+        """Append a node; numbers among ``inputs`` become constants of the first Value's type.  Returns Values."""
+        values = [self.value(v) if isinstance(v, str) or v is None else v for v in inputs]
+        like = next((v for v in values if isinstance(v, Value) and v.dtype is not None and v.dtype != bool), None)
+        values = [v if v is None or isinstance(v, str) else self.scalar(v, like) for v in values]
+        names = self.b.op(op_type, values, n_outputs=n_outputs, domain=domain, outputs=outputs, **attrs)
+        dtype = result_dtype(op_type, values, attrs)
+        if n_outputs == 1:
+            return Value(names, self, dtype)
+        return [Value(n, self, dtype) for n in names]
 
     def constant(self, name):
         return self.constants.get(name)
@@ -153,9 +186,16 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
         ctx.node = node
         ctx.needs = [bool(i) and i in depends for i in node.inputs]
         builder.scope = f"{node.name or node.op_type}_Grad"
-        grads = GRADIENT_RULES[node.op_type](ctx, list(node.inputs), list(node.outputs), dys)
+        rule = GRADIENT_RULES[node.op_type]
+        grads = list(rule(ctx, [ctx.value(i) for i in node.inputs], [ctx.value(o) for o in node.outputs],
+                          [d if d is None else Value(d, ctx, ctx.dtype(o)) for d, o in zip(dys, node.outputs)]))
+        if len(grads) > len(node.inputs):
+            raise ValueError(f"the gradient rule of {ctx.where()} returned {len(grads)} gradients for "
+                             f"{len(node.inputs)} inputs")
         for name, g, need in zip(node.inputs, grads, ctx.needs):
             if need and g is not None:
+                if getattr(rule, "broadcasts", False):
+                    g = unbroadcast(ctx, g, ctx.shape(node.outputs[0]), name)
                 contributions.setdefault(name, []).append(g)
 
     builder.scope = ""
@@ -171,3 +211,4 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
     if any(n.domain == MS for n in graph.nodes):
         model.opset_imports.setdefault(MS, 1)
     return model
+
