@@ -31,6 +31,7 @@ _BY_NAME = {
     "scan_output_directions": AttrType.INTS, "type": AttrType.TYPE_PROTO, "k": AttrType.INT,
     "dtype": AttrType.INT, "activation_alpha": AttrType.FLOATS, "activation_beta": AttrType.FLOATS,
     "activations": AttrType.STRINGS, "clip": AttrType.FLOAT, "hidden_size": AttrType.INT,
+    "stopwords": AttrType.STRINGS, "maxsplit": AttrType.INT, "pattern": AttrType.STRING,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
