@@ -192,6 +192,8 @@ CASES = [
                                        np.array([1, 2, 7, 5], np.int64)],
      {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 2, 3]),
     ("gather", "Gather", [rnd(5, 3), np.array([[0, 4], [4, 2]], np.int64)], {"axis": 0}),
+    ("sum-broadcast", "Sum", [rnd(2, 3), rnd(3), rnd(2, 1)], {}),
+    ("cast", "Cast", [rnd(3, 2)], {"to": TensorProto.DOUBLE}),
     ("max-broadcast", "Max", [rnd(2, 3), rnd(3), rnd(2, 1)], {}),
     ("min", "Min", [rnd(3, 4), rnd(3, 4)], {}),
     ("max-one-input", "Max", [rnd(3)], {}),
@@ -332,3 +334,35 @@ def test_unsupported_gradients_say_why(op, inputs, attrs, w_shape, message):
     model = op_model(op, inputs, attrs, opset=18, w_shape=w_shape)
     with pytest.raises(NotImplementedError, match=message):
         build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0"])
+
+
+#: Rules checked by finite differences in a test of their own rather than a CASES row.
+OWN_TESTS = {"SoftmaxCrossEntropyLoss": test_softmax_cross_entropy_loss_gradient,
+             "Dropout": test_dropout_training_gradient_uses_the_mask}
+
+
+def test_every_rule_has_a_finite_difference_case():
+    assert sorted(set(GRADIENT_RULES) - {c[1] for c in CASES} - set(OWN_TESTS)) == []
+
+
+def test_a_rule_returning_more_gradients_than_inputs_is_named(monkeypatch):
+    from onnxtrain.autodiff import rules
+    monkeypatch.setitem(rules.GRADIENT_RULES, "Relu", lambda c, x, y, dy: [dy[0], dy[0]])
+    model = ir.load(op_model("Relu", [rnd(3)], {}, w_shape=[3]).SerializeToString())
+    with pytest.raises(ValueError, match="the gradient rule of Relu node 'op' returned 2 gradients for 1 inputs"):
+        build_gradient_graph(model, "loss", ["x0"])
+
+
+def test_values_read_like_math(monkeypatch):
+    """A rule written with Values builds the same gradient as the op it describes: d tanh = dy * (1 - y^2)."""
+    from onnxtrain.autodiff import rules
+    x = rnd(3, 4)
+    model = ir.load(op_model("Tanh", [x], {}, w_shape=[3, 4]).SerializeToString())
+    w = R.standard_normal((3, 4))
+    expected = Session(build_gradient_graph(model, "loss", ["x0"])).run({"x0": x, "w": w}, ["x0_grad"])[0]
+    monkeypatch.setitem(rules.GRADIENT_RULES, "Tanh", lambda c, x, y, dy: [dy[0] * (1 - y[0] * y[0])])
+    graph = build_gradient_graph(model, "loss", ["x0"])
+    ops = [n.op_type for n in graph.graph.nodes if n.name.startswith("op_Grad")]
+    assert ops == ["Mul", "Sub", "Mul"]
+    got = Session(graph).run({"x0": x, "w": w}, ["x0_grad"])[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
