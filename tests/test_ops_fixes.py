@@ -311,3 +311,44 @@ def test_upsample_and_resize10_as_onnxruntime(op, opset, mode):
         model = _model([oh.make_node(op, ["x", "s"], ["y"], mode=mode)], [("x", T.FLOAT, [1, 2, 4, 6])],
                        [("y", T.FLOAT, None)], [oh.make_tensor("s", T.FLOAT, [4], scales)], opset=opset)
         _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-6)
+
+
+# ---- ConvTranspose ----------------------------------------------------------------------------------
+
+def _convtranspose(x, w, opset=17, **attrs):
+    node = oh.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)
+    return _model([node], [("x", T.FLOAT, list(x.shape)), ("w", T.FLOAT, list(w.shape))], [("y", T.FLOAT, None)],
+                  opset=opset)
+
+
+@pytest.mark.parametrize("auto_pad", ["NOTSET", "SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("group", [1, 2])
+def test_convtranspose_output_shape_as_onnxruntime(group, auto_pad):
+    """output_shape at and below the full output (cropped per the spec's split of the padding) and one
+    above it; auto_pad SAME without output_shape."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 2, 4, 5)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 3, 2)).astype(np.float32)
+    full = [(4 - 1) * 2 + 3, (5 - 1) * 3 + 2]           # strides [2, 3]
+    for dh, dw in [(0, 0), (1, 0), (2, 3), (3, 1), (-1, -1), (0, -1), (5, 4), (-1, 2)]:
+        model = _convtranspose(x, w, strides=[2, 3], group=group, auto_pad=auto_pad,
+                               output_shape=[full[0] - dh, full[1] - dw])
+        _close(_ours(model, x, w), _ort(model, x, w), rtol=1e-5, atol=1e-5)
+    if auto_pad != "NOTSET":
+        for dil in ([1, 2], [2, 3]):
+            model = _convtranspose(x, w, strides=[2, 3], group=group, auto_pad=auto_pad, dilations=dil)
+            _close(_ours(model, x, w), _ort(model, x, w), rtol=1e-5, atol=1e-5)
+        model = _convtranspose(x, w, strides=[2, 3], group=group, auto_pad=auto_pad)
+        with pytest.raises(Exception, match="auto_pad"):       # kernel width 2 < stride 3
+            _ours(model, x, w)
+
+
+def test_convtranspose_output_shape_far_beyond_is_refused():
+    """Two or more positions beyond the full output: onnx's reference refuses it and onnxruntime 1.19
+    returns misplaced values, so onnxtrain says it does not support it."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    model = _convtranspose(x, w, strides=[2, 1], output_shape=[9, 7])     # full: [7, 6]
+    with pytest.raises(Exception, match="output_shape"):
+        _ours(model, x, w)

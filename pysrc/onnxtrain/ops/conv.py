@@ -181,35 +181,75 @@ def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     return dX, dW, dB
 
 
+def _transpose_pads(total: list, auto_pad: str) -> list:
+    """Begin and end pads that remove ``total`` per axis, as the spec and onnxruntime distribute them
+    (SAME_UPPER removes more at the end, NOTSET and SAME_LOWER at the beginning).  A total of -1 (an
+    output_shape one beyond the full output) adds a zero at the end, as the spec, onnx's backend data
+    and onnxruntime agree; beyond that they do not (onnx's reference refuses, onnxruntime misplaces)."""
+    if min(total) < -1:
+        raise NotImplementedError(f"ConvTranspose: output_shape more than one position beyond the full output "
+                                  f"(by {[-t for t in total]}) is not supported")
+    begin, end = [], []
+    for t in total:
+        if t <= 0:
+            begin.append(0)
+            end.append(t)
+        elif auto_pad == "SAME_UPPER":
+            begin.append(t // 2)
+            end.append(t - t // 2)
+        else:
+            begin.append(t - t // 2)
+            end.append(t // 2)
+    return begin + end
+
+
+def _crop(y: np.ndarray, pads: list) -> np.ndarray:
+    """y (N, C, *spatial) without ``pads`` (begins, then ends) at its spatial edges; negative pads add
+    zeros there."""
+    nd = y.ndim - 2
+    if min(pads) < 0:
+        grow = [(0, 0), (0, 0)] + [(max(0, -pads[i]), max(0, -pads[i + nd])) for i in range(nd)]
+        y = np.pad(y, grow)
+        pads = [max(0, p) for p in pads]
+    return y[(slice(None), slice(None)) + tuple(slice(pads[i], y.shape[2 + i] - pads[i + nd]) for i in range(nd))]
+
+
 @kernel("ConvTranspose")
 def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                   output_padding=None, output_shape=None, pads=None, strides=None):
     nd = X.ndim - 2
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    if X.ndim < 3 or W.ndim != X.ndim or X.shape[1] != W.shape[0] or X.shape[1] % group:
+        raise ValueError(f"ConvTranspose: input {list(X.shape)} and weight {list(W.shape)} do not match with "
+                         f"group={group}")
     kernel_shape = list(kernel_shape or W.shape[2:])
     strides = list(strides or [1] * nd)
     dilations = list(dilations or [1] * nd)
     output_padding = list(output_padding or [0] * nd)
-    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
-    full = [(i - 1) * s + e + op for i, s, e, op in zip(X.shape[2:], strides, eff, output_padding)]
-    if output_shape is not None:
-        target = list(output_shape)[-nd:]
-        total = [f - t for f, t in zip(full, target)]
-        if auto_pad == "SAME_LOWER":
-            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
-        else:
-            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        target = [i * s for i, s in zip(X.shape[2:], strides)]
-        total = [f - t for f, t in zip(full, target)]
-        if auto_pad == "SAME_UPPER":
-            pads = [t // 2 for t in total] + [t - t // 2 for t in total]
-        else:
-            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
-    pads = list(pads or [0] * (2 * nd))
-    _check_lengths(nd, kernel_shape, strides, pads, dilations, auto_pad)
+    _check_lengths(nd, kernel_shape, strides, list(pads or [0] * (2 * nd)), dilations, auto_pad)
     if len(output_padding) != nd:
         raise ValueError(f"output_padding {_short(output_padding)} has {len(output_padding)} values, but the input "
                          f"has {nd} spatial axes")
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
+    full = [(i - 1) * s + e + op for i, s, e, op in zip(X.shape[2:], strides, eff, output_padding)]
+    if output_shape is not None:          # the spec ignores pads then
+        target = list(output_shape)[-nd:]
+        if len(output_shape) not in (nd, nd + 2) or min(target) < 1:
+            raise ValueError(f"output_shape {_short(output_shape)} does not fit {nd} spatial axes")
+        pads = _transpose_pads([f - t for f, t in zip(full, target)], auto_pad)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        total = [f - i * s for f, i, s in zip(full, X.shape[2:], strides)]
+        if min(total) < 0:
+            raise NotImplementedError(
+                f"ConvTranspose: auto_pad {auto_pad} with a kernel shorter than its stride (output "
+                f"{[i * s for i, s in zip(X.shape[2:], strides)]} beyond the full {full}) is not supported: onnx's "
+                f"reference and onnxruntime disagree on it")
+        pads = _transpose_pads(total, auto_pad)
+    elif auto_pad == "VALID" or pads is None:
+        pads = [0] * (2 * nd)
+    pads = list(pads)
+    if any(full[i] - pads[i] - pads[i + nd] < 1 for i in range(nd)):
+        raise ValueError(f"ConvTranspose: pads {_short(pads)} leave no output of the full spatial shape {full}")
     n, c = X.shape[:2]
     mg = W.shape[1]
     cg = c // group
@@ -218,8 +258,11 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     w = W.reshape(group, cg, mg * K)                                       # G, Cg, MgK
     cols = matmul(w.transpose(0, 2, 1)[None], x)                        # N, G, MgK, P
     cols = cols.reshape(n, group * mg, K, *X.shape[2:])
-    y = col2im(cols, [n, group * mg] + [f - pads[i] - pads[i + nd] for i, f in enumerate(full)],
-               kernel_shape, pads, list(X.shape[2:]), strides, dilations)
+    inner = [max(p, 0) for p in pads]
+    y = col2im(cols, [n, group * mg] + [f - inner[i] - inner[i + nd] for i, f in enumerate(full)],
+               kernel_shape, inner, list(X.shape[2:]), strides, dilations)
+    if min(pads) < 0:
+        y = _crop(y, [min(p, 0) for p in pads])
     if B is not None:
         y = y + B.reshape((1, -1) + (1,) * nd)
     return y.astype(X.dtype, copy=False)
