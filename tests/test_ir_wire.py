@@ -5,8 +5,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxtrain.ir import ModelDecodeError, dtypes
-from onnxtrain.ir.wire import (FIXED32, FIXED64, LEN, VARINT, Reader, Writer, array_view, encode_varints,
-                               read_packed_fixed, read_packed_varints, read_string, varint_bytes)
+from onnxtrain.ir.wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view,
+                               encode_varints, read_packed_fixed, read_packed_varints, read_string, varint_bytes)
 
 INT64_EDGES = [0, 1, 127, 128, 300, 16383, 16384, 2**31 - 1, 2**31, 2**32, 2**62 + 5, 2**63 - 1, -1, -2, -300,
                -2**31, -2**63]
@@ -84,6 +84,86 @@ def test_unknown_wire_types_are_skipped_with_their_payloads():
             + varint_bytes(96 << 3 | LEN) + varint_bytes(3) + b"abc")
     # every key takes two bytes
     assert fields_of(data) == [(99, VARINT, 2**40), (98, FIXED64, 0), (97, FIXED32, 1), (96, LEN, (27, 30))]
+
+
+# ---- layouts ------------------------------------------------------------------------------------
+
+def key(number, wire):
+    return number << 3 | wire
+
+
+def test_reader_records_the_keys_and_keeps_fields_verbatim():
+    unknown = varint_bytes(key(99, VARINT)) + varint_bytes(300)
+    data = bytes([key(2, LEN), 1]) + b"y" + unknown + bytes([key(1, LEN), 1]) + b"x"
+    r = Reader(memoryview(data), 0, len(data), "M")
+    for n, w, v in r.fields():
+        if n == 99:
+            r.keep()
+    assert r.layout() == (key(2, LEN), unknown, key(1, LEN))
+
+
+def test_layout_writer_follows_the_layout():
+    unknown = varint_bytes(key(99, VARINT)) + varint_bytes(5)
+    layout = (key(2, LEN), key(1, LEN), unknown, key(1, LEN), key(4, VARINT))
+    w = LayoutWriter(layout)
+    for name in ("a", "b", "c"):  # one value more than the layout has: it follows the last one
+        w.string(1, name)
+    w.string(2, "out")
+    w.varint(3, 7)                # not in the layout: at the end
+    # field 4 is in the layout but not written now: nothing of it comes back
+    plain = Writer()
+    for number, text in ((2, "out"), (1, "a")):
+        plain.string(number, text)
+    expected = plain.getvalue() + unknown
+    for number, text in ((1, "b"), (1, "c")):
+        tail = Writer()
+        tail.string(number, text)
+        expected += tail.getvalue()
+    assert w.getvalue() == expected + varint_bytes(key(3, VARINT)) + varint_bytes(7)
+
+
+def test_layout_writer_writes_the_same_fields_in_the_same_order_as_it_read():
+    data = (varint_bytes(key(8, LEN)) + bytes([1]) + b"n" + varint_bytes(key(1, VARINT)) + varint_bytes(3)
+            + varint_bytes(key(2, VARINT)) + varint_bytes(1) + varint_bytes(key(1, VARINT)) + varint_bytes(2))
+    r = Reader(memoryview(data), 0, len(data), "TensorProto")
+    list(r.fields())
+    w = LayoutWriter(r.layout())
+    w.packed_varints(1, [3, 2])  # dims, unpacked as read, and each where it was
+    w.varint(2, 1)
+    w.string(8, "n")
+    assert w.getvalue() == data
+    t = TensorProto.FromString(data)
+    assert list(t.dims) == [3, 2] and t.name == "n"
+
+
+@pytest.mark.parametrize("values", [[1, -2, 300], []])
+def test_layout_writer_packs_as_the_layout_did(values):
+    unpacked = LayoutWriter((key(8, VARINT),))
+    unpacked.packed_varints(8, values)
+    assert unpacked.getvalue() == b"".join(varint_bytes(key(8, VARINT)) + varint_bytes(v) for v in values)
+    packed = LayoutWriter((key(8, LEN),))
+    packed.packed_varints(8, values)  # an empty packed field that was there is written again
+    assert packed.getvalue() == varint_bytes(key(8, LEN)) + varint_bytes(len(encode_varints(values))) + \
+        encode_varints(values)
+    floats = np.array(values, np.float32)
+    for dtype, wire in (("<f4", FIXED32), ("<f8", FIXED64)):
+        w = LayoutWriter((key(7, wire),))
+        w.packed_fixed(7, floats, dtype)
+        assert w.getvalue() == b"".join(varint_bytes(key(7, wire)) + np.array([v], dtype).tobytes() for v in floats)
+    if values:
+        attr = onnx.AttributeProto.FromString(unpacked.getvalue() + packed.getvalue())
+        assert list(attr.ints) == values * 2
+
+
+def test_layout_writer_writes_a_kept_sub_message_only_while_it_is_unchanged():
+    raw = varint_bytes(key(2, LEN)) + bytes([4]) + varint_bytes(key(9, VARINT)) + bytes([1]) + b"\x10\x01"
+    layout = ((key(2, LEN), b"\x10\x01", raw),)  # read as raw, would be written as b"\x10\x01"
+    same = LayoutWriter(layout)
+    same.bytes_(2, b"\x10\x01")
+    assert same.getvalue() == raw
+    changed = LayoutWriter(layout)
+    changed.bytes_(2, b"\x10\x02")
+    assert changed.getvalue() == varint_bytes(key(2, LEN)) + bytes([2]) + b"\x10\x02"
 
 
 # ---- malformed input ---------------------------------------------------------------------------

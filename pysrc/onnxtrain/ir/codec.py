@@ -4,7 +4,15 @@ Decoding does not copy tensor payloads: raw_data (and packed float/double
 data) become read-only numpy views of the input buffer when their offset is
 aligned for the dtype (otherwise an aligned copy).  Callers copy before
 mutating.  A bytearray passed in is not copied either, so it must not be
-changed while the model is in use.  Unknown fields are skipped.
+changed while the model is in use.
+
+Decoding then encoding gives the same bytes: each decoded message keeps its
+layout (model.py), so fields come back in the order read, repeated scalars
+packed or not as they were, and fields this codec does not model verbatim
+where they were.  Not reproduced: a singular field given twice (the last value
+wins, as in protobuf), a repeated scalar split over several packed runs (one
+run is written), varints written with redundant bytes, and attribute value
+fields that do not match the attribute's type.
 """
 from __future__ import annotations
 
@@ -62,6 +70,8 @@ _TYPED_FIELD.update((code, 5) for code in dtypes.NAMES if code not in _TYPED_FIE
 # The first byte of every ModelProto field key (fields 20, 25, 26 take two bytes).
 _MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xCA, 0xD2}
 MAX_DEPTH = 64  # nested graphs / types
+# The keys of a TypeProto.Tensor as this codec writes it, by (elem_type set, shape set).
+_TENSOR_TYPE_KEYS = {(False, False): [], (True, False): [8], (False, True): [18], (True, True): [8, 18]}
 
 # Decoding takes time and memory linear in the file's size.  The Python objects of the decoded messages
 # may take at most OBJECT_BYTES_PER_FILE_BYTE times the file's size (plus 1 MiB); _COST is what one
@@ -431,7 +441,7 @@ class _Decoder:
                         self.odd = True
             else:
                 self.odd = True
-        if r.keys != ([8] if t.elem_type else []) + ([] if t.shape is None else [18]):
+        if r.keys != _TENSOR_TYPE_KEYS[bool(t.elem_type), t.shape is not None]:
             self.odd = True  # another order, elem_type 0 written out, a field given twice
         return t
 
@@ -454,8 +464,11 @@ class _Decoder:
                 else:
                     self.odd = True
             keys = r2.keys
-            if len(keys) != (dim is not None) + bool(den) or den and keys[-1] != 26 or dim.__class__ is str and keys[0] != 18:
-                self.odd = True  # another order, both dim_value and dim_param, an empty denotation written out
+            if den:
+                if len(keys) != (dim is not None) + 1 or keys[-1] != 26:
+                    self.odd = True  # another order, or both dim_value and dim_param
+            elif len(keys) != (dim is not None):
+                self.odd = True  # an empty denotation written out, or both dim_value and dim_param
             dims.append(dim)
             denotations.append(den)
         return dims, denotations
@@ -924,7 +937,9 @@ def _encode_function(f: Function) -> Writer:
 def encode_model(model: Model) -> bytes:
     """ModelProto bytes.  Tensors are written as raw_data (little-endian), STRING tensors as
     string_data, and tensors decoded from typed fields (float_data, int32_data, ...) back to those;
-    tensors read from external files are written inline.  Repeated fields keep their order."""
+    tensors read from external files are written inline.  Repeated fields keep their order.  Messages
+    decoded from a file follow their layout (see the module docstring); ones built in code are written
+    in this codec's order, with every repeated scalar packed."""
     w = _writer(model)
     _int(w, 1, model, "ir_version")
     _str(w, 2, model, "producer_name")

@@ -36,11 +36,13 @@ class Reader:
         """``Message.field`` for error messages."""
         return f"{self.message}.{self.names.get(number, f'<field {number}>')}"
 
-    def varint(self, what: str) -> int:
+    def varint(self, number: int | None = None) -> int:
+        """The varint at ``pos``: the value of field ``number``, or a field key (None)."""
         buf, pos, end = self.buf, self.pos, self.end
         result = shift = 0
         while True:
             if pos >= end:
+                what = f"{self.message}: field key" if number is None else self.where(number)
                 raise ModelDecodeError(f"{what}: truncated varint at offset {pos}")
             b = buf[pos]
             pos += 1
@@ -49,6 +51,7 @@ class Reader:
                 break
             shift += 7
             if shift >= 70:
+                what = f"{self.message}: field key" if number is None else self.where(number)
                 raise ModelDecodeError(f"{what}: varint longer than 10 bytes at offset {self.pos}")
         self.pos = pos
         return result & 0xFFFFFFFFFFFFFFFF
@@ -56,20 +59,35 @@ class Reader:
     def fields(self):
         """Yield (field number, wire type, value): an int for VARINT and FIXED32/64, the (start, end)
         span of the payload for LEN."""
-        keys = self.keys
-        while self.pos < self.end:
+        buf, end = self.buf, self.end
+        keep_key = self.keys.append
+        while self.pos < end:
             key_at = self.at = self.pos
-            key = self.varint(f"{self.message}: field key")
-            keys.append(key)
+            key = buf[key_at]  # one-byte varints (most keys, lengths and values) are read inline
+            if key < 0x80:
+                self.pos = key_at + 1
+            else:
+                key = self.varint()
+            keep_key(key)
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise ModelDecodeError(f"{self.message}: field number 0 at offset {key_at} (corrupt data, or not "
                                        f"an ONNX model)")
             if wire == VARINT:
-                yield number, wire, self.varint(self.where(number))
+                pos = self.pos
+                if pos < end and buf[pos] < 0x80:
+                    self.pos = pos + 1
+                    yield number, wire, buf[pos]
+                else:
+                    yield number, wire, self.varint(number)
             elif wire == LEN:
-                length = self.varint(self.where(number))
                 start = self.pos
+                if start < end and buf[start] < 0x80:
+                    length = buf[start]
+                    start = self.pos = start + 1
+                else:
+                    length = self.varint(number)
+                    start = self.pos
                 if length > self.end - start:
                     raise ModelDecodeError(f"{self.where(number)}: length {length} exceeds the {self.end - start} "
                                            f"bytes left at offset {start}")
