@@ -388,6 +388,31 @@ def test_regex_full_match(pattern):
     assert_same_text("RegexFullMatch", [strings("abc@def.com", "12", "1234", "", "ab@cd.org")], {"pattern": pattern})
 
 
+TFIDF_POOL = {"ngram_counts": [0, 4], "pool_int64s": [2, 3, 5, 4, 5, 6, 7, 8, 6, 7],
+              "ngram_indexes": [6, 1, 3, 0, 2, 4, 5]}
+
+
+@pytest.mark.parametrize("attrs", [
+    {"mode": "TF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 0},
+    {"mode": "TF", "min_gram_length": 2, "max_gram_length": 2, "max_skip_count": 3},
+    {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 2},
+    {"mode": "TFIDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 5,
+     "weights": [0.5, 1.0, 2.0, 0.1, 3.0, 0.25, 4.0]},
+    {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0,
+     "weights": [0.5, 1.0, 2.0, 0.1, 3.0, 0.25, 4.0]}])
+@pytest.mark.parametrize("batched", [False, True])
+def test_tfidf_vectorizer(attrs, batched):
+    x = np.array([[1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8], [4, 5, 6, 7, 8, 6, 7, 2, 3, 5, 4, 5]], np.int64)
+    assert_same("TfIdfVectorizer", [x if batched else x[1]], {**TFIDF_POOL, **attrs}, opset=9)
+
+
+def test_tfidf_vectorizer_strings():
+    x = strings("a", "b", "a", "c", "a", "b", "d", shape=(7,))
+    attrs = {"mode": "TF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 1, "ngram_counts": [0, 2],
+             "pool_strings": ["a", "b", "a", "b", "c", "a"], "ngram_indexes": [0, 1, 2, 3]}
+    assert_same_text("TfIdfVectorizer", [x], attrs, opset=9)
+
+
 # ---- signal processing and small ones -------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,attrs,length", [
@@ -442,7 +467,7 @@ def test_det():
     "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
     "test_simple_rnn*", "test_dft*", "test_stft*", "test_*window*", "test_melweightmatrix*", "test_eyelike*",
     "test_det*", "test_col2im*", "test_*deform_conv*", "test_strnorm*", "test_string*",
-    "test_regex*", excluded=[
+    "test_regex*", "test_tfidf*", excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",

@@ -1,4 +1,4 @@
-"""Kernels: StringNormalizer, StringSplit, StringConcat, RegexFullMatch.
+"""Kernels: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer.
 
 STRING tensors are object arrays: of bytes when read from a file, of str when fed.  These kernels take
 either and return bytes.
@@ -87,3 +87,56 @@ def RegexFullMatch(X, *, pattern):
     except re.error as e:
         raise ValueError(f"RegexFullMatch: pattern {pattern!r} is not supported: {e}") from None
     return np.array([compiled.fullmatch(_text(v)) is not None for v in X.ravel()], bool).reshape(X.shape)
+
+
+def _ngram_table(pool: list, ngram_counts: list, ngram_indexes: list, min_n: int, max_n: int) -> dict:
+    """{n-gram tuple: output column} for the pool's n-grams with min_n <= n <= max_n."""
+    table, position = {}, 0
+    for i, start in enumerate(ngram_counts):
+        end = ngram_counts[i + 1] if i + 1 < len(ngram_counts) else len(pool)
+        n = i + 1
+        for j in range(start, end, n):
+            if min_n <= n <= max_n:
+                table[tuple(pool[j:j + n])] = ngram_indexes[position]
+            position += 1
+    return table
+
+
+@kernel("TfIdfVectorizer", since=9)
+def TfIdfVectorizer(X, *, max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts, ngram_indexes,
+                    pool_int64s=None, pool_strings=None, weights=None):
+    """Counts the pool's n-grams in each row (items ``skip + 1`` apart for every skip up to max_skip_count;
+    unigrams once), then weights them by ``mode``."""
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise ValueError(f"TfIdfVectorizer: mode '{mode}' is not supported")
+    if (pool_int64s is None) == (pool_strings is None):
+        raise ValueError("TfIdfVectorizer: give exactly one of pool_int64s and pool_strings")
+    if X.ndim not in (1, 2):
+        raise ValueError(f"TfIdfVectorizer: the input must be 1-D or 2-D, got shape {list(X.shape)}")
+    as_key = _text if pool_strings is not None else int
+    pool = [as_key(v) for v in (pool_strings if pool_strings is not None else pool_int64s)]
+    table = _ngram_table(pool, list(ngram_counts), list(ngram_indexes), min_gram_length, max_gram_length)
+    size = max(ngram_indexes) + 1
+    rows = X.reshape(1, -1) if X.ndim == 1 else X
+    counts = np.zeros((rows.shape[0], size), np.float32)
+    for r, row in enumerate(rows):
+        items = [as_key(v) for v in row]
+        for skip in range(max_skip_count + 1):
+            step = skip + 1
+            first = min_gram_length if skip == 0 else max(min_gram_length, 2)
+            for start in range(len(items)):
+                for n in range(first, max_gram_length + 1):
+                    last = start + (n - 1) * step
+                    if last >= len(items):
+                        break
+                    column = table.get(tuple(items[start:last + 1:step]))
+                    if column is not None:
+                        counts[r, column] += 1
+    w = np.ones(size, np.float32) if not weights else np.asarray(weights, np.float32)
+    if mode == "IDF":
+        out = (counts > 0) * w
+    elif mode == "TFIDF":
+        out = counts * w
+    else:
+        out = counts
+    return out.astype(np.float32).reshape(size) if X.ndim == 1 else out.astype(np.float32)

@@ -32,6 +32,9 @@ _BY_NAME = {
     "dtype": AttrType.INT, "activation_alpha": AttrType.FLOATS, "activation_beta": AttrType.FLOATS,
     "activations": AttrType.STRINGS, "clip": AttrType.FLOAT, "hidden_size": AttrType.INT,
     "stopwords": AttrType.STRINGS, "maxsplit": AttrType.INT, "pattern": AttrType.STRING,
+    "max_gram_length": AttrType.INT, "max_skip_count": AttrType.INT, "min_gram_length": AttrType.INT,
+    "ngram_counts": AttrType.INTS, "ngram_indexes": AttrType.INTS, "pool_int64s": AttrType.INTS,
+    "pool_strings": AttrType.STRINGS, "weights": AttrType.FLOATS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
