@@ -95,9 +95,14 @@ class _Decoder:
         self.depth = 0
         self.budget = OBJECT_BYTES_PER_FILE_BYTE * len(self.buf) + (1 << 20)
         self.odd = False  # see verbatim()
+        self.layouts = {}  # one tuple for each distinct layout: most messages of a kind share a few
 
     def fields(self, span, message):
         return Reader(self.buf, span[0], span[1], message, FIELDS[message]).fields()
+
+    def layout(self, r: Reader) -> tuple:
+        layout = r.layout()
+        return self.layouts.setdefault(layout, layout)
 
     def reader(self, span, message) -> Reader:
         return Reader(self.buf, span[0], span[1], message, FIELDS[message])
@@ -174,7 +179,7 @@ class _Decoder:
                 m.configuration.append(self.raw(v))
             else:
                 r.keep()
-        m.layout = r.layout()
+        m.layout = self.layout(r)
         if m.graph is None:
             raise ModelDecodeError("ModelProto has no graph (not an ONNX model?)")
         return m
@@ -249,7 +254,7 @@ class _Decoder:
                 self.entry(v, g.metadata_props, r)
             else:
                 r.keep()
-        g.layout = r.layout()
+        g.layout = self.layout(r)
         self.depth -= 1
         return g
 
@@ -282,7 +287,7 @@ class _Decoder:
                 self.entry(v, node.metadata_props, r)
             else:
                 r.keep()
-        node.layout = r.layout()
+        node.layout = self.layout(r)
         if not node.op_type:
             raise ModelDecodeError(f"{M} at offset {span[0]} has no op_type")
         return node
@@ -339,7 +344,7 @@ class _Decoder:
                     self.verbatim(r, _encode_type(types[-1]).getvalue())
             else:
                 r.keep()
-        a.layout = r.layout()
+        a.layout = self.layout(r)
         plural = {AttrType.FLOATS: floats, AttrType.INTS: ints, AttrType.STRINGS: strings, AttrType.TENSORS: tensors,
                   AttrType.GRAPHS: graphs, AttrType.SPARSE_TENSORS: sparse, AttrType.TYPE_PROTOS: types}
         if a.type in plural:
@@ -371,7 +376,7 @@ class _Decoder:
                 self.entry(v, vi.metadata_props, r)
             else:
                 r.keep()
-        vi.layout = r.layout()
+        vi.layout = self.layout(r)
         return vi
 
     def type_proto(self, span):
@@ -516,7 +521,7 @@ class _Decoder:
                 self.entry(v, t.metadata_props, r)
             else:
                 r.keep()
-        t.layout = r.layout()
+        t.layout = self.layout(r)
         label = f"{M} '{t.name}'"
         if any(d < 0 for d in dims):
             raise ModelDecodeError(f"{label}: negative dimension in dims {_dims_text(dims)}")
@@ -663,7 +668,7 @@ class _Decoder:
                 self.entry(v, f.metadata_props, r)
             else:
                 r.keep()
-        f.layout = r.layout()
+        f.layout = self.layout(r)
         return f
 
 
