@@ -352,3 +352,60 @@ def test_convtranspose_output_shape_far_beyond_is_refused():
     model = _convtranspose(x, w, strides=[2, 1], output_shape=[9, 7])     # full: [7, 6]
     with pytest.raises(Exception, match="output_shape"):
         _ours(model, x, w)
+
+
+# ---- reductions --------------------------------------------------------------------------------------
+
+_REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"]
+
+
+def _reduce_model(op, elem, shape, axes, opset, keepdims=1, noop=None):
+    attrs = {"keepdims": keepdims}
+    if noop is not None:
+        attrs["noop_with_empty_axes"] = noop
+    inits, names = [], ["x"]
+    if axes is not None and (opset >= 18 or (op == "ReduceSum" and opset >= 13)):
+        inits.append(oh.make_tensor("axes", T.INT64, [len(axes)], axes))
+        names.append("axes")
+    elif axes:
+        attrs["axes"] = axes
+    return _model([oh.make_node(op, names, ["y"], **attrs)], [("x", elem, list(shape))], [("y", elem, None)],
+                  inits, opset=opset)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("op", _REDUCE_OPS)
+def test_reductions_as_onnxruntime(op, opset):
+    rng = np.random.default_rng(7)
+    x = (rng.random((2, 3, 4)) + 0.5).astype(np.float32)
+    for axes, keepdims in ((None, 1), ([1], 0), ([0, -1], 1), ([], 1)):
+        model = _reduce_model(op, T.FLOAT, x.shape, axes, opset, keepdims)
+        _close(_ours(model, x), _ort(model, x), rtol=1e-5)
+    if opset >= 18 or op == "ReduceSum":
+        model = _reduce_model(op, T.FLOAT, x.shape, [], opset, noop=1)
+        _close(_ours(model, x), _ort(model, x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("elem,np_type", [(T.FLOAT, np.float32), (T.INT32, np.int32), (T.INT64, np.int64)])
+@pytest.mark.parametrize("op", _REDUCE_OPS)
+def test_reductions_over_an_empty_set_as_onnx_reference(op, elem, np_type):
+    """The identity element: 0 for sums and norms, 1 for products, the lowest (highest) value for max
+    (min), -inf for the logarithms, nan for the mean.  onnxruntime agrees on floats except ReduceMax
+    (it fails) and ReduceMean (it returns 0); for integers the mean and logarithms have no value, and
+    onnxtrain says so where the reference returns the cast of nan or -inf."""
+    from onnx.reference import ReferenceEvaluator
+    x = np.zeros((2, 0, 3), np_type)
+    for axes in ([1], [0, 1], None):
+        model = _reduce_model(op, elem, x.shape, axes, 18)
+        if elem != T.FLOAT and op in ("ReduceMean", "ReduceLogSum", "ReduceLogSumExp"):
+            with pytest.raises(Exception, match=f"{op} over an empty set"):
+                _ours(model, x)
+            continue
+        ref = ReferenceEvaluator(model).run(None, {"x": x})[0]
+        got = _ours(model, x)[0]
+        assert got.dtype == np_type       # the reference widens some integer results to int64
+        np.testing.assert_array_equal(got, ref)
+    model = _reduce_model(op, elem, x.shape, [2], 18)        # a non-empty axis of an empty input
+    got, ref = _ours(model, x)[0], ReferenceEvaluator(model).run(None, {"x": x})[0]
+    assert got.shape == ref.shape == (2, 0, 1) and got.dtype == np_type

@@ -16,7 +16,11 @@ def _like(x: np.ndarray, result) -> np.ndarray:
 
 
 def _unary(name: str, fn) -> None:
-    kernel(name)(lambda X: _like(X, fn(X)))
+    def run(X):
+        with np.errstate(all="ignore"):      # log(0) = -inf, sqrt(-1) = nan, as onnxruntime, silently
+            return _like(X, fn(X))
+    run.__name__ = name
+    kernel(name)(run)
 
 
 for _name, _fn in {

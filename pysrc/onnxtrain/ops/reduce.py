@@ -16,24 +16,52 @@ def reduce_with(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
         bad = [a for a in axes if not 0 <= a < max(data.ndim, 1)]
         if bad:
             raise ValueError(f"{op}: axis {bad[0]} is out of range for an input of rank {data.ndim}")
-    out = fn(data, axis=axes, keepdims=bool(keepdims))
+    if data.dtype.kind in "iub" and op in ("ReduceLogSum", "ReduceLogSumExp", "ReduceMean") and \
+            any(data.shape[a] == 0 for a in axes):
+        raise ValueError(f"{op} over an empty set of integers has no value ({'nan' if op == 'ReduceMean' else '-inf'})")
+    with np.errstate(divide="ignore", invalid="ignore"):    # an empty set: log(0) = -inf, mean 0/0 = nan
+        out = fn(data, axis=axes, keepdims=bool(keepdims))
     return np.asarray(out).astype(data.dtype, copy=False)
 
 
+def _lowest(dtype):
+    """The identity of max: -inf, or the type's least value."""
+    return -np.inf if dtype.kind == "f" else False if dtype.kind == "b" else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else True if dtype.kind == "b" else np.iinfo(dtype).max
+
+
+def _max(x, axis, keepdims):
+    return np.max(x, axis=axis, keepdims=keepdims, initial=_lowest(x.dtype))
+
+
+def _min(x, axis, keepdims):
+    return np.min(x, axis=axis, keepdims=keepdims, initial=_highest(x.dtype))
+
+
+def _mean(x, axis, keepdims):
+    count = int(np.prod([x.shape[a] for a in axis]))
+    total = np.sum(x, axis=axis, keepdims=keepdims)
+    return total / count if count else total * np.nan     # numpy's mean warns on an empty set
+
+
 def _log_sum_exp(x, axis, keepdims):
-    m = np.max(x, axis=axis, keepdims=True)
+    m = _max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 REDUCTIONS = {
-    "ReduceSum": (np.sum, 13), "ReduceMean": (np.mean, 18), "ReduceMax": (np.max, 18), "ReduceMin": (np.min, 18),
+    "ReduceSum": (np.sum, 13), "ReduceMean": (_mean, 18), "ReduceMax": (_max, 18), "ReduceMin": (_min, 18),
     "ReduceProd": (np.prod, 18), "ReduceL1": (lambda x, axis, keepdims: np.sum(np.abs(x), axis=axis,
                                                                                keepdims=keepdims), 18),
     "ReduceL2": (lambda x, axis, keepdims: np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims)), 18),
     "ReduceSumSquare": (lambda x, axis, keepdims: np.sum(np.square(x), axis=axis, keepdims=keepdims), 18),
     "ReduceLogSumExp": (_log_sum_exp, 18),
+    "ReduceLogSum": (lambda x, axis, keepdims: np.log(np.sum(x, axis=axis, keepdims=keepdims)), 18),
 }
 
 
