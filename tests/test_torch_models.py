@@ -63,6 +63,37 @@ class EinsumAttention(nn.Module):
         return self.out(mixed).mean(dim=1)
 
 
+class MultiheadAttention(nn.Module):
+    """nn.MultiheadAttention over embedded tokens (its export computes head sizes from Shape, with Mod and Div)."""
+
+    def __init__(self, vocab=9, dim=6):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.attention = nn.MultiheadAttention(dim, 2, batch_first=True)
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        return self.head(self.attention(x, x, x)[0] + x)
+
+
+class Statistics(nn.Module):
+    """Reductions and indexing torch code uses on features: normalize, logsumexp, cumsum, topk, standardize with
+    std, elementwise maximum, clamp, tril, amax and prod."""
+
+    def __init__(self):
+        super().__init__()
+        self.features, self.head = nn.Linear(5, 6), nn.Linear(47, 3)
+
+    def forward(self, x):
+        h = self.features(x)
+        standardized = (h - h.mean(1, keepdim=True)) / h.std(1, keepdim=True)
+        parts = [nn.functional.normalize(h, dim=1), torch.logsumexp(h, 1, keepdim=True), h.cumsum(1),
+                 h.topk(3, 1)[0], standardized, torch.maximum(h, h.flip(0)), h.clamp(-0.5, 0.5), h.tril(1)[:, :6],
+                 h.amax(1, keepdim=True), h.prod(1, keepdim=True), h[:, :5].roll(1, 1)]
+        return self.head(torch.cat(parts, 1))
+
+
 MODELS = {
     "mlp": (lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3)),
             lambda g: torch.randn(5, 6, generator=g)),
@@ -93,6 +124,8 @@ MODELS = {
                               nn.PixelShuffle(2), nn.Conv2d(2, 1, 3, padding=1)),
         lambda g: torch.randn(2, 1, 4, 3, generator=g)),
     "einsum-attention": (EinsumAttention, lambda g: torch.randint(0, 9, (2, 5), generator=g)),
+    "multihead-attention": (MultiheadAttention, lambda g: torch.randint(0, 9, (2, 4), generator=g)),
+    "reductions-and-indexing": (Statistics, lambda g: torch.randn(4, 5, generator=g)),
 }
 
 

@@ -91,11 +91,11 @@ class _Context:
         self.b.graph.value_info.append(ValueInfo(value, TensorType(t.elem_type, list(t.shape))))
 
 
-def _on_path(graph: Graph, order: list, wrt: set, loss: str) -> tuple:
-    """(values that depend on wrt, nodes between wrt and the loss)."""
+def _on_path(graph: Graph, order: list, wrt: set, loss: str, stop=frozenset()) -> tuple:
+    """(values that depend on wrt, nodes between wrt and the loss), not looking past ops in ``stop``."""
     depends = set(wrt)
     for node in order:
-        if any(i in depends for i in node.inputs if i):
+        if node.op_type not in stop and any(i in depends for i in node.inputs if i):
             depends.update(o for o in node.outputs if o)
     needed, nodes = {loss}, []
     for node in reversed(order):
@@ -141,9 +141,13 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
     if loss_name not in known:
         raise ValueError(f"the loss '{loss_name}' is not a value of the graph")
     order = topological_order(graph, set(inits) | {v.name for v in graph.inputs})
-    depends, path = _on_path(graph, order, set(wrt), loss_name)
+    # differentiable dependence stops at ops without a gradient (a Shape feeding shape arithmetic)
+    depends, path = _on_path(graph, order, set(wrt), loss_name, NO_GRADIENT)
     unreachable = [w for w in wrt if w not in {i for n in path for i in n.inputs} and w != loss_name]
     if unreachable:
+        if any(unreachable[0] in n.inputs for n in _on_path(graph, order, set(wrt), loss_name)[1]):
+            raise ValueError(f"no gradient reaches '{unreachable[0]}': every path from it to the loss goes through "
+                             f"ops without a gradient")
         raise ValueError(f"'{unreachable[0]}' does not influence the loss '{loss_name}', so it has no gradient")
     for node in path:
         if node.op_type not in GRADIENT_RULES and node.op_type not in NO_GRADIENT:

@@ -522,6 +522,11 @@ def _top_k(c, x, y, dy):  # dValues back to where Indices took them from
                  axis=c.node.attr("axis", -1))]
 
 
+@rule("Trilu")
+def _trilu(c, x, y, dy):
+    return [c.op("Trilu", dy[0], *x[1:], upper=c.node.attr("upper", 1))]
+
+
 @rule("CumSum")
 def _cumsum(c, x, y, dy):  # the transpose of a running sum is the running sum the other way
     return [c.op("CumSum", dy[0], x[1], exclusive=c.node.attr("exclusive", 0), reverse=1 - c.node.attr("reverse", 0))]
@@ -612,6 +617,21 @@ def _reduce_log_sum_exp(c, x, y, dy):  # softmax over the reduced axes
 def _reduce_l2(c, x, y, dy):  # x / ||x||, 0 where the norm is 0 (torch's choice)
     norm = _expand_reduced(c, x, y[0])
     return [_expand_reduced(c, x, dy[0]) * (x[0] / norm.eq(0.0).where(1.0, norm))]
+
+
+@rule("ReduceProd")
+@_unless_identity
+def _reduce_prod(c, x, y, dy):
+    """The product of the other elements: y / x without zeros; with one zero, the product of the rest at the
+    zero and 0 elsewhere; with more, 0."""
+    axes = _reduce_axes(c, x, len(c.shape(x[0])))
+    zero = x[0].eq(0.0)
+    nonzero = zero.where(1.0, x[0])
+    rest = c.op("ReduceProd", nonzero, c.b.ints(axes), keepdims=1) if c.opset >= 18 else \
+        c.op("ReduceProd", nonzero, axes=axes, keepdims=1)
+    zeros = reduce_sum(c, zero.cast(x[0]), axes, keepdims=1)
+    others = zeros.eq(0.0).where(rest / nonzero, (zeros.eq(1.0) & zero).where(rest, 0.0))
+    return [_expand_reduced(c, x, dy[0]) * others]
 
 
 @rule("ReduceSumSquare")
