@@ -161,6 +161,15 @@ def test_negative_log_likelihood_loss_internal(op, shape, reduction, weighted, i
     assert_same(op, [log_prob, labels, weights, ignore_input(ignore)], {"reduction": reduction}, domain=MS)
 
 
+@pytest.mark.parametrize("shape,reduction,weighted,ignore", INTERNAL)
+def test_negative_log_likelihood_loss_internal_v1(shape, reduction, weighted, ignore):
+    """onnxruntime runs the first version as a function whose body is valid only below opset 13."""
+    scores, labels, weights = make_case(shape, np.float32, np.int64, weighted, ignore)
+    log_prob = log_softmax(scores).astype(np.float32)
+    assert_same("NegativeLogLikelihoodLossInternal", [log_prob, labels, weights, ignore_input(ignore)],
+                {"reduction": reduction}, domain=MS, opset=12)
+
+
 # ---- legacy contrib losses (classes on the last axis) --------------------------------------------
 
 LEGACY_SHAPES = {"N5C4": (5, 4), "N2x3C4": (2, 3, 4)}
