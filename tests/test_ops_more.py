@@ -413,6 +413,115 @@ def test_tfidf_vectorizer_strings():
     assert_same_text("TfIdfVectorizer", [x], attrs, opset=9)
 
 
+# ---- ai.onnx.ml ----------------------------------------------------------------------------------
+
+def ml_run(op, inputs, attrs, ml_opset, *, ours_too=True):
+    """(onnxruntime's outputs, ours) for one ai.onnx.ml node."""
+    import onnx
+    from onnx import helper
+    import onnxruntime as ort
+    from opref import _value_info
+    names = [f"x{i}" for i in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph([node], "g", [_value_info(n, v) for n, v in zip(names, inputs)],
+                              [helper.make_empty_tensor_value_info("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", ml_opset)], ir_version=8)
+
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, dict(zip(names, inputs)))[0]
+    got = ours_run(op, inputs, attrs, domain="ai.onnx.ml", opset=ml_opset)[0] if ours_too else None
+    return want, got
+
+
+def _as_text(a):
+    return [v.decode("utf-8") if isinstance(v, bytes) else v for v in a.ravel()]
+
+
+@pytest.mark.parametrize("keys,values,extra", [
+    ({"keys_strings": ["a", "b", "c"]}, {"values_int64s": [1, 2, 3]}, {"default_int64": 42}),
+    ({"keys_int64s": [5, 7]}, {"values_strings": ["five", "seven"]}, {}),
+    ({"keys_floats": [0.5, 1.5]}, {"values_floats": [10.0, 20.0]}, {"default_float": -1.0})])
+@pytest.mark.parametrize("ml_opset", [2, 4])
+def test_label_encoder(keys, values, extra, ml_opset):
+    x = {"keys_strings": strings("a", "c", "z", "b", shape=(2, 2)), "keys_int64s": i64(5, 6, 7),
+         "keys_floats": np.array([1.5, 0.5, 2.0], np.float32)}[next(iter(keys))]
+    want, got = ml_run("LabelEncoder", [x], {**keys, **values, **extra}, ml_opset)
+    if want.dtype == object:
+        assert _as_text(got) == list(want.ravel()) and got.shape == want.shape
+    else:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_label_encoder_tensor_attributes():
+    from onnx import helper, numpy_helper
+    attrs = {"keys_tensor": numpy_helper.from_array(i64(1, 2, 3), "k"),
+             "values_tensor": numpy_helper.from_array(np.array([0.5, 1.5, 2.5], np.float32), "v"),
+             "default_tensor": numpy_helper.from_array(np.array([-9.0], np.float32), "d")}
+    x = i64(3, 1, 4, 2)
+    want, _ = ml_run("LabelEncoder", [x], attrs, 4, ours_too=False)
+    from onnxtrain.ops.ml import LabelEncoder_4
+    got = LabelEncoder_4(x, keys_tensor=i64(1, 2, 3), values_tensor=np.array([0.5, 1.5, 2.5], np.float32),
+                         default_tensor=np.array([-9.0], np.float32))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert helper is not None
+
+
+def test_binarizer_and_array_feature_extractor():
+    x = f32(3, 5)
+    want, got = ml_run("Binarizer", [x], {"threshold": 0.2}, 1)
+    np.testing.assert_array_equal(got, want)
+    for data, index in ((x, i64(4, 0, 0)), (f32(5), i64(1, 3)), (f32(2, 3, 5), np.array([[2, 1]], np.int64))):
+        want, got = ml_run("ArrayFeatureExtractor", [data, index], {}, 1)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+def test_tree_ensemble_against_the_regressor_in_onnxruntime(aggregate):
+    """TreeEnsemble (ml opset 5; onnxruntime 1.19 lacks it) against the same trees as TreeEnsembleRegressor
+    (with MIN and MAX, some rows reach no leaf of a target: 0 there, as onnxruntime)."""
+    modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    n_trees, rng = 4, np.random.default_rng(1)
+    x = np.round(rng.standard_normal((20, 3)), 1).astype(np.float32)
+    reg = {k: [] for k in ["nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+                           "nodes_truenodeids", "nodes_falsenodeids", "target_treeids", "target_nodeids",
+                           "target_ids", "target_weights"]}
+    ens = {k: [] for k in ["nodes_featureids", "nodes_modes", "nodes_splits", "nodes_truenodeids",
+                           "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs", "leaf_targetids",
+                           "leaf_weights", "tree_roots"]}
+    for t in range(n_trees):
+        ens["tree_roots"].append(3 * t)
+        for k, (true_node, false_node) in enumerate([(1, 2), (3, 4), (5, 6)]):
+            mode, feature, split = int(rng.integers(6)), int(rng.integers(3)), float(np.round(rng.standard_normal(), 1))
+            reg["nodes_treeids"].append(t), reg["nodes_nodeids"].append(k), reg["nodes_featureids"].append(feature)
+            reg["nodes_modes"].append(modes[mode]), reg["nodes_values"].append(split)
+            reg["nodes_truenodeids"].append(true_node), reg["nodes_falsenodeids"].append(false_node)
+            ens["nodes_featureids"].append(feature), ens["nodes_modes"].append(mode), ens["nodes_splits"].append(split)
+            leaf = k > 0
+            ens["nodes_truenodeids"].append(4 * t + true_node - 3 if leaf else 3 * t + true_node)
+            ens["nodes_falsenodeids"].append(4 * t + false_node - 3 if leaf else 3 * t + false_node)
+            ens["nodes_trueleafs"].append(int(leaf)), ens["nodes_falseleafs"].append(int(leaf))
+        for leaf in range(3, 7):
+            target, weight = int(rng.integers(2)), float(np.round(rng.standard_normal(), 2))
+            reg["nodes_treeids"].append(t), reg["nodes_nodeids"].append(leaf), reg["nodes_featureids"].append(0)
+            reg["nodes_modes"].append("LEAF"), reg["nodes_values"].append(0.0)
+            reg["nodes_truenodeids"].append(0), reg["nodes_falsenodeids"].append(0)
+            reg["target_treeids"].append(t), reg["target_nodeids"].append(leaf), reg["target_ids"].append(target)
+            reg["target_weights"].append(weight)
+            ens["leaf_targetids"].append(target), ens["leaf_weights"].append(weight)
+    want, _ = ml_run("TreeEnsembleRegressor", [x], {**reg, "n_targets": 2, "aggregate_function": aggregate}, 3,
+                     ours_too=False)
+    from onnxtrain.ops.ml import TreeEnsemble
+    got = TreeEnsemble(x, **{**ens, "nodes_modes": np.array(ens["nodes_modes"], np.uint8),
+                             "nodes_splits": np.array(ens["nodes_splits"], np.float32),
+                             "leaf_weights": np.array(ens["leaf_weights"], np.float32)},
+                       n_targets=2, aggregate_function=["AVERAGE", "SUM", "MIN", "MAX"].index(aggregate))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 # ---- signal processing and small ones -------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,attrs,length", [
@@ -467,7 +576,7 @@ def test_det():
     "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
     "test_simple_rnn*", "test_dft*", "test_stft*", "test_*window*", "test_melweightmatrix*", "test_eyelike*",
     "test_det*", "test_col2im*", "test_*deform_conv*", "test_strnorm*", "test_string*",
-    "test_regex*", "test_tfidf*", excluded=[
+    "test_regex*", "test_tfidf*", "test_ai_onnx_ml*", excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",

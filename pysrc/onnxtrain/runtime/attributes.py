@@ -35,6 +35,15 @@ _BY_NAME = {
     "max_gram_length": AttrType.INT, "max_skip_count": AttrType.INT, "min_gram_length": AttrType.INT,
     "ngram_counts": AttrType.INTS, "ngram_indexes": AttrType.INTS, "pool_int64s": AttrType.INTS,
     "pool_strings": AttrType.STRINGS, "weights": AttrType.FLOATS,
+    "keys_floats": AttrType.FLOATS, "keys_int64s": AttrType.INTS, "keys_strings": AttrType.STRINGS,
+    "values_floats": AttrType.FLOATS, "values_int64s": AttrType.INTS, "values_strings": AttrType.STRINGS,
+    "keys_tensor": AttrType.TENSOR, "values_tensor": AttrType.TENSOR, "default_tensor": AttrType.TENSOR,
+    "leaf_targetids": AttrType.INTS, "leaf_weights": AttrType.TENSOR, "membership_values": AttrType.TENSOR,
+    "n_targets": AttrType.INT, "nodes_falseleafs": AttrType.INTS, "nodes_falsenodeids": AttrType.INTS,
+    "nodes_featureids": AttrType.INTS, "nodes_hitrates": AttrType.TENSOR,
+    "nodes_missing_value_tracks_true": AttrType.INTS, "nodes_modes": AttrType.TENSOR,
+    "nodes_splits": AttrType.TENSOR, "nodes_trueleafs": AttrType.INTS, "nodes_truenodeids": AttrType.INTS,
+    "tree_roots": AttrType.INTS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}

@@ -1,0 +1,188 @@
+"""Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble."""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import kernel
+
+ML = "ai.onnx.ml"
+
+
+def _key(v):
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8")
+    if isinstance(v, (np.floating, float)):
+        return float(v)
+    if isinstance(v, (np.integer, int)):
+        return int(v)
+    return v
+
+
+def _encoded(values, dtype, shape):
+    if dtype == object:
+        out = np.empty(len(values), dtype=object)
+        out[:] = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+        return out.reshape(shape)
+    return np.array(values, dtype=dtype).reshape(shape)
+
+
+def _label_encode(X, keys, values, default, dtype):
+    if len(keys) != len(values):
+        raise ValueError(f"LabelEncoder: {len(keys)} keys but {len(values)} values")
+    table = {_key(k): v for k, v in zip(keys, values)}
+    return _encoded([table.get(_key(x), default) for x in X.ravel()], dtype, X.shape)
+
+
+def _chosen(op: str, what: str, **given):
+    present = [(name, v) for name, v in given.items() if v is not None]
+    if len(present) != 1:
+        raise ValueError(f"{op}: give exactly one of the {what} attributes ({', '.join(given)})")
+    return present[0]
+
+
+@kernel("LabelEncoder", domain=ML, since=2)
+def LabelEncoder_2(X, *, default_float=-0.0, default_int64=-1, default_string="_Unused", keys_floats=None,
+                   keys_int64s=None, keys_strings=None, values_floats=None, values_int64s=None, values_strings=None):
+    _, keys = _chosen("LabelEncoder", "keys_*", keys_floats=keys_floats, keys_int64s=keys_int64s,
+                      keys_strings=keys_strings)
+    kind, values = _chosen("LabelEncoder", "values_*", values_floats=values_floats, values_int64s=values_int64s,
+                           values_strings=values_strings)
+    default, dtype = {"values_floats": (default_float, np.float32), "values_int64s": (default_int64, np.int64),
+                      "values_strings": (default_string, object)}[kind]
+    return _label_encode(X, list(keys), list(values), default, dtype)
+
+
+@kernel("LabelEncoder", domain=ML, since=4)
+def LabelEncoder_4(X, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
+                   keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None, values_floats=None,
+                   values_int64s=None, values_strings=None, values_tensor=None):
+    _, keys = _chosen("LabelEncoder", "keys_*", keys_floats=keys_floats, keys_int64s=keys_int64s,
+                      keys_strings=keys_strings, keys_tensor=keys_tensor)
+    kind, values = _chosen("LabelEncoder", "values_*", values_floats=values_floats, values_int64s=values_int64s,
+                           values_strings=values_strings, values_tensor=values_tensor)
+    if kind == "values_tensor":
+        dtype = values.dtype
+        if default_tensor is not None:
+            default = default_tensor.reshape(-1)[0]
+        else:
+            default = {"f": -0.0, "i": -1, "u": 0, "O": "_Unused"}.get(dtype.kind, 0)
+        values = list(values.ravel())
+    else:
+        default, dtype = {"values_floats": (default_float, np.float32), "values_int64s": (default_int64, np.int64),
+                          "values_strings": (default_string, object)}[kind]
+    keys = list(np.asarray(keys).ravel()) if isinstance(keys, np.ndarray) else list(keys)
+    return _label_encode(X, keys, list(values), default, dtype)
+
+
+@kernel("Binarizer", domain=ML, since=1)
+def Binarizer(X, *, threshold=0.0):
+    return (X > threshold).astype(X.dtype)
+
+
+@kernel("ArrayFeatureExtractor", domain=ML, since=1)
+def ArrayFeatureExtractor(X, Y):
+    """X[..., Y] with Y flattened; a 1-D X gives shape [1, len(Y)]."""
+    index = np.asarray(Y, np.int64).ravel()
+    size = X.shape[-1]
+    if index.size and (index.min() < 0 or index.max() >= size):
+        raise IndexError(f"ArrayFeatureExtractor: index {int(index.max() if index.max() >= size else index.min())} "
+                         f"is out of range for a last axis of size {size}")
+    out = X[..., index.astype(np.intp)]
+    return out.reshape((1, index.size) if X.ndim == 1 else X.shape[:-1] + (index.size,))
+
+
+_LEQ, _LT, _GTE, _GT, _EQ, _NEQ, _MEMBER = range(7)
+
+
+def _member_sets(modes, membership_values) -> dict:
+    """{node: set of members} for the MEMBER nodes, in node order, their lists split by NaN."""
+    members = [i for i, m in enumerate(modes) if m == _MEMBER]
+    if not members:
+        return {}
+    if membership_values is None:
+        raise ValueError("TreeEnsemble: set membership nodes without membership_values")
+    groups, current = [], set()
+    for v in np.asarray(membership_values, np.float64).ravel():
+        if np.isnan(v):
+            groups.append(current)
+            current = set()
+        else:
+            current.add(float(v))
+    if current:
+        groups.append(current)
+    if len(groups) != len(members):
+        raise ValueError(f"TreeEnsemble: {len(members)} set membership nodes but {len(groups)} member lists")
+    return dict(zip(members, groups))
+
+
+@kernel("TreeEnsemble", domain=ML, since=5)
+def TreeEnsemble(X, *, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None, n_targets=None,
+                 nodes_falseleafs, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
+                 nodes_missing_value_tracks_true=None, nodes_modes, nodes_splits, nodes_trueleafs, nodes_truenodeids,
+                 post_transform=0, tree_roots):
+    if post_transform != 0:
+        raise ValueError(f"TreeEnsemble: post_transform {post_transform} is not supported (only NONE)")
+    if aggregate_function not in (0, 1, 2, 3):
+        raise ValueError(f"TreeEnsemble: aggregate_function {aggregate_function} is not supported")
+    modes = np.asarray(nodes_modes).ravel().astype(np.int64)
+    splits = np.asarray(nodes_splits, np.float64).ravel()
+    features = np.asarray(nodes_featureids, np.int64)
+    true_ids, false_ids = np.asarray(nodes_truenodeids, np.int64), np.asarray(nodes_falsenodeids, np.int64)
+    true_leaf, false_leaf = np.asarray(nodes_trueleafs, bool), np.asarray(nodes_falseleafs, bool)
+    missing_true = (np.zeros(len(modes), bool) if nodes_missing_value_tracks_true is None
+                    else np.asarray(nodes_missing_value_tracks_true, bool))
+    sets = _member_sets(modes, membership_values)
+    weights = np.asarray(leaf_weights, np.float64).ravel()
+    targets = np.asarray(leaf_targetids, np.int64)
+    n_out = int(n_targets) if n_targets is not None else int(targets.max()) + 1
+    x = np.asarray(X, np.float64).reshape(X.shape[0], -1)
+    rows = np.arange(x.shape[0])
+    compare = {_LEQ: np.less_equal, _LT: np.less, _GTE: np.greater_equal, _GT: np.greater, _EQ: np.equal,
+               _NEQ: np.not_equal}
+    per_tree = []
+    for root in tree_roots:
+        if true_leaf[root] and false_leaf[root] and true_ids[root] == false_ids[root]:
+            per_tree.append(np.full(x.shape[0], true_ids[root]))
+            continue
+        node = np.full(x.shape[0], root)
+        leaf = np.full(x.shape[0], -1)
+        active = np.ones(x.shape[0], bool)
+        for _ in range(len(modes) + 1):
+            if not active.any():
+                break
+            r, n = rows[active], node[active]
+            value = x[r, features[n]]
+            go = np.zeros(len(n), bool)
+            for mode in np.unique(modes[n]):
+                sel = modes[n] == mode
+                if mode == _MEMBER:
+                    go[sel] = [value[i] in sets[n[i]] for i in np.nonzero(sel)[0]]
+                elif mode in compare:
+                    go[sel] = compare[mode](value[sel], splits[n[sel]])
+                else:
+                    raise ValueError(f"TreeEnsemble: node mode {mode} is not supported")
+            go |= np.isnan(value) & missing_true[n]
+            nxt = np.where(go, true_ids[n], false_ids[n])
+            ends = np.where(go, true_leaf[n], false_leaf[n])
+            leaf[r[ends]] = nxt[ends]
+            node[r] = nxt
+            active[r[ends]] = False
+        if active.any():
+            raise ValueError("TreeEnsemble: a tree has a cycle")
+        per_tree.append(leaf)
+    # MIN and MAX: a target that no tree's leaf gives a row stays 0 there, as in onnxruntime.
+    out = np.zeros((x.shape[0], n_out)) if aggregate_function in (0, 1) else \
+        np.full((x.shape[0], n_out), np.inf if aggregate_function == 2 else -np.inf)
+    reached = np.zeros(out.shape, bool)
+    for leaf in per_tree:
+        w, t = weights[leaf], targets[leaf]
+        reached[rows, t] = True
+        if aggregate_function == 1:
+            np.add.at(out, (rows, t), w)
+        elif aggregate_function == 0:
+            np.add.at(out, (rows, t), w / len(tree_roots))
+        elif aggregate_function == 2:
+            np.minimum.at(out, (rows, t), w)
+        else:
+            np.maximum.at(out, (rows, t), w)
+    return np.where(reached, out, 0).astype(X.dtype)
