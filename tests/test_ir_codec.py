@@ -902,3 +902,23 @@ def test_mutated_models_that_decode_encode_to_the_same_model():
         assert plain(again) == plain(ours)
         assert ir.encode_model(again) == once
     assert decoded > 150
+
+
+def test_attribute_values_of_another_type_are_kept_until_that_field_is_written():
+    model = mlp()
+    attr = model.graph.node[0].attribute[0]  # transB: INT 1
+    attr.f = 2.5                              # ignored by readers: the type is INT
+    attr.floats.extend([1.0, 2.0])
+    data = model.SerializeToString()
+    ours = ir.decode_model(data)
+    assert ours.graph.nodes[0].attr("transB") == 1
+    assert ir.encode_model(ours) == data
+    ours.graph.nodes[0].attributes["transB"].value = 0
+    attr.i = 0
+    assert onnx.load_from_string(ir.encode_model(ours)) == model
+    decoded = ours.graph.nodes[0].attributes["transB"]
+    decoded.type, decoded.value = AttrType.FLOAT, 0.5  # now f is the value: the old one is not written
+    attr.Clear()
+    attr.CopyFrom(helper.make_attribute("transB", 0.5))
+    attr.floats.extend([1.0, 2.0])
+    assert onnx.load_from_string(ir.encode_model(ours)) == model

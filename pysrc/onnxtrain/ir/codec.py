@@ -9,10 +9,10 @@ changed while the model is in use.
 Decoding then encoding gives the same bytes: each decoded message keeps its
 layout (model.py), so fields come back in the order read, repeated scalars
 packed or not as they were, and fields this codec does not model verbatim
-where they were.  Not reproduced: a singular field given twice (the last value
-wins, as in protobuf), a repeated scalar split over several packed runs (one
-run is written), varints written with redundant bytes, and attribute value
-fields that do not match the attribute's type.
+where they were (also an attribute's value fields of another type than its
+own).  Not reproduced: a singular field given twice (the last value wins, as
+in protobuf), a repeated scalar split over several packed runs (one run is
+written), and varints written with redundant bytes.
 """
 from __future__ import annotations
 
@@ -70,6 +70,11 @@ _TYPED_FIELD.update((code, 5) for code in dtypes.NAMES if code not in _TYPED_FIE
 # The first byte of every ModelProto field key (fields 20, 25, 26 take two bytes).
 _MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xCA, 0xD2}
 MAX_DEPTH = 64  # nested graphs / types
+# The AttributeProto field of each attribute type's value.
+_VALUE_FIELD = {AttrType.FLOAT: 2, AttrType.INT: 3, AttrType.STRING: 4, AttrType.TENSOR: 5, AttrType.GRAPH: 6,
+                AttrType.SPARSE_TENSOR: 22, AttrType.TYPE_PROTO: 14, AttrType.FLOATS: 7, AttrType.INTS: 8,
+                AttrType.STRINGS: 9, AttrType.TENSORS: 10, AttrType.GRAPHS: 11, AttrType.SPARSE_TENSORS: 23,
+                AttrType.TYPE_PROTOS: 15}
 # The keys of a TypeProto.Tensor as this codec writes it, by (elem_type set, shape set).
 _TENSOR_TYPE_KEYS = {(False, False): [], (True, False): [8], (False, True): [18], (True, True): [8, 18]}
 
@@ -354,7 +359,22 @@ class _Decoder:
         elif a.type == AttrType.UNDEFINED and not a.ref_attr_name:
             raise ModelDecodeError(f"{M} '{a.name}' has no type")
         # else the value is absent (None): a function-body reference (ref_attr_name) to the caller's value
+        if len(single) > (a.type in single) or len(floats) + len(ints) + len(strings) + len(tensors) + len(graphs) + \
+                len(sparse) + len(types) != len(plural.get(a.type, ())):
+            self.keep_stray_values(a, span, {t for t in single if t != a.type}
+                                   | {t for t, v in plural.items() if v and t != a.type})
         return a
+
+    def keep_stray_values(self, a: Attribute, span, kinds: set) -> None:
+        """Keep verbatim the value fields of other types than the attribute's (which readers ignore), to be
+        written back while the attribute has no value of that field (see wire.LayoutWriter)."""
+        numbers = {_VALUE_FIELD[t] for t in kinds}
+        layout = list(a.layout)
+        r = self.reader(span, "AttributeProto")
+        for i, (n, _, _) in enumerate(r.fields()):
+            if n in numbers:
+                layout[i] = (r.keys[-1], None, bytes(self.buf[r.at:r.pos]))
+        a.layout = tuple(layout)
 
     def value_info(self, span) -> ValueInfo:
         self.charge("ValueInfoProto")

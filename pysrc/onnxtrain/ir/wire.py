@@ -249,8 +249,9 @@ class LayoutWriter(Writer):
     field come after its last occurrence there, fields the layout lacks at the end), repeated scalars are
     packed or not as they were, and the kept bytes of unmodelled fields are written where they were.
     The values themselves are always the ones written now: the layout holds no data of modelled fields,
-    except sub-messages kept as ``(key, encoded, raw)``: where the field written is ``encoded``, ``raw`` (the
-    whole field as read) is written instead."""
+    except fields kept as ``(key, encoded, raw)``: where the field written is ``encoded``, ``raw`` (the
+    whole field as read) is written instead; with ``encoded`` None, ``raw`` is written if no field with
+    that number is written now."""
 
     __slots__ = ("keys", "layout")
 
@@ -326,6 +327,8 @@ def _follow(layout: tuple, keys: list, parts: list) -> list:
         n = (k if k.__class__ is int else k[0]) >> 3
         indexes = waiting.get(n)
         if indexes is None:
+            if k.__class__ is tuple and k[1] is None:
+                out.append((k[2],))
             continue
         start = taken[n]
         stop = len(indexes) if last[n] == j else start + 1
