@@ -522,6 +522,42 @@ def test_tree_ensemble_against_the_regressor_in_onnxruntime(aggregate):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+# ---- random --------------------------------------------------------------------------------------
+
+def test_random_ops_shapes_dtypes_and_distributions():
+    """Shapes and dtypes as onnxruntime's; values by their moments (no two generators agree on values)."""
+    x = np.zeros((200, 300), np.float32)
+    cases = [("RandomUniform", [], {"shape": [200, 300], "low": -2.0, "high": 4.0, "dtype": 11}, (1.0, 3.0)),
+             ("RandomNormal", [], {"shape": [200, 300], "mean": 1.5, "scale": 0.5}, (1.5, 0.25)),
+             ("RandomUniformLike", [x], {"low": 1.0, "high": 2.0}, (1.5, 1 / 12)),
+             ("RandomNormalLike", [x], {"scale": 2.0, "dtype": 11}, (0.0, 4.0))]
+    for op, inputs, attrs, (mean, variance) in cases:
+        want = ort_run(op, inputs, attrs)[0]
+        got = ours_run(op, inputs, attrs)[0]
+        assert got.shape == want.shape and got.dtype == want.dtype, op
+        assert abs(got.mean() - mean) < 0.02 and abs(got.var() - variance) / variance < 0.03, op
+
+
+def test_bernoulli_frequencies_and_seed():
+    p = np.repeat(np.array([0.0, 0.2, 0.9, 1.0], np.float32), 20000).reshape(4, -1)
+    got = ours_run("Bernoulli", [p], {}, opset=15)[0]
+    assert got.dtype == np.float32 and set(np.unique(got)) <= {0.0, 1.0}
+    np.testing.assert_allclose(got.mean(axis=1), [0.0, 0.2, 0.9, 1.0], atol=0.01)
+    a = ours_run("Bernoulli", [p], {"seed": 3.0, "dtype": 7}, opset=15)[0]
+    b = ours_run("Bernoulli", [p], {"seed": 3.0, "dtype": 7}, opset=15)[0]
+    assert a.dtype == np.int64 and np.array_equal(a, b)
+
+
+def test_multinomial_frequencies():
+    logits = np.log(np.array([[0.1, 0.6, 0.3], [0.5, 0.0001, 0.4999]], np.float32))
+    want = ort_run("Multinomial", [logits], {"sample_size": 50000, "dtype": 7})[0]
+    got = ours_run("Multinomial", [logits], {"sample_size": 50000, "dtype": 7})[0]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    for row in range(2):
+        np.testing.assert_allclose(np.bincount(got[row], minlength=3) / 50000,
+                                   np.bincount(want[row], minlength=3) / 50000, atol=0.01)
+
+
 # ---- signal processing and small ones -------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,attrs,length", [
