@@ -124,6 +124,11 @@ MODELS = {
                               nn.PixelShuffle(2), nn.Conv2d(2, 1, 3, padding=1)),
         lambda g: torch.randn(2, 1, 4, 3, generator=g)),
     "einsum-attention": (EinsumAttention, lambda g: torch.randint(0, 9, (2, 5), generator=g)),
+    "reflection-padding-ceil-avgpool": (
+        lambda: nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(2, 3, 3), nn.ReplicationPad2d((1, 0, 2, 1)),
+                              nn.Conv2d(3, 3, 2), nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False),
+                              nn.Flatten(), nn.Linear(3 * 5 * 3, 2)),
+        lambda g: torch.randn(2, 2, 6, 5, generator=g)),
     "multihead-attention": (MultiheadAttention, lambda g: torch.randint(0, 9, (2, 4), generator=g)),
     "reductions-and-indexing": (Statistics, lambda g: torch.randn(4, 5, generator=g)),
 }

@@ -450,18 +450,49 @@ def _slice(c, x, y, dy):
     return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *x[1:], domain=MS)]
 
 
+def _matmul_along(c, grad, axis: int, rank: int, m: np.ndarray):
+    """``grad`` times the constant matrix ``m`` along ``axis`` (m: [grad's length, result's length])."""
+    perm = [i for i in range(rank) if i != axis] + [axis]
+    moved = c.op("MatMul", c.op("Transpose", grad, perm=perm), c.b.const(m, "along_axis"))
+    return c.op("Transpose", moved, perm=[int(i) for i in np.argsort(perm)])
+
+
 @rule("Pad")
 def _pad(c, x, y, dy):
+    """Constant mode with non-negative pads: a Slice of dY.  Otherwise (reflect, edge, wrap, cropping) each padded
+    axis is a 0/1 matrix from input to output positions, and dY goes back through its transpose."""
     mode = text(c.node.attr("mode", b"constant"))
     pads = c.constant(x[1]) if c.opset >= 11 else np.asarray(c.node.attr("pads"))
-    if mode != "constant" or pads is None or (c.opset >= 18 and len(x) > 3 and x[3]):
-        raise NotImplementedError(f"{c.where()}: the Pad gradient needs constant mode and constant pads")
+    axes = c.constant(x[3]) if c.opset >= 18 and len(x) > 3 and x[3] else None
+    shape = c.shape(x[0])
+    if pads is None or (c.opset >= 18 and len(x) > 3 and x[3] and axes is None):
+        raise NotImplementedError(f"{c.where()}: the Pad gradient needs constant pads and axes")
     pads = [int(p) for p in np.asarray(pads).ravel()]
-    n = len(pads) // 2
-    if any(p < 0 for p in pads):
-        raise NotImplementedError(f"{c.where()}: the Pad gradient needs non-negative pads")
-    big = np.iinfo(np.int64).max
-    return [c.op("Slice", dy[0], c.b.ints(pads[:n], "starts"), c.b.ints([-p if p else big for p in pads[n:]], "ends"))]
+    rank, n = len(shape), len(pads) // 2
+    axes = list(range(rank)) if axes is None else [int(a) % rank for a in axes.ravel()]
+    begin, end = [0] * rank, [0] * rank
+    for i, axis in enumerate(axes):
+        begin[axis], end[axis] = pads[i], pads[i + n]
+    if mode == "constant" and min(pads) >= 0:
+        big = np.iinfo(np.int64).max
+        return [c.op("Slice", dy[0], c.b.ints(begin, "starts"), c.b.ints([-p if p else big for p in end], "ends"))]
+    if mode != "constant" and min(pads) < 0:
+        raise NotImplementedError(f"{c.where()}: the Pad gradient in {mode} mode needs non-negative pads")
+    grad = dy[0]
+    for axis in range(rank):
+        if begin[axis] or end[axis]:
+            if not isinstance(shape[axis], int):
+                raise NotImplementedError(f"{c.where()}: the Pad gradient needs a static size on padded axis {axis}")
+            length = shape[axis]
+            if mode == "constant":
+                source = np.arange(-begin[axis], length + end[axis])
+            else:
+                source = np.pad(np.arange(length), (begin[axis], end[axis]), mode=mode)
+            m = np.zeros((len(source), length), dtype=c.dtype(x[0]))
+            inside = (source >= 0) & (source < length)
+            np.add.at(m, (np.nonzero(inside)[0], source[inside]), 1)
+            grad = _matmul_along(c, grad, axis, rank, m)
+    return [grad]
 
 
 @rule("Tile")
@@ -709,23 +740,33 @@ def _max_pool(c, x, y, dy):
 
 @rule("AveragePool")
 def _average_pool(c, x, y, dy):
-    """dY spread evenly over each window: a ConvTranspose of every channel with a constant kernel."""
+    """dY divided by each window's count, spread over the window: a ConvTranspose of every channel with a kernel
+    of ones (pads cut what falls on padding, ceil_mode's overhang included)."""
     n = c.node
     kernel = list(n.attr("kernel_shape"))
     nd = len(kernel)
     pads = list(n.attr("pads") or [0] * (2 * nd))
     strides = list(n.attr("strides") or [1] * nd)
     x_shape, y_shape = c.shape(x[0]), c.shape(y[0])
-    if n.attr("ceil_mode", 0) or text(n.attr("auto_pad", b"NOTSET")) != "NOTSET" or \
-            (any(pads) and not n.attr("count_include_pad", 0)) or n.attr("dilations") not in (None, [1] * nd) or \
+    if text(n.attr("auto_pad", b"NOTSET")) != "NOTSET" or n.attr("dilations") not in (None, [1] * nd) or \
             not all(isinstance(d, int) for d in x_shape[2:] + y_shape[2:]):
-        raise NotImplementedError(f"{c.where()}: the AveragePool gradient needs static spatial sizes, no ceil_mode "
-                                  f"or auto_pad, and count_include_pad=1 when padded")
-    out_pad = [x_shape[2 + i] - ((y_shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd] + kernel[i])
-               for i in range(nd)]
-    weight = c.b.const(np.full([1, 1] + kernel, 1.0 / np.prod(kernel), dtype=c.dtype(x[0])), "avgpool_kernel")
-    spread = c.op("ConvTranspose", reshape(c, dy[0], [-1, 1] + [0] * nd), weight, kernel_shape=kernel,
-                  strides=strides, pads=pads, output_padding=out_pad)
+        raise NotImplementedError(f"{c.where()}: the AveragePool gradient needs static spatial sizes, explicit "
+                                  f"pads and no dilations")
+    divisor = np.ones([1, 1] + y_shape[2:])
+    end_pads, out_pad = list(pads[nd:]), []
+    for i in range(nd):
+        starts = np.arange(y_shape[2 + i]) * strides[i]
+        count = np.full(len(starts), kernel[i]) if n.attr("count_include_pad", 0) else \
+            np.minimum(starts + kernel[i], pads[i] + x_shape[2 + i]) - np.maximum(starts, pads[i])
+        divisor = divisor * count.reshape([-1] + [1] * (nd - 1 - i))
+        overhang = x_shape[2 + i] - ((y_shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd] + kernel[i])
+        out_pad.append(max(overhang, 0))
+        end_pads[i] += max(-overhang, 0)
+    weight = c.b.const(np.ones([1, 1] + kernel, dtype=c.dtype(x[0])), "avgpool_kernel")
+    scaled = reshape(c, dy[0] * c.b.const((1 / divisor).astype(c.dtype(x[0])), "avgpool_divisor"),
+                     [-1, 1] + [0] * nd)
+    spread = c.op("ConvTranspose", scaled, weight, kernel_shape=kernel, strides=strides, pads=pads[:nd] + end_pads,
+                  output_padding=out_pad)
     return [reshape_like(c, spread, x[0])]
 
 
@@ -752,13 +793,10 @@ def _resize(c, x, y, dy):
     mode = text(n.attr("mode", "nearest"))
     coordinates = text(n.attr("coordinate_transformation_mode", "half_pixel"))
     nearest = text(n.attr("nearest_mode", "round_prefer_floor"))
-    grad, rank = dy[0], len(shape)
+    grad = dy[0]
     for axis, in_len, out_len, scale in reversed(plan):
-        m = c.b.const(resize_matrix(in_len, out_len, scale, mode, coordinates, nearest).astype(c.dtype(x[0])),
-                      "resize_matrix")
-        perm = [i for i in range(rank) if i != axis] + [axis]
-        moved = c.op("MatMul", c.op("Transpose", grad, perm=perm), m)
-        grad = c.op("Transpose", moved, perm=[int(i) for i in np.argsort(perm)])
+        m = resize_matrix(in_len, out_len, scale, mode, coordinates, nearest).astype(c.dtype(x[0]))
+        grad = _matmul_along(c, grad, axis, len(shape), m)
     return [grad]
 
 
