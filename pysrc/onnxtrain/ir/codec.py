@@ -25,8 +25,8 @@ from . import dtypes
 from .errors import ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
-from .wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view, fixed32_to_float, fixed64_to_double,
-                   read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
+from .wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view, fixed32_to_float,
+                   fixed64_to_double, read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
 
 EXTERNAL = 1  # TensorProto.DataLocation
 OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"  # recorded in Model.empty_fields
@@ -101,9 +101,6 @@ class _Decoder:
         self.budget = OBJECT_BYTES_PER_FILE_BYTE * len(self.buf) + (1 << 20)
         self.odd = False  # see verbatim()
         self.layouts = {}  # one tuple for each distinct layout: most messages of a kind share a few
-
-    def fields(self, span, message):
-        return Reader(self.buf, span[0], span[1], message, FIELDS[message]).fields()
 
     def layout(self, r: Reader) -> tuple:
         layout = r.layout()
