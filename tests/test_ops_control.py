@@ -167,6 +167,16 @@ def test_subgraph_reading_an_undefined_name_is_a_graph_error():
         Session(ir.load(m.SerializeToString()))
 
 
+def test_an_unsupported_op_in_a_body_names_the_enclosing_node():
+    body = h.make_graph([h.make_node("Identity", ["c"], ["c2"]), h.make_node("NoSuchOp", ["v"], ["v2"])],
+                        "body", [t("i", I64, []), t("c", B, []), t("v", F, [2])], [t("c2", B, []), t("v2", F, None)])
+    m = model([h.make_node("Loop", ["M", "", "v0"], ["v"], body=body, name="outer")],
+              [t("M", I64, []), t("v0", F, [2])], [t("v", F, None)])
+    with pytest.raises(GraphError, match="in body of ai.onnx::Loop node 'outer': ai.onnx::NoSuchOp node: onnxtrain "
+                                         "has no kernel for op ai.onnx::NoSuchOp"):
+        Session(ir.load(m.SerializeToString()))
+
+
 # ---- Scan ----------------------------------------------------------------------------------------
 
 def scan_model(in_axes, in_dirs, out_axes, out_dirs):

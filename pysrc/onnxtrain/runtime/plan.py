@@ -276,7 +276,10 @@ class Plan:
                 raise GraphError(f"{describe_node(node)}: attribute '{name}' holds several graphs, which no "
                                  f"onnxtrain kernel takes")
             if a.type == AttrType.GRAPH:
-                bodies[name] = Plan(model, a.value, outer_names(a.value))
+                try:
+                    bodies[name] = Plan(model, a.value, outer_names(a.value))
+                except GraphError as e:
+                    raise GraphError(f"in {name} of {describe_node(node)}: {e}") from None
                 del kwargs[name]
         if bodies:
             return ScopedKernel(fn, len(node.inputs), kwargs, bodies, reads,
