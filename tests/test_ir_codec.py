@@ -922,3 +922,21 @@ def test_attribute_values_of_another_type_are_kept_until_that_field_is_written()
     attr.CopyFrom(helper.make_attribute("transB", 0.5))
     attr.floats.extend([1.0, 2.0])
     assert onnx.load_from_string(ir.encode_model(ours)) == model
+
+
+@pytest.mark.parametrize("change", [unpack, pack])
+def test_nan_bits_in_typed_float_data_are_kept(change):
+    bits32 = np.array([0x7F800001, 0x7FC00001, 0xFFA00000, 0x3F800000], np.uint32)  # signalling and payload NaNs
+    bits64 = np.array([0x7FF0000000000001, 0xFFF8000000000123], np.uint64)
+    model = helper.make_model(helper.make_graph([], "g", [], [helper.make_tensor_value_info("f", 1, [4])]))
+    tensors = [field_bytes(1, VARINT, 4) + field_bytes(2, VARINT, 1) + field_bytes(4, LEN, bits32.tobytes())
+               + field_bytes(8, LEN, b"f"),
+               field_bytes(1, VARINT, 2) + field_bytes(2, VARINT, 11) + field_bytes(10, LEN, bits64.tobytes())
+               + field_bytes(8, LEN, b"d")]
+    data = rewrite(model.SerializeToString(), lambda m, f: f + [(5, LEN, t) for t in tensors] if m == "GraphProto"
+                   else f)
+    data = rewrite(data, change)  # the typed data unpacked (one fixed-size field per value) or packed
+    ours = ir.decode_model(data)
+    f, d = ours.graph.initializers
+    assert f.data.view(np.uint32).tolist() == bits32.tolist() and d.data.view(np.uint64).tolist() == bits64.tolist()
+    assert ir.encode_model(ours) == data

@@ -12,7 +12,8 @@ packed or not as they were, and fields this codec does not model verbatim
 where they were (also an attribute's value fields of another type than its
 own).  Not reproduced: a singular field given twice (the last value wins, as
 in protobuf), a repeated scalar split over several packed runs (one run is
-written), and varints written with redundant bytes.
+written), varints written with redundant bytes, and signalling NaNs in float
+attributes (Python floats: they come back quiet).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .errors import ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
 from .wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view, fixed32_to_float,
-                   fixed64_to_double, read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
+                   read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
 
 EXTERNAL = 1  # TensorProto.DataLocation
 OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"  # recorded in Model.empty_fields
@@ -521,11 +522,11 @@ class _Decoder:
             elif n == 4 and w == LEN:
                 typed.setdefault(4, []).append(read_packed_fixed(self.buf, v, "<f4", f"{M}.float_data"))
             elif n == 4 and w == FIXED32:
-                typed.setdefault(4, []).append(np.array([fixed32_to_float(v)], "<f4"))
+                typed.setdefault(4, []).append(np.array([v], "<u4").view("<f4"))  # NaN bits kept
             elif n == 10 and w == LEN:
                 typed.setdefault(10, []).append(read_packed_fixed(self.buf, v, "<f8", f"{M}.double_data"))
             elif n == 10 and w == FIXED64:
-                typed.setdefault(10, []).append(np.array([fixed64_to_double(v)], "<f8"))
+                typed.setdefault(10, []).append(np.array([v], "<u8").view("<f8"))
             elif n in (5, 7, 11) and w in (LEN, VARINT):
                 what = f"{M}.{FIELDS[M][n]}"
                 part = read_packed_varints(self.buf, v, what) if w == LEN else np.array([v], np.uint64)

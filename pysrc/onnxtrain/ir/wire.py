@@ -121,10 +121,6 @@ def fixed32_to_float(v: int) -> float:
     return struct.unpack("<f", v.to_bytes(4, "little"))[0]
 
 
-def fixed64_to_double(v: int) -> float:
-    return struct.unpack("<d", v.to_bytes(8, "little"))[0]
-
-
 def read_string(buf: memoryview, span, what: str) -> str:
     try:
         return str(buf[span[0]:span[1]], "utf-8")
