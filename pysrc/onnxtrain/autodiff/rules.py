@@ -59,6 +59,13 @@ def shape_of(c, x):
     return c.op("Shape", x)
 
 
+def expand_like(c, v, like):
+    """``v`` (of ``like``'s rank, sizes 1 or equal) broadcast to ``like``'s shape; Tile before opset 8's Expand."""
+    if c.opset >= 8:
+        return c.op("Expand", v, shape_of(c, like))
+    return c.op("Tile", v, shape_of(c, like) / shape_of(c, v))
+
+
 def reshape_like(c, v, like):
     return c.op("Reshape", v, shape_of(c, like))
 
@@ -209,12 +216,12 @@ def _cos(c, x, y, dy):
 
 @rule("Clip")
 def _clip(c, x, y, dy):
-    if c.opset < 11:
-        raise NotImplementedError(f"{c.where()}: the Clip gradient needs opset >= 11")
     low, high = (x + ["", ""])[1:3]
-    masks = ([x[0].ge(low)] if low else []) + ([x[0].le(high)] if high else [])
+    if c.opset < 11:  # bounds are attributes
+        low, high = (c.scalar(c.node.attr(k, v), x[0]) for k, v in (("min", -np.inf), ("max", np.inf)))
+    masks = ([c.op("Not", x[0].lt(low))] if low else []) + ([c.op("Not", x[0].gt(high))] if high else [])
     inside = masks[0] & masks[1] if len(masks) == 2 else masks[0] if masks else None
-    return [dy[0] if inside is None else inside.where(dy[0], 0.0)]
+    return [dy[0] if inside is None else dy[0] * inside.cast(dy[0])]
 
 
 # ---- activations ------------------------------------------------------------------------------------------
@@ -445,8 +452,9 @@ def _split(c, x, y, dy):
 
 @rule("Slice")
 def _slice(c, x, y, dy):
-    if c.opset < 10:
-        raise NotImplementedError(f"{c.where()}: the Slice gradient needs opset >= 10")
+    if c.opset < 10:  # starts, ends and axes are attributes
+        bounds = [c.b.ints(c.node.attr(k), k) for k in ("starts", "ends") + (("axes",) if c.node.attr("axes") else ())]
+        return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *bounds, domain=MS)]
     return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *x[1:], domain=MS)]
 
 
@@ -587,7 +595,7 @@ def _reduction_is_identity(c, x) -> bool:
 def _expand_reduced(c, x, v):
     """A reduction's output-shaped ``v`` broadcast back to the input's shape."""
     axes = _reduce_axes(c, x, len(c.shape(x[0])))
-    return c.op("Expand", v if c.node.attr("keepdims", 1) else unsqueeze(c, v, axes), shape_of(c, x[0]))
+    return expand_like(c, v if c.node.attr("keepdims", 1) else unsqueeze(c, v, axes), x[0])
 
 
 def _count(c, x, y):
@@ -607,14 +615,13 @@ def _reduce_mean(c, x, y, dy):
 
 @rule("GlobalAveragePool")
 def _global_average_pool(c, x, y, dy):
-    return [c.op("Expand", dy[0], shape_of(c, x[0])) / _count(c, x[0], y[0])]
+    return [expand_like(c, dy[0], x[0]) / _count(c, x[0], y[0])]
 
 
 def _share_among_extremes(c, x, extreme, dy, axes):
     """dY shared equally among the elements of ``x`` equal to the (broadcastable) ``extreme``, as torch does."""
-    shape = shape_of(c, x)
-    hit = x.eq(c.op("Expand", extreme, shape)).cast(x)
-    return [hit * c.op("Expand", dy / reduce_sum(c, hit, axes, keepdims=1), shape)]
+    hit = x.eq(expand_like(c, extreme, x)).cast(x)
+    return [hit * expand_like(c, dy / reduce_sum(c, hit, axes, keepdims=1), x)]
 
 
 @rule("ReduceMax", "ReduceMin")
@@ -681,17 +688,24 @@ def _reduce_l1(c, x, y, dy):
 
 # ---- neural-network ops -------------------------------------------------------------------------------------
 
+def _from_axis(c, x):
+    """Softmax and LogSoftmax before opset 13 normalize over all axes from ``axis`` on."""
+    rank = len(c.shape(x))
+    axis = c.node.attr("axis", 1)
+    return list(range(axis + rank if axis < 0 else axis, rank))
+
+
 @rule("Softmax")
 def _softmax(c, x, y, dy):
-    if c.opset < 13:
-        raise NotImplementedError(f"{c.where()}: the Softmax gradient needs opset >= 13")
+    if c.opset < 13:  # y * (dy - sum(dy * y))
+        return [y[0] * (dy[0] - reduce_sum(c, dy[0] * y[0], _from_axis(c, x[0]), keepdims=1))]
     return [c.op("SoftmaxGrad_13", dy[0], y[0], domain=MS, axis=c.node.attr("axis", -1))]
 
 
 @rule("LogSoftmax")
 def _log_softmax(c, x, y, dy):
-    if c.opset < 13:
-        raise NotImplementedError(f"{c.where()}: the LogSoftmax gradient needs opset >= 13")
+    if c.opset < 13:  # dy - exp(y) * sum(dy)
+        return [dy[0] - y[0].exp() * reduce_sum(c, dy[0], _from_axis(c, x[0]), keepdims=1)]
     return [c.op("LogSoftmaxGrad_13", dy[0], y[0], domain=MS, axis=c.node.attr("axis", -1))]
 
 
@@ -861,6 +875,8 @@ def _batch_norm(c, x, y, dy):
     rank = len(c.shape(x[0]))
     eps = c.node.attr("epsilon", 1e-5)
     stat_axes = [0] + list(range(2, rank))
+    if not c.node.attr("spatial", 1):
+        raise NotImplementedError(f"{c.where()}: the BatchNormalization gradient needs spatial=1")
     training = c.node.attr("training_mode", 0) or (c.opset < 14 and len([o for o in y if o]) > 1)
     if training:
         dx, dy_xhat = _normalized_grads(c, x[0], dy[0], _per_channel(c, x[1], rank), stat_axes, eps)
