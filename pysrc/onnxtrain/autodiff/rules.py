@@ -936,3 +936,30 @@ def _lp_normalization(c, x, y, dy):
         c.op(op, x[0], axes=[axis], keepdims=1)
     s = y[0] if p == 2 else x[0].sign()
     return [(dy[0] - s * reduce_sum(c, dy[0] * y[0], [axis], keepdims=1)) / norm]
+
+
+@rule("MeanVarianceNormalization")
+def _mean_variance_normalization(c, x, y, dy):
+    """y = u / d, u = x - mean, d = std + 1e-9: dx = (dy - mean(dy)) / d - u * mean(dy * u) / (d^2 std)."""
+    axes = [int(a) for a in c.node.attr("axes") or (0, 2, 3)]
+    u = x[0] - reduce_mean(c, x[0], axes)
+    std = reduce_mean(c, u * u, axes).sqrt()
+    d = std + 1e-9
+    return [(dy[0] - reduce_mean(c, dy[0], axes)) / d - u * reduce_mean(c, dy[0] * u, axes) / (d * d * std)]
+
+
+@rule("LRN")
+def _lrn(c, x, y, dy):
+    """y = x * s^-beta, s = bias + alpha / size * (window sum of x^2 over channels):
+    dx = dy * s^-beta - 2 alpha beta / size * x * (window sum, transposed, of dy * x * s^(-beta - 1))."""
+    n = c.node
+    size, alpha, beta, bias = n.attr("size"), n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
+    channels, rank = c.shape(x[0])[1], len(c.shape(x[0]))
+    if not isinstance(channels, int):
+        raise NotImplementedError(f"{c.where()}: the LRN gradient needs a static channel count")
+    before = (size - 1) // 2
+    offset = np.arange(channels)[None, :] - np.arange(channels)[:, None]  # [source, target]: target - source
+    band = ((offset >= -(size - 1 - before)) & (offset <= before)).astype(c.dtype(x[0]))
+    s = _matmul_along(c, x[0] * x[0], 1, rank, band) * (alpha / size) + bias
+    back = _matmul_along(c, dy[0] * x[0] * s ** (-beta - 1), 1, rank, band.T.copy())
+    return [dy[0] * s ** -beta - x[0] * back * (2 * alpha * beta / size)]
