@@ -177,6 +177,50 @@ def test_an_unsupported_op_in_a_body_names_the_enclosing_node():
         Session(ir.load(m.SerializeToString()))
 
 
+def test_torch_scripted_loop_with_branch_and_list_against_torch():
+    """torch.jit.script + torch.onnx.export: a for loop (Loop), a data-dependent if (If) and a list that is
+    appended to and stacked (SequenceEmpty/SequenceInsert/ConcatFromSequence), with weights outside the body."""
+    import io
+    import warnings
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp, self.rec, self.head = torch.nn.Linear(4, 6), torch.nn.Linear(6, 6), torch.nn.Linear(6, 3)
+
+        def forward(self, x, h, steps: int):
+            outs = []
+            for t in range(steps):
+                h = torch.tanh(self.inp(x[:, t]) + self.rec(h))
+                if bool(h.sum() > 0):
+                    h = h * 0.5
+                outs.append(self.head(h))
+            return torch.stack(outs, 1), h
+
+    torch.manual_seed(0)
+    net = torch.jit.script(Net().eval())
+    x, h0 = torch.randn(2, 5, 4), torch.randn(2, 6)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (x, h0, 5), buf, dynamo=False, opset_version=17, input_names=["x", "h0", "steps"],
+                          output_names=["y", "h"])
+    m = ir.load(buf.getvalue())
+    assert "Loop" in {n.op_type for n in m.graph.nodes}
+    session = Session(m)
+    for steps in (5, 3, 1):
+        got = session.run({"x": x.numpy(), "h0": h0.numpy(), "steps": np.array(steps, np.int64)})
+        with torch.no_grad():
+            want = net(x, h0, steps)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="non-empty"):     # torch.stack of no tensors
+        net(x, h0, 0)
+    with pytest.raises(RunError, match="ConcatFromSequence: the sequence is empty"):
+        session.run({"x": x.numpy(), "h0": h0.numpy(), "steps": np.array(0, np.int64)})
+
+
 # ---- Scan ----------------------------------------------------------------------------------------
 
 def scan_model(in_axes, in_dirs, out_axes, out_dirs):
