@@ -409,3 +409,128 @@ def test_reductions_over_an_empty_set_as_onnx_reference(op, elem, np_type):
     model = _reduce_model(op, elem, x.shape, [2], 18)        # a non-empty axis of an empty input
     got, ref = _ours(model, x)[0], ReferenceEvaluator(model).run(None, {"x": x})[0]
     assert got.shape == ref.shape == (2, 0, 1) and got.dtype == np_type
+
+
+# ---- old opsets, pools and bit operations -------------------------------------------------------------
+
+def _run_both(model, *feeds, reference=False, rtol=1e-5, atol=1e-6):
+    """Our result against onnxruntime's (or onnx's reference, where onnxruntime lacks the kernel)."""
+    if reference:
+        from onnx.reference import ReferenceEvaluator
+        names = [i.name for i in model.graph.input]
+        ref = ReferenceEvaluator(model).run(None, dict(zip(names, feeds)))
+    else:
+        ref = _ort(model, *feeds)
+    _close(_ours(model, *feeds), ref, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("opset", [6, 7, 9, 16])
+def test_prelu_per_channel_and_broadcast(opset):
+    """Before opset 7 a slope [C] applies per channel (axis 1); from 7 on it broadcasts as numpy."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for slope_shape in ([3], [1]) if opset < 7 else ([1], [5], [3, 1, 1], [4, 5]):
+        slope = rng.random(slope_shape).astype(np.float32)
+        model = _model([oh.make_node("PRelu", ["x", "s"], ["y"])], [("x", T.FLOAT, [2, 3, 4, 5]),
+                                                                   ("s", T.FLOAT, slope_shape)],
+                       [("y", T.FLOAT, None)], opset=opset)
+        if opset < 7:      # onnxruntime has no PRelu-6: PyTorch's per-channel slope is the reference
+            import torch
+            ref = torch.nn.functional.prelu(torch.from_numpy(x), torch.from_numpy(slope)).numpy()
+            _close(_ours(model, x, slope), [ref])
+        else:
+            _run_both(model, x, slope)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+def test_opset6_broadcast_and_axis_as_onnx_reference(op):
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(9)
+    a = rng.random((2, 3, 4, 5)).astype(np.float32) + 1
+    for b_shape, attrs in (([5], {"broadcast": 1}), ([4, 5], {"broadcast": 1}), ([3], {"broadcast": 1, "axis": 1}),
+                           ([3, 4], {"broadcast": 1, "axis": 1}), ([2, 3, 4, 5], {}), ([1], {"broadcast": 1})):
+        b = rng.random(b_shape).astype(np.float32) + 1
+        model = _model([oh.make_node(op, ["a", "b"], ["y"], **attrs)], [("a", T.FLOAT, [2, 3, 4, 5]),
+                                                                       ("b", T.FLOAT, b_shape)],
+                       [("y", T.FLOAT, None)], opset=6)
+        expect = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op](
+            a, b.reshape(b.shape + (1,) * (4 - attrs.get("axis", 4 - b.ndim) - b.ndim)))
+        np.testing.assert_allclose(_ours(model, a, b)[0], expect, rtol=1e-6)
+        if "axis" not in attrs:     # onnx's reference broadcasts as numpy and ignores axis
+            _close(_ours(model, a, b), ReferenceEvaluator(model).run(None, {"a": a, "b": b}))
+    model = _model([oh.make_node(op, ["a", "b"], ["y"])], [("a", T.FLOAT, [2, 3, 4, 5]), ("b", T.FLOAT, [5])],
+                   [("y", T.FLOAT, None)], opset=6)
+    b = rng.random(5).astype(np.float32)
+    with pytest.raises(Exception, match="broadcast is not set"):
+        _ours(model, a, b)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_opset1_pools_as_onnxruntime(op):
+    x = np.random.default_rng(10).standard_normal((2, 3, 7, 6)).astype(np.float32)
+    for attrs in ({"kernel_shape": [3, 2]}, {"kernel_shape": [2, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]},
+                  {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}):
+        model = _model([oh.make_node(op, ["x"], ["y"], **attrs)], [("x", T.FLOAT, list(x.shape))],
+                       [("y", T.FLOAT, None)], opset=6 if op == "MaxPool" else 7)
+        _run_both(model, x)
+
+
+@pytest.mark.parametrize("opset", [11, 18])
+def test_lppool_as_onnxruntime(opset):
+    x = np.random.default_rng(11).standard_normal((2, 3, 7, 6)).astype(np.float32)
+    cases = [{"kernel_shape": [3, 2], "p": 3}, {"kernel_shape": [2, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]},
+             {"kernel_shape": [3, 3], "auto_pad": "SAME_LOWER", "p": 1}]
+    if opset >= 18:
+        cases += [{"kernel_shape": [2, 2], "dilations": [2, 1]}, {"kernel_shape": [2, 3], "strides": [2, 2],
+                                                                  "ceil_mode": 1}]
+    for attrs in cases:
+        model = _model([oh.make_node("LpPool", ["x"], ["y"], **attrs)], [("x", T.FLOAT, list(x.shape))],
+                       [("y", T.FLOAT, None)], opset=opset)
+        _run_both(model, x)
+    for p in (1, 2, 3):
+        model = _model([oh.make_node("GlobalLpPool", ["x"], ["y"], p=p)], [("x", T.FLOAT, list(x.shape))],
+                       [("y", T.FLOAT, None)], opset=opset)
+        _run_both(model, x)
+
+
+def test_maxunpool_inverts_maxpool_as_onnxruntime():
+    """MaxPool's indices unpooled, with and without output_shape (the pooled input's odd shape)."""
+    pool = oh.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    for with_shape in (False, True):
+        x = np.random.default_rng(12).standard_normal((2, 3, 7, 5) if with_shape else (2, 3, 6, 4)).astype(np.float32)
+        inits = [oh.make_tensor("shape", T.INT64, [4], [2, 3, 7, 5])] if with_shape else []
+        unpool = oh.make_node("MaxUnpool", ["p", "i"] + (["shape"] if with_shape else []), ["y"],
+                              kernel_shape=[2, 2], strides=[2, 2])
+        model = _model([pool, unpool], [("x", T.FLOAT, list(x.shape))], [("y", T.FLOAT, None)], inits, opset=11)
+        _run_both(model, x)
+
+
+def test_bitshift_and_bitwise_as_onnxruntime():
+    rng = np.random.default_rng(13)
+    for np_type, elem in ((np.uint8, T.UINT8), (np.uint32, T.UINT32), (np.uint64, T.UINT64)):
+        bits = np.iinfo(np_type).bits
+        x = rng.integers(0, np.iinfo(np_type).max, (3, 4), dtype=np_type, endpoint=True)
+        y = rng.integers(0, bits - 1, (4,), dtype=np_type, endpoint=True)
+        for direction in ("LEFT", "RIGHT"):
+            model = _model([oh.make_node("BitShift", ["x", "y"], ["z"], direction=direction)],
+                           [("x", elem, [3, 4]), ("y", elem, [4])], [("z", elem, None)], opset=11)
+            _run_both(model, x, y, rtol=0, atol=0)
+    for np_type, elem in ((np.int8, T.INT8), (np.uint16, T.UINT16), (np.int32, T.INT32), (np.uint64, T.UINT64)):
+        info = np.iinfo(np_type)
+        a = rng.integers(info.min, info.max, (2, 3, 4), dtype=np_type, endpoint=True)
+        b = rng.integers(info.min, info.max, (3, 4), dtype=np_type, endpoint=True)
+        for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+            model = _model([oh.make_node(op, ["a", "b"], ["c"])], [("a", elem, [2, 3, 4]), ("b", elem, [3, 4])],
+                           [("c", elem, None)], opset=18)
+            _run_both(model, a, b, rtol=0, atol=0)
+        model = _model([oh.make_node("BitwiseNot", ["a"], ["c"])], [("a", elem, [2, 3, 4])], [("c", elem, None)],
+                       opset=18)
+        _run_both(model, a, rtol=0, atol=0)
+
+
+def test_shrink_as_onnxruntime():
+    x = np.random.default_rng(14).standard_normal((3, 5)).astype(np.float32) * 2
+    for attrs in ({}, {"lambd": 1.5}, {"lambd": 0.7, "bias": 0.3}):
+        model = _model([oh.make_node("Shrink", ["x"], ["y"], **attrs)], [("x", T.FLOAT, [3, 5])],
+                       [("y", T.FLOAT, None)], opset=9)
+        _run_both(model, x)

@@ -86,9 +86,17 @@ def ThresholdedRelu(X, *, alpha=1.0):
     return _like(X, np.where(X > alpha, X, 0))
 
 
-@kernel("PRelu")
+@kernel("PRelu", since=7)
 def PRelu(X, slope):
     return _like(X, np.where(X >= 0, X, X * slope))
+
+
+@kernel("PRelu", since=1)
+def PRelu_1(X, slope):
+    """PRelu-1 and -6: a slope of one value per channel applies along axis 1 (no numpy broadcasting yet)."""
+    if slope.ndim == 1 and X.ndim > 2 and slope.size == X.shape[1] and slope.size > 1:
+        slope = slope.reshape((-1,) + (1,) * (X.ndim - 2))
+    return PRelu(X, slope)
 
 
 @kernel("Mish")
@@ -128,26 +136,57 @@ def _int_div(A, B):
     return np.where(fix, q + 1, q).astype(np.result_type(A, B))
 
 
-@kernel("Add")
+@kernel("Add", since=7)
 def Add(A, B):
     return _like(A, np.add(A, B))
 
 
-@kernel("Sub")
+@kernel("Sub", since=7)
 def Sub(A, B):
     return _like(A, np.subtract(A, B))
 
 
-@kernel("Mul")
+@kernel("Mul", since=7)
 def Mul(A, B):
     return _like(A, np.multiply(A, B))
 
 
-@kernel("Div")
+@kernel("Div", since=7)
 def Div(A, B):
     if A.dtype.kind in "iu":
         return _int_div(A, B)
     return _like(A, np.divide(A, B))
+
+
+def _legacy_operand(op: str, A, B, broadcast, axis):
+    """B for the opset-1/6 binary ops: with ``broadcast``, B's shape is a run of A's axes starting at
+    ``axis`` (the trailing ones when axis is not set); without it the shapes are equal."""
+    if not broadcast:
+        if A.shape != B.shape:
+            raise ValueError(f"{op}: shapes {list(A.shape)} and {list(B.shape)} differ and broadcast is not set")
+        return B
+    if B.ndim > A.ndim:
+        raise ValueError(f"{op}: B of shape {list(B.shape)} cannot broadcast to A of shape {list(A.shape)}")
+    if axis is None:
+        start = A.ndim - B.ndim
+    else:
+        start = axis + A.ndim if axis < 0 else axis
+        if B.ndim == 1 and B.size == 1:
+            return B
+    if start < 0 or start + B.ndim > A.ndim or any(b not in (1, a) for a, b in zip(A.shape[start:], B.shape)):
+        raise ValueError(f"{op}: B of shape {list(B.shape)} does not match A's axes from {start} ({list(A.shape)})")
+    return B.reshape(B.shape + (1,) * (A.ndim - start - B.ndim))
+
+
+def _legacy_binary(name: str, modern) -> None:
+    def run(A, B, *, axis=None, broadcast=0):
+        return modern(A, _legacy_operand(name, A, B, broadcast, axis))
+    run.__name__ = f"{name}_1"
+    kernel(name, since=1)(run)
+
+
+for _name, _modern in (("Add", Add), ("Sub", Sub), ("Mul", Mul), ("Div", Div)):
+    _legacy_binary(_name, _modern)
 
 
 @kernel("Pow")
@@ -293,3 +332,46 @@ def Cast(input, *, to, saturate=1):
 @kernel("CastLike")
 def CastLike(input, target_type, *, saturate=1):
     return cast(input, dtypes.from_numpy(target_type.dtype), saturate)
+
+
+@kernel("Shrink", since=9)
+def Shrink(input, *, bias=0.0, lambd=0.5):
+    x = input
+    return _like(x, np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)))
+
+
+# ---- bits ----------------------------------------------------------------------------------------------
+
+@kernel("BitShift", since=11)
+def BitShift(X, Y, *, direction=""):
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    if X.dtype.kind != "u":
+        raise ValueError(f"BitShift takes unsigned integers, not {X.dtype}")
+    bits = X.dtype.itemsize * 8
+    Y = np.asarray(Y).astype(X.dtype)
+    big = Y >= bits                          # numpy (as C) leaves shifts by the width or more undefined
+    shift = np.where(big, 0, Y).astype(X.dtype)
+    if direction == "LEFT":
+        out = np.left_shift(X, shift)
+    elif direction == "RIGHT":
+        out = np.right_shift(X, shift)
+    else:
+        raise ValueError(f"BitShift: direction must be LEFT or RIGHT, not {direction!r}")
+    return np.where(big, X.dtype.type(0), out).astype(X.dtype)
+
+
+for _name, _fn in {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor}.items():
+    kernel(_name, since=18)(lambda A, B, _fn=_fn, _name=_name: _bitwise(_name, _fn, A, B))
+
+
+def _bitwise(name, fn, A, B):
+    if A.dtype.kind not in "iu" or B.dtype != A.dtype:
+        raise ValueError(f"{name} takes two integer tensors of one type, not {A.dtype} and {B.dtype}")
+    return fn(A, B)
+
+
+@kernel("BitwiseNot", since=18)
+def BitwiseNot(X):
+    if X.dtype.kind not in "iu":
+        raise ValueError(f"BitwiseNot takes integers, not {X.dtype}")
+    return np.invert(X)

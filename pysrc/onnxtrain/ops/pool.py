@@ -170,3 +170,90 @@ def GlobalAveragePool(X):
 @kernel("GlobalMaxPool")
 def GlobalMaxPool(X):
     return X.max(axis=tuple(range(2, X.ndim)), keepdims=True)
+
+
+# ---- the opset-1 pools: no dilations, ceil_mode, storage_order or count_include_pad yet ----------------------
+
+@kernel("MaxPool", since=1)
+def MaxPool_1(X, *, auto_pad="NOTSET", kernel_shape, pads=None, strides=None):
+    return MaxPool(X, auto_pad=auto_pad, kernel_shape=kernel_shape, pads=pads, strides=strides, _outputs=(True,))
+
+
+@kernel("AveragePool", since=1)
+def AveragePool_1(X, *, auto_pad="NOTSET", kernel_shape, pads=None, strides=None):
+    return AveragePool(X, auto_pad=auto_pad, kernel_shape=kernel_shape, pads=pads, strides=strides)
+
+
+# ---- Lp pools --------------------------------------------------------------------------------------------
+
+def _lp_pool(X, p, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode):
+    """(sum over each window of |x|^p)^(1/p); padding adds nothing."""
+    p = float(p)
+    xp, out, pads, strides, dilations, _ = _pooled(np.abs(X).astype(np.float64) ** p, 0, kernel_shape, strides,
+                                                   pads, dilations, auto_pad, ceil_mode)
+    total = np.zeros(X.shape[:2] + tuple(out))
+    for index in _windows(xp, out, strides, dilations, kernel_shape):
+        total += xp[index]
+    return (total ** (1 / p)).astype(X.dtype)
+
+
+@kernel("LpPool", since=1)
+def LpPool_1(X, *, auto_pad="NOTSET", kernel_shape, p=2.0, pads=None, strides=None):
+    return _lp_pool(X, p, kernel_shape, strides, pads, None, auto_pad, 0)
+
+
+@kernel("LpPool", since=2)
+def LpPool_2(X, *, auto_pad="NOTSET", kernel_shape, p=2, pads=None, strides=None):
+    return _lp_pool(X, p, kernel_shape, strides, pads, None, auto_pad, 0)
+
+
+@kernel("LpPool", since=18)
+def LpPool(X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape, p=2, pads=None, strides=None):
+    return _lp_pool(X, p, kernel_shape, strides, pads, dilations, auto_pad, ceil_mode)
+
+
+def _global_lp(X, p):
+    p = float(p)
+    return (np.sum(np.abs(X).astype(np.float64) ** p, axis=tuple(range(2, X.ndim)), keepdims=True)
+            ** (1 / p)).astype(X.dtype)
+
+
+@kernel("GlobalLpPool", since=1)
+def GlobalLpPool_1(X, *, p=2.0):
+    return _global_lp(X, p)
+
+
+@kernel("GlobalLpPool", since=2)
+def GlobalLpPool(X, *, p=2):
+    return _global_lp(X, p)
+
+
+# ---- MaxUnpool -------------------------------------------------------------------------------------------
+
+@kernel("MaxUnpool", since=9)
+def MaxUnpool(X, I, output_shape=None, *, kernel_shape, pads=None, strides=None):
+    """Y of zeros with Y.flat[I] = X.  I indexes the flat output: with output_shape (the shape of the
+    input MaxPool saw) that shape, as onnxruntime and PyTorch read it; onnx's reference indexes the
+    unpadded shape and copies it into the corner instead."""
+    nd = X.ndim - 2
+    strides = list(strides or [1] * nd)
+    pads = list(pads or [0] * (2 * nd))
+    if len(kernel_shape) != nd or len(strides) != nd or len(pads) != 2 * nd:
+        raise ValueError(f"MaxUnpool: kernel_shape {kernel_shape}, strides {strides} and pads {pads} do not fit "
+                         f"{nd} spatial axes")
+    if I.shape != X.shape:
+        raise ValueError(f"MaxUnpool: indices of shape {list(I.shape)} do not match X {list(X.shape)}")
+    if output_shape is not None and len(output_shape):
+        shape = [int(d) for d in np.asarray(output_shape).ravel()]
+        if len(shape) != X.ndim or shape[:2] != list(X.shape[:2]):
+            raise ValueError(f"MaxUnpool: output_shape {shape} does not fit X {list(X.shape)}")
+    else:
+        shape = list(X.shape[:2]) + [(X.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + nd] + kernel_shape[i]
+                                     for i in range(nd)]
+    size = int(np.prod(shape, dtype=np.int64))
+    index = I.ravel().astype(np.int64)
+    if index.size and (index.min() < 0 or index.max() >= size):
+        raise ValueError(f"MaxUnpool: an index lies outside the output of shape {shape}")
+    Y = np.zeros(size, X.dtype)
+    Y[index.astype(np.intp)] = X.ravel()
+    return Y.reshape(shape)
