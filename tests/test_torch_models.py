@@ -134,13 +134,14 @@ MODELS = {
 }
 
 
-def export(module, example):
+def export(module, example, dynamic_batch=False):
     buf = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter (as the issue asks for) warns that it is legacy
         warnings.simplefilter("ignore")
         torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=17, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, keep_initializers_as_inputs=False)
+                          do_constant_folding=False, keep_initializers_as_inputs=False,
+                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None)
     return ir.load(buf.getvalue())
 
 
@@ -174,3 +175,44 @@ def test_parameter_gradients_match_torch(name):
     for name_ in params:
         np.testing.assert_allclose(got[f"{name_}_grad"], torch_params[name_].grad.numpy(), rtol=1e-7, atol=1e-10,
                                    err_msg=name_)
+
+
+EVAL_BATCHNORM = ("onnxblock's eval copy sets BatchNormalization training_mode=0 but keeps its running-statistics "
+                  "outputs, and onnxruntime refuses that eval model")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=EVAL_BATCHNORM))
+                                  if n == "cnn-batchnorm-dropout-pool" else n for n in MODELS])
+def test_artifacts_train_alike_in_onnxtrain_and_onnxruntime(name, tmp_path):
+    """generate_artifacts on the exported model (float32, batch axis named, MSE to a random target):
+    onnxruntime-training 1.19.2 runs our gradient graph and trains to the same losses as onnxtrain."""
+    from onnxtrain import api
+    from onnxtrain.artifacts import LossType, OptimType, generate_artifacts
+    from ort_cases import ort_api
+    make, data = MODELS[name]
+    g = torch.Generator().manual_seed(1)
+    torch.manual_seed(1)
+    module = make().train()
+    x = data(g)
+    model = export(module, x, dynamic_batch=True)
+    target = torch.randn(module(x).shape, generator=g).numpy()
+    arts = generate_artifacts(ir.to_bytes(model), requires_grad=[n for n, _ in module.named_parameters()],
+                              loss=LossType.MSELoss, optimizer=OptimType.SGD, artifact_directory=None)
+    for file_name, content in arts.items():
+        (tmp_path / file_name).write_bytes(content)
+
+    def losses(api_):
+        state = api_.CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+        trainer = api_.Module(str(tmp_path / "training_model.onnx"), state, str(tmp_path / "eval_model.onnx"))
+        optimizer = api_.Optimizer(str(tmp_path / "optimizer_model.onnx"), trainer)
+        optimizer.set_learning_rate(0.05)
+        out = []
+        for _ in range(3):
+            out.append(float(np.asarray(trainer(x.numpy(), target)).reshape(-1)[0]))
+            optimizer.step()
+            trainer.lazy_reset_grad()
+        return out
+
+    ours = losses(api)
+    np.testing.assert_allclose(losses(ort_api()), ours, rtol=2e-5)
+    assert ours[-1] < ours[0]
