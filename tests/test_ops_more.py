@@ -558,6 +558,69 @@ def test_multinomial_frequencies():
                                    np.bincount(want[row], minlength=3) / 50000, atol=0.01)
 
 
+# ---- ImageDecoder --------------------------------------------------------------------------------
+
+def _png_file(rows: bytes, width, height, depth, color, palette=None) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0))
+    if palette is not None:
+        out += chunk(b"PLTE", palette.tobytes())
+    return out + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def _png_filtered(raw: np.ndarray, bpp: int, kinds) -> bytes:
+    """Each row filtered forward (from the raw bytes, as the PNG spec defines) with the next filter in kinds."""
+    raw = raw.astype(np.int64)
+    out = []
+    for y, row in enumerate(raw):
+        kind = kinds[y % len(kinds)]
+        up = raw[y - 1] if y else np.zeros_like(row)
+        left = np.concatenate([np.zeros(bpp, np.int64), row[:-bpp]])
+        upleft = np.concatenate([np.zeros(bpp, np.int64), up[:-bpp]])
+        p = left + up - upleft
+        pa, pb, pc = np.abs(p - left), np.abs(p - up), np.abs(p - upleft)
+        paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, upleft))
+        pred = [np.zeros_like(row), left, up, (left + up) // 2, paeth][kind]
+        out.append(bytes([kind]) + ((row - pred) & 0xFF).astype(np.uint8).tobytes())
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("color,depth,channels", [(2, 8, 3), (6, 8, 4), (0, 8, 1), (4, 8, 2), (2, 16, 3), (3, 8, 1)],
+                         ids=["rgb", "rgba", "gray", "gray-alpha", "rgb16", "palette"])
+@pytest.mark.parametrize("pixel_format", ["RGB", "BGR", "Grayscale"])
+def test_image_decoder_png_every_filter(color, depth, channels, pixel_format):
+    from onnxtrain.ops.image import ImageDecoder
+    rng = np.random.default_rng(color + depth)
+    h, w = 9, 7
+    values = rng.integers(0, 256 if depth == 8 else 65536, (h, w, channels))
+    values[3:5] = values[3, 0]                                       # flat rows and runs
+    palette = rng.integers(0, 256, (256, 3)).astype(np.uint8) if color == 3 else None
+    raw = values.astype(">u2").view(np.uint8) if depth == 16 else values.astype(np.uint8)
+    raw = raw.reshape(h, -1)
+    data = _png_file(_png_filtered(raw, channels * depth // 8, [0, 1, 2, 3, 4]), w, h, depth, color, palette)
+    got = ImageDecoder(np.frombuffer(data, np.uint8), pixel_format=pixel_format)
+    eight = (values >> 8 if depth == 16 else values).astype(np.int64)
+    rgb = palette[eight[..., 0]].astype(np.int64) if color == 3 else \
+        np.repeat(eight[..., :1], 3, axis=2) if channels < 3 else eight[..., :3]
+    if pixel_format == "Grayscale":
+        want = ((rgb[..., 0] * 19595 + rgb[..., 1] * 38470 + rgb[..., 2] * 7471 + 0x8000) >> 16)[..., None]
+    else:
+        want = rgb[..., ::-1] if pixel_format == "BGR" else rgb
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_image_decoder_names_the_formats_it_cannot_read():
+    from onnxtrain.ops.image import ImageDecoder
+    jpeg = np.frombuffer(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", np.uint8)
+    with pytest.raises(ValueError, match="decoding JPEG images is not supported"):
+        ImageDecoder(jpeg)
+
+
 # ---- signal processing and small ones -------------------------------------------------------------
 
 @pytest.mark.parametrize("shape,attrs,length", [
@@ -612,7 +675,9 @@ def test_det():
     "test_qlinear*", "test_matmulinteger*", "test_convinteger*", "test_lstm*", "test_gru*", "test_rnn*",
     "test_simple_rnn*", "test_dft*", "test_stft*", "test_*window*", "test_melweightmatrix*", "test_eyelike*",
     "test_det*", "test_col2im*", "test_*deform_conv*", "test_strnorm*", "test_string*",
-    "test_regex*", "test_tfidf*", "test_ai_onnx_ml*", excluded=[
+    "test_regex*", "test_tfidf*", "test_ai_onnx_ml*", "test_image_decoder_decode_bmp_rgb",
+    "test_image_decoder_decode_png_rgb", "test_image_decoder_decode_pnm_rgb", "test_image_decoder_decode_tiff_rgb",
+    excluded=[
         # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
         # the spec saturates, and onnxruntime gives the values this kernel gives.
         "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
