@@ -232,21 +232,19 @@ def NonMaxSuppression(boxes, scores, max_output_boxes_per_class=None, iou_thresh
             s = scores[b, c]
             candidates = np.arange(s.size) if floor is None else np.nonzero(s > floor)[0]
             order = candidates[np.argsort(-s[candidates].astype(np.float64), kind="stable")]
-            kept = []
+            kept, suppressed = [], np.zeros(s.size, bool)
             for i in order:
                 if len(kept) >= limit:
                     break
-                if kept:
-                    k = np.array(kept)
-                    h = np.minimum(corners[k, 2], corners[i, 2]) - np.maximum(corners[k, 0], corners[i, 0])
-                    w = np.minimum(corners[k, 3], corners[i, 3]) - np.maximum(corners[k, 1], corners[i, 1])
-                    inter = np.where((h > 0) & (w > 0), h * w, 0.0)
-                    union = area[k] + area[i] - inter
-                    ok = (inter > 0) & (area[k] > 0) & (area[i] > 0) & (union > 0)
-                    iou = np.where(ok, inter / np.where(ok, union, 1), 0.0)
-                    if (ok & (iou > iou_limit)).any():
-                        continue
+                if suppressed[i]:
+                    continue
                 kept.append(i)
+                h = np.minimum(corners[:, 2], corners[i, 2]) - np.maximum(corners[:, 0], corners[i, 0])
+                w = np.minimum(corners[:, 3], corners[i, 3]) - np.maximum(corners[:, 1], corners[i, 1])
+                inter = np.where((h > 0) & (w > 0), h * w, 0.0)
+                union = area + area[i] - inter
+                ok = (inter > 0) & (area > 0) & (area[i] > 0) & (union > 0)
+                suppressed |= ok & (inter / np.where(ok, union, 1) > iou_limit)
             selected.extend((b, c, i) for i in kept)
     return np.array(selected, np.int64).reshape(-1, 3)
 
