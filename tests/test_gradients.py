@@ -392,3 +392,18 @@ def test_values_read_like_math(monkeypatch):
     assert ops == ["Mul", "Sub", "Mul"]
     got = Session(graph).run({"x0": x, "w": w}, ["x0_grad"])[0]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("row", ["hardswish", "prelu", "groupnorm-21", "einsum-three", "pad-reflect", "max-broadcast"])
+def test_the_gradient_model_holds_plain_names(row):
+    """Values stay inside the builder: the model holds plain strings (a Value would drag the whole build context
+    into every copy of the model, and `+` on it would build an Add node)."""
+    op, inputs, attrs, consts, opset, n_outputs = _case(next(c for c in CASES if c[0] == row))
+    model = op_model(op, [np.array(v) for v in inputs], attrs, n_outputs, consts, opset=opset, w_shape=None)
+    feeds = {f"x{i}": np.array(v) for i, v in enumerate(inputs) if i not in consts}
+    shape = forward_output_shape(model, feeds)
+    model = op_model(op, [np.array(v) for v in inputs], attrs, n_outputs, consts, opset=opset, w_shape=list(shape))
+    wrt = [f"x{i}" for i, v in enumerate(inputs) if np.asarray(v).dtype.kind == "f" and i not in consts]
+    graph = build_gradient_graph(ir.load(model.SerializeToString()), "loss", wrt).graph
+    names = [v for n in graph.nodes for v in n.inputs + n.outputs] + [v.name for v in graph.value_info]
+    assert {type(v) for v in names} == {str}

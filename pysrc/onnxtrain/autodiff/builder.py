@@ -46,7 +46,8 @@ class GraphBuilder:
         outs = outputs or [self.fresh(f"{node_name}_out{i}" if n_outputs > 1 else f"{node_name}_out")
                            for i in range(n_outputs)]
         attributes = {k: _attribute(k, v) for k, v in attrs.items() if v is not None}
-        self.graph.nodes.append(Node(op_type, [i or "" for i in inputs], list(outs), name=node_name,
+        self.graph.nodes.append(Node(op_type, [str(i) if i else "" for i in inputs], [str(o) for o in outs],
+                                     name=node_name,
                                      domain=domain, attributes=attributes))
         return outs[0] if n_outputs == 1 else list(outs)
 

@@ -88,7 +88,7 @@ class _Context:
 
     def declare_like(self, value: str, like: str) -> None:
         t = self.types[like]
-        self.b.graph.value_info.append(ValueInfo(value, TensorType(t.elem_type, list(t.shape))))
+        self.b.graph.value_info.append(ValueInfo(str(value), TensorType(t.elem_type, list(t.shape))))
 
 
 def _on_path(graph: Graph, order: list, wrt: set, loss: str, stop=frozenset()) -> tuple:
@@ -210,7 +210,7 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
                              f"a gradient")
         out = f"{w}_grad"
         builder.names.add(out)
-        graph.nodes.append(Node("Identity", [g], [out], name=builder.fresh(f"{w}_grad_output")))
+        graph.nodes.append(Node("Identity", [str(g)], [out], name=builder.fresh(f"{w}_grad_output")))
         graph.outputs.append(ValueInfo(out, TensorType(types[w].elem_type, list(types[w].shape))))
     if any(n.domain == MS for n in graph.nodes):
         model.opset_imports.setdefault(MS, 1)

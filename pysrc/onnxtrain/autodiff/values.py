@@ -66,12 +66,6 @@ class Value(str):
     def lt(self, other):
         return self._op("Less", other)
 
-    def ge(self, other):
-        return self._op("GreaterOrEqual", other)
-
-    def le(self, other):
-        return self._op("LessOrEqual", other)
-
     def eq(self, other):
         return self._op("Equal", other)
 
