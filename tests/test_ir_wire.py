@@ -100,6 +100,10 @@ def test_reader_records_the_keys_and_keeps_fields_verbatim():
         if n == 99:
             r.keep()
     assert r.layout() == (key(2, LEN), unknown, key(1, LEN))
+    known = bytes([key(2, LEN), 1]) + b"y" + bytes([key(1, LEN), 1]) + b"x"
+    r = Reader(memoryview(known), 0, len(known), "M")
+    list(r.fields())
+    assert r.layout() == bytes([key(2, LEN), key(1, LEN)])  # every key in one byte: the compact form
 
 
 def test_layout_writer_follows_the_layout():

@@ -103,7 +103,7 @@ class _Decoder:
         self.odd = False  # see verbatim()
         self.layouts = {}  # one tuple for each distinct layout: most messages of a kind share a few
 
-    def layout(self, r: Reader) -> tuple:
+    def layout(self, r: Reader) -> bytes | tuple:
         layout = r.layout()
         return self.layouts.setdefault(layout, layout)
 

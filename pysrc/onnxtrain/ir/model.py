@@ -8,7 +8,8 @@ nothing.  ``empty_fields`` records the fields a file set to "" or 0 explicitly
 (proto2 keeps their presence), so that they are written back; it is an immutable set (replaced,
 never changed in place), so that the many objects without any share one.  ``layout`` is set on
 messages decoded from a file: their fields' keys in the order read, and the bytes of fields this
-package does not model (see wire.LayoutWriter), so that the encoder writes the same bytes back.  It
+package does not model (see wire.Reader.layout and wire.LayoutWriter), so that the encoder writes the
+same bytes back.  It
 holds no values of modelled fields, so editing a decoded model never writes stale data; objects built
 in code have None and encode in the codec's own order.  All classes have slots: a file can hold
 millions of small messages.
@@ -42,7 +43,7 @@ class Tensor:
     # writes it back the same way.
     typed_storage: bool = field(default=False, compare=False, repr=False)
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
     @property
     def dims(self) -> tuple:
@@ -98,7 +99,7 @@ class ValueInfo:
     doc_string: str = ""
     metadata_props: dict = field(default_factory=dict)
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
 
 # ---- attributes and nodes ------------------------------------------------------------------------
@@ -134,7 +135,7 @@ class Attribute:
     ref_attr_name: str = ""
     doc_string: str = ""
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -149,7 +150,7 @@ class Node:
     overload: str = ""
     metadata_props: dict = field(default_factory=dict)
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
     def attr(self, name: str, default: Any = None) -> Any:
         a = self.attributes.get(name)
@@ -171,7 +172,7 @@ class Graph:
     quantization_annotation: list = field(default_factory=list)  # raw TensorAnnotation bytes
     metadata_props: dict = field(default_factory=dict)
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
     def initializer_map(self) -> dict:
         return {t.name: t for t in self.initializers}
@@ -199,7 +200,7 @@ class Function:
     value_info: list = field(default_factory=list)
     metadata_props: dict = field(default_factory=dict)
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)
@@ -217,7 +218,7 @@ class Model:
     training_info: list = field(default_factory=list)   # raw TrainingInfoProto bytes
     configuration: list = field(default_factory=list)   # raw DeviceConfigurationProto bytes
     empty_fields: frozenset = field(default=frozenset(), compare=False, repr=False)
-    layout: Optional[tuple] = field(default=None, compare=False, repr=False)
+    layout: Union[bytes, tuple, None] = field(default=None, compare=False, repr=False)
 
     def opset(self, domain: str = "") -> Optional[int]:
         """The imported version of ``domain`` ("" and "ai.onnx" are the same)."""

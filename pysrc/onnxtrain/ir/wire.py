@@ -109,8 +109,13 @@ class Reader:
         """Keep the field just read verbatim in the layout (in place of its key)."""
         self.keys[-1] = bytes(self.buf[self.at:self.pos])
 
-    def layout(self) -> tuple:
-        return tuple(self.keys)
+    def layout(self) -> bytes | tuple:
+        """The keys as bytes when each fits in one (fields 1 to 31, nothing kept verbatim): compact, and
+        copied as one atom by copy.deepcopy; else a tuple."""
+        try:
+            return bytes(self.keys)
+        except (TypeError, ValueError):
+            return tuple(self.keys)
 
 
 def to_signed64(v: int) -> int:
@@ -251,7 +256,7 @@ class LayoutWriter(Writer):
 
     __slots__ = ("keys", "layout")
 
-    def __init__(self, layout: tuple):
+    def __init__(self, layout: bytes | tuple):
         self.parts = []  # per field: its key and length prefix, then its payload
         self.keys = []
         self.layout = layout
@@ -296,14 +301,14 @@ class LayoutWriter(Writer):
 
     def getvalue(self) -> bytes:
         layout, keys, parts = self.layout, self.keys, self.parts
-        if len(keys) == len(layout) and tuple(keys) == layout:
+        if len(keys) == len(layout) and keys == list(layout):
             order = parts
         else:
             order = _follow(layout, keys, parts)
         return b"".join([b for part in order for b in part])
 
 
-def _follow(layout: tuple, keys: list, parts: list) -> list:
+def _follow(layout: bytes | tuple, keys: list, parts: list) -> list:
     """``parts`` (one per field, keys ``keys``) in the order of ``layout``."""
     waiting = {}  # field number -> indexes of its parts, in the order written
     for i, k in enumerate(keys):
