@@ -134,19 +134,20 @@ MODELS = {
 }
 
 
-def export(module, example, dynamic_batch=False):
+def export(module, example, dynamic_batch=False, opset=17):
     buf = io.BytesIO()
     with warnings.catch_warnings():  # the TorchScript exporter (as the issue asks for) warns that it is legacy
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=17, input_names=["input"],
+        torch.onnx.export(module, (example,), buf, dynamo=False, opset_version=opset, input_names=["input"],
                           output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, keep_initializers_as_inputs=False,
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}} if dynamic_batch else None)
     return ir.load(buf.getvalue())
 
 
+@pytest.mark.parametrize("opset", [17, 14, 18])
 @pytest.mark.parametrize("name", MODELS)
-def test_parameter_gradients_match_torch(name):
+def test_parameter_gradients_match_torch(name, opset):
     make, data = MODELS[name]
     g = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
@@ -154,7 +155,7 @@ def test_parameter_gradients_match_torch(name):
     module.train()
     x = data(g)
     x = x.double() if x.is_floating_point() else x
-    model = export(module, x)
+    model = export(module, x, opset=opset)
     out = module(x)
     weights = torch.randn(out.shape, generator=g, dtype=torch.float64)
     (out * weights).sum().backward()
