@@ -112,6 +112,9 @@ def test_4bit_as_onnx(code, signed):
     packed = dtypes.pack_4bit(bits)
     np.testing.assert_array_equal(dtypes.from_bits(code, bits),
                                   nh.unpack_int4(packed, (16,), signed).astype(got.dtype))
+    unpacked = dtypes.unpack_4bit(packed, 16, code)        # tagged: kernels can tell int4 from uint8
+    assert dtypes.from_numpy(unpacked.dtype) == code and dtypes.from_numpy(np.uint8) == dtypes.UINT8
+    np.testing.assert_array_equal(dtypes.from_bits(code, unpacked), nh.unpack_int4(packed, (16,), signed))
 
 
 # ---- running models in both runtimes ------------------------------------------------------------------

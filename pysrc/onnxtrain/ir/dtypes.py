@@ -71,9 +71,10 @@ def storage_size(code: int, count: int) -> int:
     return count * to_numpy(code).itemsize
 
 
-def unpack_4bit(packed: np.ndarray, count: int) -> np.ndarray:
-    """``count`` 4-bit values from bytes holding two each, the first in the low bits."""
-    out = np.empty(2 * packed.size, np.uint8)
+def unpack_4bit(packed: np.ndarray, count: int, code: int | None = None) -> np.ndarray:
+    """``count`` 4-bit values from bytes holding two each, the first in the low bits (with ``code``, in
+    that type's tagged dtype)."""
+    out = np.empty(2 * packed.size, np.uint8 if code is None else to_numpy(code))
     out[0::2] = packed & 0x0F
     out[1::2] = packed >> 4
     return out[:count]
