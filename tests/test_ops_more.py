@@ -112,6 +112,13 @@ def test_roialign(attrs):
                 opset=16, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("spatial_scale", [1.0, 0.5, 0.25])
+def test_max_roi_pool(spatial_scale):
+    rois = np.array([[0, 0, 0, 9, 9], [1, 1.5, 2.5, 7, 8.5], [1, -3, 2, 14, 6], [0, 4, 4, 4, 4], [0, 11, 1, 14, 3]],
+                    np.float32)
+    assert_same("MaxRoiPool", [f32(2, 3, 10, 12), rois], {"pooled_shape": [3, 2], "spatial_scale": spatial_scale})
+
+
 @pytest.mark.parametrize("center_point_box", [0, 1])
 @pytest.mark.parametrize("score_threshold", [None, 0.3])
 def test_nonmaxsuppression(center_point_box, score_threshold):

@@ -1,4 +1,4 @@
-"""Kernels: GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad, Col2Im, DeformConv."""
+"""Kernels: GridSample, AffineGrid, RoiAlign, MaxRoiPool, NonMaxSuppression, CenterCropPad, Col2Im, DeformConv."""
 from __future__ import annotations
 
 import numpy as np
@@ -351,3 +351,26 @@ def DeformConv(X, W, offset, B=None, mask=None, *, dilations=None, group=1, kern
     if B is not None:
         out = out + B.reshape(1, -1, 1, 1)
     return out.astype(X.dtype)
+
+
+@kernel("MaxRoiPool", since=1)
+def MaxRoiPool(X, rois, *, pooled_shape, spatial_scale=1.0):
+    """rois: [num_rois, 5] of (batch index, x1, y1, x2, y2); each ROI (scaled, rounded half away from zero) is
+    split into pooled_shape bins and each bin's maximum taken (0 for an empty bin)."""
+    ph_count, pw_count = pooled_shape
+    _, channels, height, width = X.shape
+    out = np.zeros((rois.shape[0], channels, ph_count, pw_count), X.dtype)
+    for n, roi in enumerate(np.asarray(rois, np.float64)):
+        b = int(roi[0])
+        x1, y1, x2, y2 = (int(np.sign(v) * np.floor(abs(v) + 0.5)) for v in roi[1:] * spatial_scale)
+        bin_h = max(y2 - y1 + 1, 1) / ph_count
+        bin_w = max(x2 - x1 + 1, 1) / pw_count
+        for ph in range(ph_count):
+            h0 = min(max(int(np.floor(ph * bin_h)) + y1, 0), height)
+            h1 = min(max(int(np.ceil((ph + 1) * bin_h)) + y1, 0), height)
+            for pw in range(pw_count):
+                w0 = min(max(int(np.floor(pw * bin_w)) + x1, 0), width)
+                w1 = min(max(int(np.ceil((pw + 1) * bin_w)) + x1, 0), width)
+                if h1 > h0 and w1 > w0:
+                    out[n, :, ph, pw] = X[b, :, h0:h1, w0:w1].max(axis=(1, 2))
+    return out

@@ -43,7 +43,7 @@ _BY_NAME = {
     "nodes_featureids": AttrType.INTS, "nodes_hitrates": AttrType.TENSOR,
     "nodes_missing_value_tracks_true": AttrType.INTS, "nodes_modes": AttrType.TENSOR,
     "nodes_splits": AttrType.TENSOR, "nodes_trueleafs": AttrType.INTS, "nodes_truenodeids": AttrType.INTS,
-    "tree_roots": AttrType.INTS, "shape": AttrType.INTS,
+    "tree_roots": AttrType.INTS, "shape": AttrType.INTS, "pooled_shape": AttrType.INTS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
