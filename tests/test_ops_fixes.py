@@ -537,3 +537,24 @@ def test_shrink_as_onnxruntime():
         model = _model([oh.make_node("Shrink", ["x"], ["y"], **attrs)], [("x", T.FLOAT, [3, 5])],
                        [("y", T.FLOAT, None)], opset=9)
         _run_both(model, x)
+
+
+def test_mod_as_onnxruntime():
+    """fmod=1 on floats (with infinities and zeros) and both modes on integers of mixed signs; fmod=0 on
+    floats is refused, as onnxruntime refuses it."""
+    a = np.array([-4.5, 4.5, 3, -3, 0.0, np.inf, 5, -7.25], np.float32)
+    b = np.array([2, -2, -2, 2, 3, 2, np.inf, 0.5], np.float32)
+    for fmod in (0, 1):
+        model = _model([oh.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [("a", T.FLOAT, [8]), ("b", T.FLOAT, [8])],
+                       [("y", T.FLOAT, None)], opset=13)
+        if fmod:
+            _run_both(model, a, b)
+        else:
+            with pytest.raises(Exception, match="fmod"):
+                _ours(model, a, b)
+    ia = np.array([-7, 7, -7, 7, 0, 5, -128, 127], np.int8)
+    ib = np.array([3, -3, -3, 3, 5, 7, 3, -2], np.int8)
+    for fmod in (0, 1):
+        model = _model([oh.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [("a", T.INT8, [8]), ("b", T.INT8, [8])],
+                       [("y", T.INT8, None)], opset=13)
+        _run_both(model, ia, ib, rtol=0, atol=0)

@@ -198,9 +198,10 @@ def Pow(X, Y):
 
 @kernel("Mod")
 def Mod(A, B, *, fmod=0):
-    if fmod or A.dtype.kind == "f":
-        return _like(A, np.fmod(A, B))
-    return _like(A, np.mod(A, B))
+    if A.dtype.kind == "f" and not fmod:
+        raise ValueError("Mod: fmod must be 1 for floating-point inputs")
+    with np.errstate(invalid="ignore", divide="ignore"):    # fmod(inf, y) = nan; x % 0 = 0, as C
+        return _like(A, np.fmod(A, B) if fmod else np.mod(A, B))
 
 
 def _variadic(name: str, fn) -> None:
