@@ -581,7 +581,7 @@ class _Decoder:
             raise ModelDecodeError(f"{label}: raw_data has {size} bytes, but {count} {dtypes.name(data_type)} values "
                                    f"need {dtypes.storage_size(data_type, count)}")
         if data_type in dtypes.PACKED_4BIT:
-            return dtypes.unpack_4bit(np.frombuffer(self.buf, np.uint8, size, span[0]), count)
+            return dtypes.unpack_4bit(np.frombuffer(self.buf, np.uint8, size, span[0]), count, data_type)
         return array_view(self.buf, span[0], count, dtypes.to_numpy(data_type))
 
     @staticmethod
@@ -609,7 +609,7 @@ class _Decoder:
         values = values.view(np.int64)
         if data_type in dtypes.PACKED_4BIT:
             n = count if values.size == dtypes.storage_size(data_type, count) else 2 * values.size
-            return dtypes.unpack_4bit(values.astype(np.uint8), n)
+            return dtypes.unpack_4bit(values.astype(np.uint8), n, data_type)
         if data_type == dtypes.FLOAT16:
             return values.astype(np.uint16).view(dtype)
         return values.astype(dtype)
@@ -648,7 +648,7 @@ class _Decoder:
         if len(data) != size:
             raise ModelDecodeError(f"{label}: external data file {path} ended early")
         if data_type in dtypes.PACKED_4BIT:
-            return dtypes.unpack_4bit(np.frombuffer(data, np.uint8), count)
+            return dtypes.unpack_4bit(np.frombuffer(data, np.uint8), count, data_type)
         return np.frombuffer(data, dtype=dtypes.to_numpy(data_type), count=count)
 
     def function(self, span) -> Function:
