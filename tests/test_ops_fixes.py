@@ -306,6 +306,26 @@ def test_resize_unsupported_values_are_named():
             _ours(model, x)
 
 
+def test_resize_integers_as_onnx_reference():
+    """uint8 images: results truncate like onnx's reference; cubic's overshoot is clamped to 0..255 where
+    the reference wraps it around (onnxruntime has no integer cubic)."""
+    from onnx.reference import ReferenceEvaluator
+    x = np.random.default_rng(15).integers(0, 256, (1, 1, 5, 5)).astype(np.uint8)
+    x[0, 0, 2, 2], x[0, 0, 2, 3] = 255, 0
+    for mode in ("nearest", "linear", "cubic"):
+        model = _model([oh.make_node("Resize", ["x", "", "s"], ["y"], mode=mode)], [("x", T.UINT8, [1, 1, 5, 5])],
+                       [("y", T.UINT8, None)], [oh.make_tensor("s", T.FLOAT, [4], [1, 1, 1.6, 2.0])], opset=19)
+        got = _ours(model, x)[0]
+        float_model = _model([oh.make_node("Resize", ["x", "", "s"], ["y"], mode=mode)],
+                             [("x", T.DOUBLE, [1, 1, 5, 5])], [("y", T.DOUBLE, None)],
+                             [oh.make_tensor("s", T.FLOAT, [4], [1, 1, 1.6, 2.0])], opset=19)
+        ref = ReferenceEvaluator(float_model).run(None, {"x": x.astype(np.float64)})[0]
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, np.clip(ref, 0, 255).astype(np.uint8))
+        if mode == "cubic":
+            assert ref.max() > 255 or ref.min() < 0      # the case the clamp is for
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 @pytest.mark.parametrize("op,opset", [("Upsample", 9), ("Resize", 10)])
 def test_upsample_and_resize10_as_onnxruntime(op, opset, mode):

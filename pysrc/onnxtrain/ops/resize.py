@@ -207,7 +207,15 @@ def resize(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mo
         index = [slice(None)] * y.ndim
         index[axis] = out
         y[tuple(index)] = extrapolation_value
-    return y.astype(X.dtype)
+    return _to_type(y, X.dtype)
+
+
+def _to_type(y: np.ndarray, dtype) -> np.ndarray:
+    """Integers truncate as onnx's reference does, clamped to the type's range (cubic overshoots)."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        y = np.clip(y, info.min, info.max)
+    return y.astype(dtype)
 
 
 @kernel("Resize", since=11)
@@ -232,7 +240,7 @@ def Resize_10(X, scales, *, mode="nearest"):
         if out_len != in_len or scale != 1.0:
             nearest = "ceil" if scale < 1 else "floor"
             y = apply_along(y, resize_matrix(in_len, out_len, scale, mode, "asymmetric", nearest), axis)
-    return y.astype(X.dtype)
+    return _to_type(y, X.dtype)
 
 
 @kernel("Upsample", since=9)
