@@ -498,22 +498,27 @@ def test_opset1_pools_as_onnxruntime(op):
         _run_both(model, x)
 
 
-@pytest.mark.parametrize("opset", [11, 18])
+@pytest.mark.parametrize("opset", [1, 11, 18])
 def test_lppool_as_onnxruntime(opset):
+    """Opset 1 (p a float) against onnx's reference: onnxruntime starts at LpPool-2."""
     x = np.random.default_rng(11).standard_normal((2, 3, 7, 6)).astype(np.float32)
-    cases = [{"kernel_shape": [3, 2], "p": 3}, {"kernel_shape": [2, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]},
-             {"kernel_shape": [3, 3], "auto_pad": "SAME_LOWER", "p": 1}]
+    p = (lambda v: float(v)) if opset == 1 else int
+    cases = [{"kernel_shape": [3, 2], "p": p(3)}, {"kernel_shape": [2, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]},
+             {"kernel_shape": [3, 3], "auto_pad": "SAME_LOWER", "p": p(1)}]
     if opset >= 18:
         cases += [{"kernel_shape": [2, 2], "dilations": [2, 1]}, {"kernel_shape": [2, 3], "strides": [2, 2],
                                                                   "ceil_mode": 1}]
     for attrs in cases:
         model = _model([oh.make_node("LpPool", ["x"], ["y"], **attrs)], [("x", T.FLOAT, list(x.shape))],
                        [("y", T.FLOAT, None)], opset=opset)
-        _run_both(model, x)
-    for p in (1, 2, 3):
-        model = _model([oh.make_node("GlobalLpPool", ["x"], ["y"], p=p)], [("x", T.FLOAT, list(x.shape))],
+        _run_both(model, x, reference=opset == 1)
+    for v in (1, 2, 3):
+        model = _model([oh.make_node("GlobalLpPool", ["x"], ["y"], p=p(v))], [("x", T.FLOAT, list(x.shape))],
                        [("y", T.FLOAT, None)], opset=opset)
-        _run_both(model, x)
+        # GlobalLpPool-1 (p a float) against onnxruntime's GlobalLpPool-2 with the same p
+        ort_model = model if opset > 1 else _model([oh.make_node("GlobalLpPool", ["x"], ["y"], p=v)],
+                                                   [("x", T.FLOAT, list(x.shape))], [("y", T.FLOAT, None)], opset=2)
+        _close(_ours(model, x), _ort(ort_model, x), rtol=1e-5, atol=1e-6)
 
 
 def test_maxunpool_inverts_maxpool_as_onnxruntime():
