@@ -19,15 +19,12 @@ def _truth(op: str, value) -> bool:
     return bool(v.reshape(()))
 
 
-def _empty_like_output(op: str, typ, lead: int = 0):
-    """A scan output of zero iterations: shape [0] + the declared element shape."""
+def _empty_like_output(op: str, typ):
+    """A scan output of zero iterations: shape [0] + the declared element shape (an unknown dim as 0)."""
     if not isinstance(typ, TensorType) or typ.elem_type is None:
         raise ValueError(f"{op}: ran zero iterations and the body does not declare the type of its scan output")
     dims = [d if isinstance(d, int) else 0 for d in (typ.shape or [])]
-    shape = [0] + dims
-    if lead:
-        shape = [lead] + shape
-    return np.zeros(shape, dtypes.to_numpy(typ.elem_type))
+    return np.zeros([0] + dims, dtypes.to_numpy(typ.elem_type))
 
 
 @kernel("If", since=1)
