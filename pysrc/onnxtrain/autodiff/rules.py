@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.resize import resize_matrix, resize_plan
+from ..ops.resize import _axis_plan, _roi_pairs, interpolation
 
 MS = "com.microsoft"
 GRADIENT_RULES: dict = {}
@@ -825,25 +825,38 @@ def _dropout(c, x, y, dy):
     return [c.op("DropoutGrad", *inputs, domain=MS)]
 
 
-@rule("Resize")
+@rule("Resize", "Upsample")
 def _resize(c, x, y, dy):
-    """Resize is one interpolation matrix M per resized axis; its gradient multiplies by M transposed."""
+    """Resize is one interpolation matrix M per resized axis (the forward kernel's own, from ops/resize.py);
+    its gradient multiplies by M transposed.  Extrapolated positions (tf_crop_and_resize) pass no gradient."""
     n = c.node
-    scales = c.constant(x[2]) if len(x) > 2 and x[2] else None
-    sizes = c.constant(x[3]) if len(x) > 3 and x[3] else None
+    old = n.op_type == "Upsample" or c.opset < 11  # inputs (X, scales); asymmetric, onnxruntime's nearest
+    if old:
+        roi, scales, sizes = None, c.constant(x[1]), None
+    else:
+        roi, scales, sizes = (c.constant(v) if v else None for v in (x + ["", "", ""])[1:4])
     shape = c.shape(x[0])
-    if (scales is None and sizes is None) or n.attr("antialias", 0) or n.attr("axes") is not None:
-        raise NotImplementedError(f"{c.where()}: the Resize gradient needs constant scales or sizes")
-    plan = resize_plan([d if isinstance(d, int) else 1 for d in shape], scales, sizes)
+    if (scales is None or not scales.size) and (sizes is None or not sizes.size) or (
+            not old and len(x) > 1 and x[1] and roi is None):
+        raise NotImplementedError(f"{c.where()}: the Resize gradient needs constant roi, scales or sizes")
+    dims = [d if isinstance(d, int) else 1 for d in shape]
+    axes = n.attr("axes")
+    plan = _axis_plan(dims, scales, sizes, axes, text(n.attr("keep_aspect_ratio_policy", "stretch")))
     if any(not isinstance(shape[axis], int) for axis, *_ in plan):
         raise NotImplementedError(f"{c.where()}: the Resize gradient needs static sizes on the resized axes")
     mode = text(n.attr("mode", "nearest"))
-    coordinates = text(n.attr("coordinate_transformation_mode", "half_pixel"))
-    nearest = text(n.attr("nearest_mode", "round_prefer_floor"))
+    coordinates = "asymmetric" if old else text(n.attr("coordinate_transformation_mode", "half_pixel"))
+    rois = {} if old else _roi_pairs(roi, len(plan), plan, len(shape), coordinates)
     grad = dy[0]
     for axis, in_len, out_len, scale in reversed(plan):
-        m = resize_matrix(in_len, out_len, scale, mode, coordinates, nearest).astype(c.dtype(x[0]))
-        grad = _matmul_along(c, grad, axis, len(shape), m)
+        if out_len == in_len and scale == 1.0 and axis not in rois:
+            continue
+        nearest = ("ceil" if scale < 1 else "floor") if old else text(n.attr("nearest_mode", "round_prefer_floor"))
+        options = {} if old else {"cubic_coeff_a": n.attr("cubic_coeff_a", -0.75), "roi": rois.get(axis),
+                                  "exclude_outside": bool(n.attr("exclude_outside", 0)),
+                                  "antialias": bool(n.attr("antialias", 0))}
+        m, _ = interpolation(in_len, out_len, scale, mode, coordinates, nearest, **options)
+        grad = _matmul_along(c, grad, axis, len(shape), m.astype(c.dtype(x[0])))
     return [grad]
 
 
