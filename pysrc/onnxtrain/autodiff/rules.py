@@ -842,15 +842,14 @@ def _resize(c, x, y, dy):
     dims = [d if isinstance(d, int) else 1 for d in shape]
     axes = n.attr("axes")
     plan = _axis_plan(dims, scales, sizes, axes, text(n.attr("keep_aspect_ratio_policy", "stretch")))
-    if any(not isinstance(shape[axis], int) for axis, *_ in plan):
-        raise NotImplementedError(f"{c.where()}: the Resize gradient needs static sizes on the resized axes")
     mode = text(n.attr("mode", "nearest"))
     coordinates = "asymmetric" if old else text(n.attr("coordinate_transformation_mode", "half_pixel"))
     rois = {} if old else _roi_pairs(roi, len(plan), plan, len(shape), coordinates)
+    plan = [(axis, *rest) for axis, *rest in plan if rest[0] != rest[1] or rest[2] != 1.0 or axis in rois]
+    if any(not isinstance(shape[axis], int) for axis, *_ in plan):
+        raise NotImplementedError(f"{c.where()}: the Resize gradient needs static sizes on the resized axes")
     grad = dy[0]
     for axis, in_len, out_len, scale in reversed(plan):
-        if out_len == in_len and scale == 1.0 and axis not in rois:
-            continue
         nearest = ("ceil" if scale < 1 else "floor") if old else text(n.attr("nearest_mode", "round_prefer_floor"))
         options = {} if old else {"cubic_coeff_a": n.attr("cubic_coeff_a", -0.75), "roi": rois.get(axis),
                                   "exclude_outside": bool(n.attr("exclude_outside", 0)),
