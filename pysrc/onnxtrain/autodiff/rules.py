@@ -406,8 +406,7 @@ def _einsum(c, x, y, dy):
         else:
             grad = dy[0]
         if kept != term:
-            grad = c.op("Expand", unsqueeze(c, grad, [i for i, ch in enumerate(term) if ch not in known]),
-                        shape_of(c, x[k]))
+            grad = expand_like(c, unsqueeze(c, grad, [i for i, ch in enumerate(term) if ch not in known]), x[k])
         grads.append(grad)
     return grads
 
@@ -603,12 +602,22 @@ def _count(c, x, y):
     return (c.op("Size", x) / c.op("Size", y)).cast(x)
 
 
+def _unless_identity(fn):
+    """A reduction rule that, under noop_with_empty_axes without axes, passes dY through (the op is Identity)."""
+    def wrapped(c, x, y, dy):
+        return [dy[0]] if _reduction_is_identity(c, x) else fn(c, x, y, dy)
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
 @rule("ReduceSum")
+@_unless_identity
 def _reduce_sum(c, x, y, dy):
     return [_expand_reduced(c, x, dy[0])]
 
 
 @rule("ReduceMean")
+@_unless_identity
 def _reduce_mean(c, x, y, dy):
     return [_expand_reduced(c, x, dy[0]) / _count(c, x[0], y[0])]
 
@@ -625,6 +634,7 @@ def _share_among_extremes(c, x, extreme, dy, axes):
 
 
 @rule("ReduceMax", "ReduceMin")
+@_unless_identity
 def _reduce_extreme(c, x, y, dy):
     axes = _reduce_axes(c, x, len(c.shape(x[0])))
     keep = (lambda v: v) if c.node.attr("keepdims", 1) else (lambda v: unsqueeze(c, v, axes))
@@ -634,14 +644,6 @@ def _reduce_extreme(c, x, y, dy):
 @rule("GlobalMaxPool")
 def _global_max_pool(c, x, y, dy):
     return _share_among_extremes(c, x[0], y[0], dy[0], list(range(2, len(c.shape(x[0])))))
-
-
-def _unless_identity(fn):
-    """A reduction rule that, under noop_with_empty_axes without axes, passes dY through (the op is Identity)."""
-    def wrapped(c, x, y, dy):
-        return [dy[0]] if _reduction_is_identity(c, x) else fn(c, x, y, dy)
-    wrapped.__name__ = fn.__name__
-    return wrapped
 
 
 @rule("ReduceLogSumExp")
