@@ -486,6 +486,74 @@ def test_binarizer_and_array_feature_extractor():
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
+def test_linear_regressor_and_classifier(post_transform):
+    x = f32(6, 4)
+    coefficients = [float(v) for v in f32(12)]
+    if post_transform in ("NONE",):
+        want, got = ml_run("LinearRegressor", [x], {"coefficients": coefficients, "intercepts": [0.5, -1.0, 2.0],
+                                                    "targets": 3}, 1)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for labels in ({"classlabels_ints": [4, 7, 9]}, {"classlabels_strings": ["a", "b", "c"]}):
+        attrs = {"coefficients": coefficients, "intercepts": [0.1, 0.0, -0.3], "post_transform": post_transform,
+                 **labels}
+        ref = _ml_outputs("LinearClassifier", [x], attrs, 1, 2)
+        got = ours_run("LinearClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+        assert _as_text(got[0]) == list(ref[0].ravel())
+        np.testing.assert_allclose(got[1], ref[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC"])
+def test_linear_classifier_binary(post_transform):
+    """One coefficient row, two labels: against onnx's reference (onnxruntime 1.19 gives [1 - s, s] here and
+    does not apply LOGISTIC; its labels agree)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    x = f32(6, 4)
+    attrs = {"coefficients": [float(v) for v in f32(4)], "intercepts": [0.2], "post_transform": post_transform,
+             "classlabels_ints": [0, 1]}
+    node = helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain="ai.onnx.ml", **attrs)
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [6, 4])],
+                                                [helper.make_empty_tensor_value_info("label"),
+                                                 helper.make_empty_tensor_value_info("scores")]),
+                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    got = ours_run("LinearClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[0], _ml_outputs("LinearClassifier", [x], attrs, 1, 2)[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_scaler_normalizer_imputer():
+    x = f32(5, 3)
+    for op, attrs, inputs in [("Scaler", {"offset": [0.5, -1.0, 0.0], "scale": [2.0, 0.5, 1.0]}, [x]),
+                              ("Scaler", {"offset": [0.5], "scale": [3.0]}, [x]),
+                              ("Normalizer", {"norm": "MAX"}, [np.abs(x) + 0.1]), ("Normalizer", {"norm": "L1"}, [x]),
+                              ("Normalizer", {"norm": "L2"}, [x]),
+                              ("Imputer", {"imputed_value_floats": [9.0, 8.0, 7.0], "replaced_value_float": float("nan")},
+                               [np.where(x > 0.5, np.nan, x).astype(np.float32)]),
+                              ("Imputer", {"imputed_value_int64s": [-1], "replaced_value_int64": 3},
+                               [i64(1, 3, 5, 3, 0).reshape(5, 1)])]:
+        want, got = ml_run(op, inputs, attrs, 1)
+        assert got.dtype == want.dtype, op
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=op)
+
+
+def _ml_outputs(op, inputs, attrs, ml_opset, n_outputs):
+    from onnx import helper
+    import onnxruntime as ort
+    from opref import _value_info
+    names = [f"x{i}" for i in range(len(inputs))]
+    outs = [f"y{i}" for i in range(n_outputs)]
+    node = helper.make_node(op, names, outs, domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph([node], "g", [_value_info(n, v) for n, v in zip(names, inputs)],
+                              [helper.make_empty_tensor_value_info(o) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("ai.onnx.ml", ml_opset)], ir_version=8)
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, dict(zip(names, inputs)))
+
+
 @pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
 def test_tree_ensemble_against_the_regressor_in_onnxruntime(aggregate):
     """TreeEnsemble (ml opset 5; onnxruntime 1.19 lacks it) against the same trees as TreeEnsembleRegressor

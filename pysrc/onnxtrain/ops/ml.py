@@ -1,4 +1,5 @@
-"""Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble."""
+"""Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble, LinearRegressor,
+LinearClassifier, Scaler, Normalizer, Imputer."""
 from __future__ import annotations
 
 import numpy as np
@@ -186,3 +187,91 @@ def TreeEnsemble(X, *, aggregate_function=1, leaf_targetids, leaf_weights, membe
         else:
             np.maximum.at(out, (rows, t), w)
     return np.where(reached, out, 0).astype(X.dtype)
+
+
+def _post_transform(op: str, scores, post_transform: str):
+    if post_transform == "NONE":
+        return scores
+    if post_transform == "LOGISTIC":
+        return 1 / (1 + np.exp(-scores))
+    if post_transform == "SOFTMAX":
+        e = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    if post_transform == "SOFTMAX_ZERO":
+        nonzero = scores != 0
+        e = np.where(nonzero, np.exp(scores - np.where(nonzero, scores, -np.inf).max(axis=1, keepdims=True)), 0)
+        total = e.sum(axis=1, keepdims=True)
+        return np.where(total > 0, e / np.where(total > 0, total, 1), 0)
+    raise ValueError(f"{op}: post_transform '{post_transform}' is not supported")
+
+
+def _rows(X):
+    return np.asarray(X, np.float64).reshape(X.shape[0], -1) if X.ndim > 1 else np.asarray(X, np.float64)[None]
+
+
+@kernel("LinearRegressor", domain=ML, since=1)
+def LinearRegressor(X, *, coefficients=None, intercepts=None, post_transform="NONE", targets=1):
+    x = _rows(X)
+    w = np.asarray(coefficients, np.float64).reshape(targets, -1)
+    if w.shape[1] != x.shape[1]:
+        raise ValueError(f"LinearRegressor: {w.shape[1]} coefficients per target for {x.shape[1]} features")
+    y = x @ w.T + (0 if not intercepts else np.asarray(intercepts, np.float64))
+    return _post_transform("LinearRegressor", y, post_transform).astype(np.float32)
+
+
+@kernel("LinearClassifier", domain=ML, since=1)
+def LinearClassifier(X, *, classlabels_ints=None, classlabels_strings=None, coefficients, intercepts=None,
+                     multi_class=0, post_transform="NONE"):
+    """Scores X @ W^T + b per class, then post_transform.  One column of coefficients with two labels is a
+    binary classifier whose scores are [-s, s] before the transform (onnx's reference; onnxruntime 1.19 gives
+    [1 - s, s] and skips LOGISTIC there)."""
+    labels = classlabels_ints if classlabels_ints is not None else classlabels_strings
+    if labels is None:
+        raise ValueError("LinearClassifier: give classlabels_ints or classlabels_strings")
+    x = _rows(X)
+    w = np.asarray(coefficients, np.float64).reshape(-1, x.shape[1])
+    scores = x @ w.T + (0 if not intercepts else np.asarray(intercepts, np.float64))
+    if w.shape[0] == 1 and len(labels) == 2:
+        scores = np.concatenate([-scores, scores], axis=1)
+    index = np.argmax(scores, axis=1)
+    scores = _post_transform("LinearClassifier", scores, post_transform)
+    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
+    if classlabels_strings is not None:
+        label = np.array([s.encode("utf-8") if isinstance(s, str) else s for s in label], dtype=object)
+    return label, scores.astype(np.float32)
+
+
+@kernel("Scaler", domain=ML, since=1)
+def Scaler(X, *, offset=None, scale=None):
+    x = np.asarray(X, np.float64)
+    off = 0 if offset is None else np.asarray(offset, np.float64)
+    sc = 1 if scale is None else np.asarray(scale, np.float64)
+    return ((x - off) * sc).astype(np.float32)
+
+
+@kernel("Normalizer", domain=ML, since=1)
+def Normalizer(X, *, norm="MAX"):
+    x = _rows(X)
+    if norm == "MAX":     # the largest value (not magnitude), as onnxruntime divides by
+        d = x.max(axis=1, keepdims=True)
+    elif norm == "L1":
+        d = np.abs(x).sum(axis=1, keepdims=True)
+    elif norm == "L2":
+        d = np.sqrt((x * x).sum(axis=1, keepdims=True))
+    else:
+        raise ValueError(f"Normalizer: norm '{norm}' is not supported")
+    return (x / d).reshape(X.shape).astype(np.float32)
+
+
+@kernel("Imputer", domain=ML, since=1)
+def Imputer(X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0,
+            replaced_value_int64=0):
+    values = imputed_value_floats if X.dtype.kind == "f" else imputed_value_int64s
+    if not values:
+        raise ValueError(f"Imputer: no imputed values for a {X.dtype} input")
+    fill = np.asarray(values, X.dtype)
+    if X.dtype.kind == "f":
+        missing = np.isnan(X) if np.isnan(replaced_value_float) else X == np.float32(replaced_value_float)
+    else:
+        missing = X == replaced_value_int64
+    return np.where(missing, np.broadcast_to(fill, X.shape) if fill.size > 1 else fill.reshape(()), X)

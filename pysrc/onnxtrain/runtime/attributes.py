@@ -44,6 +44,9 @@ _BY_NAME = {
     "nodes_missing_value_tracks_true": AttrType.INTS, "nodes_modes": AttrType.TENSOR,
     "nodes_splits": AttrType.TENSOR, "nodes_trueleafs": AttrType.INTS, "nodes_truenodeids": AttrType.INTS,
     "tree_roots": AttrType.INTS, "shape": AttrType.INTS, "pooled_shape": AttrType.INTS,
+    "coefficients": AttrType.FLOATS, "intercepts": AttrType.FLOATS, "classlabels_ints": AttrType.INTS,
+    "classlabels_strings": AttrType.STRINGS, "offset": AttrType.FLOATS, "scale": AttrType.FLOATS,
+    "imputed_value_floats": AttrType.FLOATS, "imputed_value_int64s": AttrType.INTS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
