@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import artifacts
 from ..ir import load as ir_load, to_bytes
+from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
 from .bridge import TrainingSession, _buffer, _bytes
@@ -36,7 +37,7 @@ def _with_weights(forward, session: TrainingSession) -> bytes:
     values = {n: p.data.copy() for n, p in session.state.parameters}
     for i, t in enumerate(forward.graph.initializers):
         if t.name in values:
-            forward.graph.initializers[i] = Tensor(t.name, values[t.name], 1)
+            forward.graph.initializers[i] = Tensor(t.name, values[t.name], DataType.FLOAT)
     return to_bytes(forward)
 
 
@@ -174,7 +175,7 @@ class DigitsSession:
     def export_model(self) -> bytes:
         """The classifier taking ``pixels`` float32 [batch, 64] (8x8, values 0..16) -> probabilities, label."""
         g = self.model.graph
-        scale = Tensor("pre.scale", np.float32([16.0]), 1)
+        scale = Tensor("pre.scale", np.float32([16.0]), DataType.FLOAT)
         nodes = [Node("Div", ["pixels", "pre.scale"], ["features"], name="pre.scale")] + list(g.nodes) + [
             Node("Softmax", ["output"], ["probabilities"], name="post.softmax"),
             Node("ArgMax", ["output"], ["label"], name="post.argmax",
@@ -183,9 +184,10 @@ class DigitsSession:
         model = ir_load(to_bytes(self.model))
         model.graph.nodes = nodes
         model.graph.initializers = [scale] + list(g.initializers)
-        model.graph.inputs = [ValueInfo("pixels", TensorType(1, ["batch", 64]))]
-        model.graph.outputs = list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
-                                                 ValueInfo("label", TensorType(7, ["batch"]))]
+        model.graph.inputs = [ValueInfo("pixels", TensorType(DataType.FLOAT, ["batch", 64]))]
+        model.graph.outputs = list(g.outputs) + [
+            ValueInfo("probabilities", TensorType(DataType.FLOAT, ["batch", len(self.classes)])),
+            ValueInfo("label", TensorType(DataType.INT64, ["batch"]))]
         model.metadata_props = {"onnxtrain.classes": names_text(self.classes)}
         model.graph.doc_string = ("Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high). Output 'label' "
                                   f"is the index of the class in {names_text(self.classes)}, 'probabilities' the "

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import artifacts
 from ..ir import load as ir_load, to_bytes
+from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from .bridge import TrainingSession, _buffer, _bytes
 from .tabular import DataError, check_validation, classification_metrics, names_text, show, stratified_split, whole
@@ -24,8 +25,8 @@ def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Mod
     for i, c_out in enumerate(channels):
         w, b = f"conv{i + 1}.weight", f"conv{i + 1}.bias"
         bound = 1 / np.sqrt(c_in * 9)
-        inits += [Tensor(w, rng.uniform(-bound, bound, (c_out, c_in, 3, 3)).astype(np.float32), 1),
-                  Tensor(b, np.zeros(c_out, np.float32), 1)]
+        inits += [Tensor(w, rng.uniform(-bound, bound, (c_out, c_in, 3, 3)).astype(np.float32), DataType.FLOAT),
+                  Tensor(b, np.zeros(c_out, np.float32), DataType.FLOAT)]
         nodes += [Node("Conv", [prev, w, b], [f"conv{i + 1}_out"], name=f"conv{i + 1}",
                        attributes={"kernel_shape": _ints("kernel_shape", [3, 3]), "pads": _ints("pads", [1] * 4)}),
                   Node("Relu", [f"conv{i + 1}_out"], [f"relu{i + 1}_out"], name=f"relu{i + 1}"),
@@ -34,14 +35,15 @@ def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Mod
         prev, c_in, side = f"pool{i + 1}_out", c_out, side // 2
     flat = c_in * side * side
     bound = 1 / np.sqrt(flat)
-    inits += [Tensor("fc.weight", rng.uniform(-bound, bound, (n_classes, flat)).astype(np.float32), 1),
-              Tensor("fc.bias", np.zeros(n_classes, np.float32), 1)]
+    weight = rng.uniform(-bound, bound, (n_classes, flat)).astype(np.float32)
+    inits += [Tensor("fc.weight", weight, DataType.FLOAT),
+              Tensor("fc.bias", np.zeros(n_classes, np.float32), DataType.FLOAT)]
     nodes += [Node("Flatten", [prev], ["flat"], name="flatten", attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
               Node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], name="fc",
                    attributes={"transB": Attribute("transB", AttrType.INT, 1)})]
     graph = Graph(name="image_cnn", nodes=nodes, initializers=inits,
-                  inputs=[ValueInfo("input", TensorType(1, ["batch", 3, size, size]))],
-                  outputs=[ValueInfo("output", TensorType(1, ["batch", n_classes]))])
+                  inputs=[ValueInfo("input", TensorType(DataType.FLOAT, ["batch", 3, size, size]))],
+                  outputs=[ValueInfo("output", TensorType(DataType.FLOAT, ["batch", n_classes]))])
     return Model(graph=graph, ir_version=8, opset_imports={"": 17}, producer_name="onnxtrain")
 
 
@@ -107,8 +109,8 @@ class ImageSession:
         """The trained CNN behind a normalisation of RGB input in 0..1, with probabilities and labels."""
         inner = ir_load(self.training.module.export_model_for_inferencing(None, ["output"]))
         g = inner.graph
-        mean = Tensor("pre.mean", self.mean.reshape(1, 3, 1, 1), 1)
-        std = Tensor("pre.std", self.std.reshape(1, 3, 1, 1), 1)
+        mean = Tensor("pre.mean", self.mean.reshape(1, 3, 1, 1), DataType.FLOAT)
+        std = Tensor("pre.std", self.std.reshape(1, 3, 1, 1), DataType.FLOAT)
         for node in g.nodes:
             node.inputs = ["pre.normalized" if i == "input" else i for i in node.inputs]
         nodes = [Node("Sub", ["image", "pre.mean"], ["pre.centered"], name="pre.center"),
@@ -118,9 +120,10 @@ class ImageSession:
                  attributes={"axis": Attribute("axis", AttrType.INT, 1),
                              "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
         graph = Graph(name=g.name, nodes=nodes, initializers=[mean, std] + list(g.initializers),
-                      inputs=[ValueInfo("image", TensorType(1, ["batch", 3, self.size, self.size]))],
-                      outputs=list(g.outputs) + [ValueInfo("probabilities", TensorType(1, ["batch", len(self.classes)])),
-                                                 ValueInfo("label", TensorType(7, ["batch"]))],
+                      inputs=[ValueInfo("image", TensorType(DataType.FLOAT, ["batch", 3, self.size, self.size]))],
+                      outputs=list(g.outputs) + [
+                          ValueInfo("probabilities", TensorType(DataType.FLOAT, ["batch", len(self.classes)])),
+                          ValueInfo("label", TensorType(DataType.INT64, ["batch"]))],
                       doc_string=f"Input 'image': float32 [batch, 3, {self.size}, {self.size}], RGB, values 0..1 "
                                  f"(resized to {self.size}x{self.size}). Output 'label' is the index of the class in "
                                  f"{names_text(self.classes)}, 'probabilities' the probability of each.")

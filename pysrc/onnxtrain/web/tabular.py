@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import artifacts
 from ..ir import load as ir_load, to_bytes
+from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
 from ..train.data import DataError
@@ -376,8 +377,8 @@ def mlp_model(n_in: int, hidden: list, n_out: int, seed: int = 0) -> Model:
     for i, size in enumerate(sizes):
         w, b = f"fc{i + 1}.weight", f"fc{i + 1}.bias"
         bound = 1 / np.sqrt(width)
-        inits += [Tensor(w, rng.uniform(-bound, bound, (size, width)).astype(np.float32), 1),
-                  Tensor(b, rng.uniform(-bound, bound, size).astype(np.float32), 1)]
+        inits += [Tensor(w, rng.uniform(-bound, bound, (size, width)).astype(np.float32), DataType.FLOAT),
+                  Tensor(b, rng.uniform(-bound, bound, size).astype(np.float32), DataType.FLOAT)]
         out = "output" if i == len(sizes) - 1 else f"fc{i + 1}_out"
         nodes.append(Node("Gemm", [prev, w, b], [out], name=f"fc{i + 1}",
                           attributes={"transB": Attribute("transB", AttrType.INT, 1)}))
@@ -386,8 +387,8 @@ def mlp_model(n_in: int, hidden: list, n_out: int, seed: int = 0) -> Model:
             prev = f"relu{i + 1}"
         width = size
     graph = Graph(name="tabular_mlp", nodes=nodes, initializers=inits,
-                  inputs=[ValueInfo("features", TensorType(1, ["batch", n_in]))],
-                  outputs=[ValueInfo("output", TensorType(1, ["batch", n_out]))])
+                  inputs=[ValueInfo("features", TensorType(DataType.FLOAT, ["batch", n_in]))],
+                  outputs=[ValueInfo("output", TensorType(DataType.FLOAT, ["batch", n_out]))])
     return Model(graph=graph, ir_version=8, opset_imports={"": 19}, producer_name="onnxtrain")
 
 
@@ -443,19 +444,20 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
 
     inputs = []
     if pre.numeric:
-        inputs.append(ValueInfo("numeric", TensorType(1, ["batch", len(pre.numeric)])))
-        mean = const("pre.mean", np.float32(pre.mean).reshape(1, -1), 1)
-        std = const("pre.std", np.float32(pre.std).reshape(1, -1), 1)
+        inputs.append(ValueInfo("numeric", TensorType(DataType.FLOAT, ["batch", len(pre.numeric)])))
+        mean = const("pre.mean", np.float32(pre.mean).reshape(1, -1), DataType.FLOAT)
+        std = const("pre.std", np.float32(pre.std).reshape(1, -1), DataType.FLOAT)
         nodes += [Node("IsNaN", ["numeric"], ["pre.missing"], name="pre.missing"),
                   Node("Where", ["pre.missing", mean, "numeric"], ["pre.imputed"], name="pre.impute"),
                   Node("Sub", ["pre.imputed", mean], ["pre.centered"], name="pre.center"),
                   Node("Div", ["pre.centered", std], ["pre.scaled"], name="pre.scale")]
         parts.append("pre.scaled")
     if pre.categorical:
-        inputs.append(ValueInfo("categorical", TensorType(8, ["batch", len(pre.categorical)])))
+        inputs.append(ValueInfo("categorical", TensorType(DataType.STRING, ["batch", len(pre.categorical)])))
         for j, cats in enumerate(pre.categories):
-            col = const(f"pre.col{j}", np.array([j], np.int64), 7)
-            values = const(f"pre.categories{j}", np.array([c.encode() for c in cats], dtype=object).reshape(1, -1), 8)
+            col = const(f"pre.col{j}", np.array([j], np.int64), DataType.INT64)
+            values = const(f"pre.categories{j}", np.array([c.encode() for c in cats], dtype=object).reshape(1, -1),
+                           DataType.STRING)
             nodes += [Node("Gather", ["categorical", col], [f"pre.c{j}"], name=f"pre.column{j}",
                            attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
                       Node("Equal", [f"pre.c{j}", values], [f"pre.hot{j}"], name=f"pre.onehot{j}"),
@@ -472,8 +474,8 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
                 Node("ArgMax", ["output"], ["label"], name="post.argmax",
                      attributes={"axis": Attribute("axis", AttrType.INT, 1),
                                  "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
-        outputs += [ValueInfo("probabilities", TensorType(1, ["batch", len(pre.classes)])),
-                    ValueInfo("label", TensorType(7, ["batch"]))]
+        outputs += [ValueInfo("probabilities", TensorType(DataType.FLOAT, ["batch", len(pre.classes)])),
+                    ValueInfo("label", TensorType(DataType.INT64, ["batch"]))]
     graph = Graph(name=g.name, nodes=nodes + list(g.nodes) + tail, inputs=inputs, outputs=outputs,
                   initializers=inits + list(g.initializers), value_info=list(g.value_info),
                   doc_string=tabular_doc(pre))
