@@ -110,3 +110,117 @@ def test_weighted_cross_entropy_artifacts_train_alike_in_both(tmp_path):
     np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-5)
     for n in theirs[2]:
         np.testing.assert_allclose(mine[2][n], theirs[2][n], rtol=1e-5, atol=1e-7)
+
+
+def _batchnorm_cnn():
+    """A CNN with BatchNormalization and Dropout exported by torch in training mode (as for training
+    artifacts), with its module."""
+    import io
+    import warnings
+
+    import torch
+    from torch import nn
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4)
+            self.drop, self.fc = nn.Dropout(0.0), nn.Linear(4 * 3 * 3, 5)
+
+        def forward(self, x):
+            h = nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+            return self.fc(self.drop(torch.flatten(h, 1)))
+
+    torch.manual_seed(3)
+    module = CNN().train()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter warns that it is legacy
+        torch.onnx.export(module, (torch.randn(3, 2, 6, 6),), buf, dynamo=False, opset_version=17,
+                          input_names=["input"], output_names=["output"], training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    return module, buf.getvalue()
+
+
+def test_batchnorm_model_exported_in_training_mode(tmp_path):
+    """ORT 1.19.2's eval model keeps BatchNormalization's running-statistics outputs with training_mode=0,
+    and ORT refuses to load it; ours drops them and is otherwise ORT's.  Both train alike, ORT loads our eval
+    model, and its outputs are those of ORT's eval model with the outputs dropped and of torch in eval mode
+    (running statistics are not trained: ORT's training graph leaves BatchNorm's updated statistics unread)."""
+    import onnxruntime as ort
+    import torch
+    module, model = _batchnorm_cnn()
+    params = [n for n, _ in module.named_parameters()]
+    ort_artifacts = oc.ort_training().artifacts
+    ort_dir, our_dir = tmp_path / "ort", tmp_path / "ours"
+    ort_dir.mkdir()
+    ort_artifacts.generate_artifacts(onnx.load_from_string(model), requires_grad=params,
+                                     loss=ort_artifacts.LossType.MSELoss, optimizer=ort_artifacts.OptimType.SGD,
+                                     artifact_directory=str(ort_dir))
+    artifacts.generate_artifacts(model, requires_grad=params, loss=artifacts.LossType.MSELoss,
+                                 optimizer=artifacts.OptimType.SGD, artifact_directory=our_dir)
+    with pytest.raises(Exception, match="number of op outputs should be 1 when Training_mode = False"):
+        ort.InferenceSession(str(ort_dir / "eval_model.onnx"), providers=["CPUExecutionProvider"])
+
+    theirs_eval, ours_eval = onnx.load(str(ort_dir / "eval_model.onnx")), onnx.load(str(our_dir / "eval_model.onnx"))
+    for node in theirs_eval.graph.node:
+        if node.op_type == "BatchNormalization":
+            assert [(a.name, a.i) for a in node.attribute if a.name == "training_mode"] == [("training_mode", 0)]
+            assert len(node.output) == 3
+            del node.output[1:]
+    onnx.checker.check_model(ours_eval, full_check=True)
+    loss_in = {theirs_eval.graph.output[0].name: ours_eval.graph.output[0].name}  # ORT's name counter differs
+    assert [(n.op_type, [loss_in.get(o, o) for o in n.output], n.attribute) for n in theirs_eval.graph.node] == \
+           [(n.op_type, list(n.output), n.attribute) for n in ours_eval.graph.node]
+    assert theirs_eval.graph.input == ours_eval.graph.input
+    for key in ("training_model.onnx", "eval_model.onnx"):
+        a, b = onnx.load(str(our_dir / key)), onnx.load(str(ort_dir / key))
+        assert [(v.name, v.type) for v in a.graph.input] == [(v.name, v.type) for v in b.graph.input]
+        assert [(v.name, v.type) for v in a.graph.output][1:] == [(v.name, v.type) for v in b.graph.output][1:]
+    # the running statistics stay initializers of both models, outside the checkpoint
+    assert (our_dir / "checkpoint").read_bytes() == (ort_dir / "checkpoint").read_bytes()
+    assert list(read_checkpoint(our_dir / "checkpoint").trainable) == params
+
+    rng = np.random.default_rng(0)
+    batches = [(rng.standard_normal((3, 2, 6, 6)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32))
+               for _ in range(4)]
+
+    def run(api, folder, with_eval):
+        state = api.CheckpointState.load_checkpoint(str(folder / "checkpoint"))
+        trainer = api.Module(str(folder / "training_model.onnx"), state,
+                             str(folder / "eval_model.onnx") if with_eval else None)
+        optimizer = api.Optimizer(str(folder / "optimizer_model.onnx"), trainer)
+        optimizer.set_learning_rate(0.05)
+        losses = []
+        for batch in batches:
+            losses.append(float(np.asarray(trainer(*batch)).reshape(-1)[0]))
+            optimizer.step()
+            trainer.lazy_reset_grad()
+        params_after = {n: np.array(p.data) for n, p in state.parameters}
+        if not with_eval:
+            return losses, params_after, None
+        trainer.eval()
+        return losses, params_after, [float(np.asarray(trainer(*batch)).reshape(-1)[0]) for batch in batches]
+
+    ort_on_theirs = run(oc.ort_api(), ort_dir, with_eval=False)
+    ort_on_ours = run(oc.ort_api(), our_dir, with_eval=True)
+    ours_on_ours = run(ours, our_dir, with_eval=True)
+    for got in (ort_on_ours, ours_on_ours):
+        np.testing.assert_allclose(got[0], ort_on_theirs[0], rtol=1e-5, atol=1e-7)
+        for n in params:
+            np.testing.assert_allclose(got[1][n], ort_on_theirs[1][n], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ours_on_ours[2], ort_on_ours[2], rtol=1e-5, atol=1e-7)
+
+    # ORT's eval model, once it loads, with ORT's trained parameters: the same eval losses
+    session = ort.InferenceSession(theirs_eval.SerializeToString(), providers=["CPUExecutionProvider"])
+    theirs = [float(session.run(None, {"input": x, "target": t, **ort_on_theirs[1]})[0]) for x, t in batches]
+    np.testing.assert_allclose(ort_on_ours[2], theirs, rtol=1e-5, atol=1e-7)
+    # torch in eval mode, with the trained parameters and the running statistics as exported
+    stats = {t.name: torch.from_numpy(onnx.numpy_helper.to_array(t).copy()) for t in theirs_eval.graph.initializer
+             if t.name.startswith("bn.running")}
+    module.load_state_dict({**{n: torch.from_numpy(v) for n, v in ort_on_theirs[1].items()}, **stats}, strict=False)
+    module.eval()
+    with torch.no_grad():
+        reference = [float(torch.nn.functional.mse_loss(module(torch.from_numpy(x)), torch.from_numpy(t)))
+                     for x, t in batches]
+    np.testing.assert_allclose(ours_on_ours[2], reference, rtol=1e-5, atol=1e-7)

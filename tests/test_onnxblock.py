@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ort_cases as oc
-from onnxtrain import api, ir, onnxblock
+from onnxtrain import api, artifacts, ir, onnxblock
 
 
 class MLPTrainingBlock(onnxblock.TrainingBlock):
@@ -70,3 +70,34 @@ def test_load_checkpoint_to_model(tmp_path):
     api.CheckpointState.save_checkpoint(state, folder / "changed")
     onnxblock.load_checkpoint_to_model(folder / "changed", model)
     np.testing.assert_array_equal({t.name: t.data for t in model.graph.initializers}["fc2.bias"], 7)
+
+
+def test_eval_model_batchnorm_running_statistics_read_downstream():
+    """A BatchNormalization (training_mode=1) whose updated running mean is a model output: in the eval model
+    (training_mode=0, so Y is its only output) that output is the unchanged running mean, and onnxruntime
+    runs the eval model."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in
+             (("scale", rng.random(3) + 0.5), ("bias", rng.standard_normal(3)), ("mean", rng.standard_normal(3)),
+              ("var", rng.random(3) + 0.5))]
+    node = helper.make_node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
+                            ["output", "running_mean", "running_var"], name="bn", training_mode=1)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("input", f, ["batch", 3, 4])],
+                              [helper.make_tensor_value_info("output", f, ["batch", 3, 4]),
+                               helper.make_tensor_value_info("running_mean", f, [3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    out = artifacts.generate_artifacts(model, requires_grad=["scale", "bias"], loss=artifacts.LossType.MSELoss,
+                                       loss_input_names=["output"], additional_output_names=["running_mean"])
+    eval_model = ir.load(out["eval_model.onnx"])
+    bn = next(n for n in eval_model.graph.nodes if n.op_type == "BatchNormalization")
+    assert bn.outputs == ["output"] and bn.attr("training_mode") == 0
+    x, target = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((2, 3, 4)).astype(np.float32)
+    scale, bias, mean, var = (numpy_helper.to_array(t) for t in inits)
+    session = ort.InferenceSession(out["eval_model.onnx"], providers=["CPUExecutionProvider"])
+    loss, running_mean = session.run(None, {"input": x, "target": target, "scale": scale, "bias": bias})
+    np.testing.assert_array_equal(running_mean, mean)
+    y = (x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5) * scale[:, None] + bias[:, None]
+    np.testing.assert_allclose(loss, np.mean((y - target) ** 2), rtol=1e-5)

@@ -5,20 +5,49 @@ from __future__ import annotations
 import copy
 
 from ..autodiff import build_gradient_graph
-from ..ir.model import Model, Node, TensorType, ValueInfo
+from ..ir.model import Graph, Model, Node, TensorType, ValueInfo
 from ..runtime.shapes import infer_types
 
 GRAD_BUFFER, GRAD_FLAG, RESET = "_grad.accumulation.buffer", "_grad.accumulation.out", "lazy_reset_grad"
 
 
+def _read_names(graph) -> set:
+    """Every value name a node of ``graph`` (or of its subgraphs) reads, and the graph's outputs."""
+    names = {v.name for v in graph.outputs}
+    for node in graph.nodes:
+        names.update(node.inputs)
+        for a in node.attributes.values():
+            for sub in (a.value if isinstance(a.value, list) else [a.value]):
+                if isinstance(sub, Graph):
+                    names |= _read_names(sub)
+    return names
+
+
+def _inference_batchnorm(graph, node, read: set) -> list:
+    """BatchNormalization with training_mode=0, which may have only its output Y: the running-statistics
+    outputs are dropped, or, where something reads them, become Identity copies of the unchanged running
+    statistics.  (ORT 1.19.2's own eval model keeps them, and ORT then refuses to load it.)"""
+    node.attributes["training_mode"].value = 0
+    extra, node.outputs = node.outputs[1:], node.outputs[:1]
+    dropped = {n for n in extra if n}
+    graph.value_info = [v for v in graph.value_info if v.name not in dropped]
+    return [Node("Identity", [node.inputs[3 + i]], [out], name=f"{node.name}_{out}_Identity")
+            for i, out in enumerate(extra) if out and out in read]
+
+
 def _eval_copy(model: Model) -> Model:
     """The model with training behaviour off: Dropout without training_mode, BatchNorm training_mode=0."""
     model = copy.deepcopy(model)
-    for node in model.graph.nodes:
+    graph = model.graph
+    read = _read_names(graph)
+    nodes = []
+    for node in graph.nodes:
+        nodes.append(node)
         if node.op_type == "Dropout" and len(node.inputs) > 2:
             node.inputs[2] = ""
         if node.op_type == "BatchNormalization" and "training_mode" in node.attributes:
-            node.attributes["training_mode"].value = 0
+            nodes += _inference_batchnorm(graph, node, read)
+    graph.nodes = nodes
     return model
 
 
