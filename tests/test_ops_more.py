@@ -554,6 +554,65 @@ def _ml_outputs(op, inputs, attrs, ml_opset, n_outputs):
         None, dict(zip(names, inputs)))
 
 
+def _legacy_regressor_model(aggregate, n_targets, rng, multi_weight=False, with_missing=False):
+    """Random trees of mixed depth in TreeEnsembleRegressor form: node i of a tree branches to 2i+1, 2i+2."""
+    modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    attrs = {k: [] for k in ["nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+                             "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
+                             "target_treeids", "target_nodeids", "target_ids", "target_weights"]}
+    for t in range(5):
+        depth = int(rng.integers(0, 4))
+        for k in range(2 ** (depth + 1) - 1):
+            leaf = k >= 2 ** depth - 1
+            attrs["nodes_treeids"].append(t), attrs["nodes_nodeids"].append(k)
+            attrs["nodes_featureids"].append(0 if leaf else int(rng.integers(3)))
+            attrs["nodes_modes"].append("LEAF" if leaf else modes[int(rng.integers(6))])
+            attrs["nodes_values"].append(0.0 if leaf else float(np.round(rng.standard_normal(), 1)))
+            attrs["nodes_truenodeids"].append(0 if leaf else 2 * k + 1)
+            attrs["nodes_falsenodeids"].append(0 if leaf else 2 * k + 2)
+            attrs["nodes_missing_value_tracks_true"].append(int(with_missing and rng.integers(2)))
+            if leaf:
+                for target in (range(n_targets) if multi_weight else [int(rng.integers(n_targets))]):
+                    attrs["target_treeids"].append(t), attrs["target_nodeids"].append(k)
+                    attrs["target_ids"].append(target)
+                    attrs["target_weights"].append(float(np.round(rng.standard_normal(), 2)))
+    return {**attrs, "n_targets": n_targets, "aggregate_function": aggregate}
+
+
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+@pytest.mark.parametrize("n_targets,multi_weight", [(1, False), (3, False), (2, True)])
+def test_tree_ensemble_regressor(aggregate, n_targets, multi_weight):
+    rng = np.random.default_rng(n_targets)
+    x = np.round(rng.standard_normal((30, 3)), 1).astype(np.float32)
+    x[::7, 1] = np.nan
+    attrs = _legacy_regressor_model(aggregate, n_targets, rng, multi_weight, with_missing=True)
+    if multi_weight or n_targets == 1:   # every leaf reaches every target (see the next test)
+        attrs["base_values"] = [float(v) for v in np.round(rng.standard_normal(n_targets), 2)]
+    want, got = ml_run("TreeEnsembleRegressor", [x], attrs, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tree_ensemble_regressor_adds_base_values_to_targets_no_leaf_reaches():
+    """As the spec says and onnx's reference does (onnxruntime 1.19 writes 0 for such a target instead)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    attrs = {"nodes_treeids": [0, 0, 0], "nodes_nodeids": [0, 1, 2], "nodes_featureids": [0, 0, 0],
+             "nodes_modes": ["BRANCH_LEQ", "LEAF", "LEAF"], "nodes_values": [0.0, 0.0, 0.0],
+             "nodes_truenodeids": [1, 0, 0], "nodes_falsenodeids": [2, 0, 0], "target_treeids": [0, 0],
+             "target_nodeids": [1, 2], "target_ids": [0, 1], "target_weights": [1.0, 2.0], "n_targets": 3,
+             "base_values": [0.5, 0.25, 0.125]}
+    x = np.array([[-1.0], [1.0]], np.float32)
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", **attrs)
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [2, 1])],
+                                                [helper.make_empty_tensor_value_info("y")]),
+                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    want = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    got = ours_run("TreeEnsembleRegressor", [x], attrs, domain="ai.onnx.ml", opset=1)[0]
+    np.testing.assert_allclose(got, [[1.5, 0.25, 0.125], [0.5, 2.25, 0.125]])
+    np.testing.assert_allclose(got, want)
+    assert (ml_run("TreeEnsembleRegressor", [x], attrs, 1, ours_too=False)[0][:, 2] == 0).all()
+
+
 @pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
 def test_tree_ensemble_against_the_regressor_in_onnxruntime(aggregate):
     """TreeEnsemble (ml opset 5; onnxruntime 1.19 lacks it) against the same trees as TreeEnsembleRegressor

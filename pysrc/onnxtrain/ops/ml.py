@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.model import AttrType
 from .registry import kernel
 
 ML = "ai.onnx.ml"
@@ -116,6 +117,47 @@ def _member_sets(modes, membership_values) -> dict:
     return dict(zip(members, groups))
 
 
+_COMPARE = {_LEQ: np.less_equal, _LT: np.less, _GTE: np.greater_equal, _GT: np.greater, _EQ: np.equal,
+            _NEQ: np.not_equal}
+
+
+def _leaves(x, roots, modes, splits, features, true_ids, false_ids, true_leaf, false_leaf, missing_true, sets):
+    """Per tree, the leaf each row of ``x`` reaches (an index into the leaf arrays)."""
+    rows = np.arange(x.shape[0])
+    per_tree = []
+    for root in roots:
+        if true_leaf[root] and false_leaf[root] and true_ids[root] == false_ids[root]:
+            per_tree.append(np.full(x.shape[0], true_ids[root]))
+            continue
+        node = np.full(x.shape[0], root)
+        leaf = np.full(x.shape[0], -1)
+        active = np.ones(x.shape[0], bool)
+        for _ in range(len(modes) + 1):
+            if not active.any():
+                break
+            r, n = rows[active], node[active]
+            value = x[r, features[n]]
+            go = np.zeros(len(n), bool)
+            for mode in np.unique(modes[n]):
+                sel = modes[n] == mode
+                if mode == _MEMBER:
+                    go[sel] = [value[i] in sets[n[i]] for i in np.nonzero(sel)[0]]
+                elif mode in _COMPARE:
+                    go[sel] = _COMPARE[mode](value[sel], splits[n[sel]])
+                else:
+                    raise ValueError(f"TreeEnsemble: node mode {mode} is not supported")
+            go |= np.isnan(value) & missing_true[n]
+            nxt = np.where(go, true_ids[n], false_ids[n])
+            ends = np.where(go, true_leaf[n], false_leaf[n])
+            leaf[r[ends]] = nxt[ends]
+            node[r] = nxt
+            active[r[ends]] = False
+        if active.any():
+            raise ValueError("TreeEnsemble: a tree has a cycle")
+        per_tree.append(leaf)
+    return per_tree
+
+
 @kernel("TreeEnsemble", domain=ML, since=5)
 def TreeEnsemble(X, *, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None, n_targets=None,
                  nodes_falseleafs, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
@@ -138,39 +180,8 @@ def TreeEnsemble(X, *, aggregate_function=1, leaf_targetids, leaf_weights, membe
     n_out = int(n_targets) if n_targets is not None else int(targets.max()) + 1
     x = np.asarray(X, np.float64).reshape(X.shape[0], -1)
     rows = np.arange(x.shape[0])
-    compare = {_LEQ: np.less_equal, _LT: np.less, _GTE: np.greater_equal, _GT: np.greater, _EQ: np.equal,
-               _NEQ: np.not_equal}
-    per_tree = []
-    for root in tree_roots:
-        if true_leaf[root] and false_leaf[root] and true_ids[root] == false_ids[root]:
-            per_tree.append(np.full(x.shape[0], true_ids[root]))
-            continue
-        node = np.full(x.shape[0], root)
-        leaf = np.full(x.shape[0], -1)
-        active = np.ones(x.shape[0], bool)
-        for _ in range(len(modes) + 1):
-            if not active.any():
-                break
-            r, n = rows[active], node[active]
-            value = x[r, features[n]]
-            go = np.zeros(len(n), bool)
-            for mode in np.unique(modes[n]):
-                sel = modes[n] == mode
-                if mode == _MEMBER:
-                    go[sel] = [value[i] in sets[n[i]] for i in np.nonzero(sel)[0]]
-                elif mode in compare:
-                    go[sel] = compare[mode](value[sel], splits[n[sel]])
-                else:
-                    raise ValueError(f"TreeEnsemble: node mode {mode} is not supported")
-            go |= np.isnan(value) & missing_true[n]
-            nxt = np.where(go, true_ids[n], false_ids[n])
-            ends = np.where(go, true_leaf[n], false_leaf[n])
-            leaf[r[ends]] = nxt[ends]
-            node[r] = nxt
-            active[r[ends]] = False
-        if active.any():
-            raise ValueError("TreeEnsemble: a tree has a cycle")
-        per_tree.append(leaf)
+    per_tree = _leaves(x, list(tree_roots), modes, splits, features, true_ids, false_ids, true_leaf, false_leaf,
+                       missing_true, sets)
     # MIN and MAX: a target that no tree's leaf gives a row stays 0 there, as in onnxruntime.
     out = np.zeros((x.shape[0], n_out)) if aggregate_function in (0, 1) else \
         np.full((x.shape[0], n_out), np.inf if aggregate_function == 2 else -np.inf)
@@ -275,3 +286,99 @@ def Imputer(X, *, imputed_value_floats=None, imputed_value_int64s=None, replaced
     else:
         missing = X == replaced_value_int64
     return np.where(missing, np.broadcast_to(fill, X.shape) if fill.size > 1 else fill.reshape(()), X)
+
+
+_LEGACY_MODES = {"BRANCH_LEQ": _LEQ, "BRANCH_LT": _LT, "BRANCH_GTE": _GTE, "BRANCH_GT": _GT, "BRANCH_EQ": _EQ,
+                 "BRANCH_NEQ": _NEQ, "BRANCH_MEMBER": _MEMBER, "LEAF": -1}
+
+
+def _legacy_forest(op, x, nodes_treeids, nodes_nodeids, nodes_modes, nodes_featureids, nodes_values,
+                   nodes_truenodeids, nodes_falsenodeids, nodes_missing_value_tracks_true, entry_treeids,
+                   entry_nodeids, entry_ids, entry_weights, n_outputs):
+    """For the legacy tree ensembles: per tree, the [rows, outputs] contributions of the leaf each row reaches,
+    and whether the leaf has an entry for each output."""
+    index = {(t, n): i for i, (t, n) in enumerate(zip(nodes_treeids, nodes_nodeids))}
+    try:
+        modes = np.array([_LEGACY_MODES[m.decode() if isinstance(m, bytes) else m] for m in nodes_modes], np.int64)
+    except KeyError as e:
+        raise ValueError(f"{op}: node mode {e.args[0]} is not supported") from None
+    if _MEMBER in modes:
+        raise ValueError(f"{op}: BRANCH_MEMBER nodes are not supported")
+
+    def target(ids, i):
+        key = (nodes_treeids[i], ids[i])
+        if key not in index:
+            raise ValueError(f"{op}: node {nodes_nodeids[i]} of tree {nodes_treeids[i]} points to missing node {ids[i]}")
+        return index[key]
+    branch = modes >= 0
+    true_ids = np.array([target(nodes_truenodeids, i) if branch[i] else i for i in range(len(modes))], np.int64)
+    false_ids = np.array([target(nodes_falsenodeids, i) if branch[i] else i for i in range(len(modes))], np.int64)
+    children = set(true_ids[branch]) | set(false_ids[branch])
+    roots = {}
+    for i, t in enumerate(nodes_treeids):
+        if i not in children:
+            roots.setdefault(t, i)
+    missing_true = (np.zeros(len(modes), bool) if not nodes_missing_value_tracks_true
+                    else np.asarray(nodes_missing_value_tracks_true, bool))
+    contrib = np.zeros((len(modes), n_outputs))
+    has = np.zeros((len(modes), n_outputs), bool)
+    for t, n, k, w in zip(entry_treeids, entry_nodeids, entry_ids, entry_weights):
+        if (t, n) not in index:
+            raise ValueError(f"{op}: a weight for missing node {n} of tree {t}")
+        contrib[index[(t, n)], k] += w
+        has[index[(t, n)], k] = True
+    leaf_roots = [r for r in roots.values() if not branch[r]]
+    per_tree = [np.full(x.shape[0], r) for r in leaf_roots]
+    splits = np.asarray(nodes_values, np.float32).astype(np.float64)   # FLOATS are float32 in the file
+    per_tree += _leaves(x, [r for r in roots.values() if branch[r]], modes, splits,
+                        np.asarray(nodes_featureids, np.int64), true_ids, false_ids, ~branch[true_ids],
+                        ~branch[false_ids], missing_true, {})
+    return [(contrib[leaf], has[leaf]) for leaf in per_tree]
+
+
+def _aggregate(op, parts, aggregate_function, n_rows, n_outputs):
+    if aggregate_function in ("SUM", "AVERAGE"):
+        out = sum((c for c, _ in parts), np.zeros((n_rows, n_outputs)))
+        return out / len(parts) if aggregate_function == "AVERAGE" and parts else out
+    if aggregate_function in ("MIN", "MAX"):
+        pick = np.minimum if aggregate_function == "MIN" else np.maximum
+        out = np.full((n_rows, n_outputs), np.nan)
+        for c, h in parts:
+            out = np.where(h, np.where(np.isnan(out), c, pick(out, c)), out)
+        return np.nan_to_num(out, nan=0.0)
+    raise ValueError(f"{op}: aggregate_function '{aggregate_function}' is not supported")
+
+
+def _values(plain, as_tensor):
+    if as_tensor is not None:
+        return [float(v) for v in np.asarray(as_tensor).ravel()]
+    return list(plain or [])
+
+
+@kernel("TreeEnsembleRegressor", domain=ML, since=1)
+def TreeEnsembleRegressor(X, *, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
+                          n_targets=1, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
+                          nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes,
+                          nodes_nodeids, nodes_treeids, nodes_truenodeids, nodes_values=None,
+                          nodes_values_as_tensor=None, post_transform="NONE", target_ids, target_nodeids,
+                          target_treeids, target_weights=None, target_weights_as_tensor=None):
+    x = _rows(X)
+    parts = _legacy_forest("TreeEnsembleRegressor", x, nodes_treeids, nodes_nodeids, nodes_modes, nodes_featureids,
+                           _values(nodes_values, nodes_values_as_tensor), nodes_truenodeids, nodes_falsenodeids,
+                           nodes_missing_value_tracks_true, target_treeids, target_nodeids, target_ids,
+                           _values(target_weights, target_weights_as_tensor), n_targets)
+    out = _aggregate("TreeEnsembleRegressor", parts, aggregate_function, x.shape[0], n_targets)
+    base = _values(base_values, base_values_as_tensor)
+    if base:
+        out = out + np.asarray(base, np.float64)
+    return _post_transform("TreeEnsembleRegressor", out, post_transform).astype(np.float32)
+
+
+_S, _F, _T, _I = AttrType.STRINGS, AttrType.FLOATS, AttrType.TENSOR, AttrType.INTS
+_LEGACY_TREE_TYPES = {"nodes_modes": _S, "nodes_hitrates": _F, "nodes_values": _F, "base_values": _F,
+                      "target_weights": _F, "class_weights": _F, "base_values_as_tensor": _T,
+                      "nodes_hitrates_as_tensor": _T, "nodes_values_as_tensor": _T, "target_weights_as_tensor": _T,
+                      "class_weights_as_tensor": _T, "nodes_nodeids": _I, "nodes_treeids": _I, "target_ids": _I,
+                      "target_nodeids": _I, "target_treeids": _I, "class_ids": _I, "class_nodeids": _I,
+                      "class_treeids": _I}
+TreeEnsembleRegressor.attribute_types = _LEGACY_TREE_TYPES

@@ -3,7 +3,8 @@
 A kernel's attributes are its keyword-only parameters.  A default of int, float or str gives the type
 (INT, FLOAT, STRING); for the rest (no default, or None) the ONNX name gives it: the spec uses each of
 these names with one type across the ops onnxtrain runs (tests/test_hostile_files.py checks the
-result against onnx's op schemas).
+result against onnx's op schemas).  A kernel whose attribute shares a name with another type
+(ai.onnx.ml's legacy tree ensembles) declares it in ``fn.attribute_types``.
 """
 from __future__ import annotations
 
@@ -71,10 +72,11 @@ _VALUE_CHECK = {
 def kernel_attributes(fn) -> dict:
     """{attribute name: AttrType} for a kernel."""
     out = {}
+    declared = getattr(fn, "attribute_types", {})
     for p in inspect.signature(fn).parameters.values():
         if p.kind != p.KEYWORD_ONLY or p.name.startswith("_"):
             continue
-        kind = _BY_DEFAULT.get(type(p.default)) if p.default is not p.empty else None
+        kind = declared.get(p.name) or (_BY_DEFAULT.get(type(p.default)) if p.default is not p.empty else None)
         kind = kind or _BY_NAME.get(p.name)
         if kind is None:
             raise TypeError(f"kernel {fn.__name__}: the type of attribute '{p.name}' is not known")
