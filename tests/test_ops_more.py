@@ -592,6 +592,62 @@ def test_tree_ensemble_regressor(aggregate, n_targets, multi_weight):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _classifier_attrs(rng, n_classes, class_ids, positive, labels):
+    reg = _legacy_regressor_model("SUM", max(class_ids) + 1, rng)
+    weights = np.round(rng.standard_normal(len(reg["target_weights"])), 2)
+    if positive:
+        weights = np.abs(weights) / 5
+    attrs = {k: v for k, v in reg.items() if k.startswith("nodes_")}
+    attrs.update(class_treeids=reg["target_treeids"], class_nodeids=reg["target_nodeids"],
+                 class_ids=[class_ids[i % len(class_ids)] for i in range(len(weights))],
+                 class_weights=[float(w) for w in weights])
+    attrs["classlabels_int64s" if labels == "ints" else "classlabels_strings"] = \
+        list(range(10, 10 + n_classes)) if labels == "ints" else [f"c{i}" for i in range(n_classes)]
+    return attrs
+
+
+@pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
+@pytest.mark.parametrize("base", [False, True])
+@pytest.mark.parametrize("labels", ["ints", "strings"])
+def test_tree_ensemble_classifier_multiclass(post_transform, base, labels):
+    rng = np.random.default_rng(7)
+    x = np.round(rng.standard_normal((40, 3)), 1).astype(np.float32)
+    attrs = {**_classifier_attrs(rng, 4, [0, 1, 2, 3], False, labels), "post_transform": post_transform}
+    if base:
+        attrs["base_values"] = [0.1, -0.2, 0.3, 0.0]
+    want = _ml_outputs("TreeEnsembleClassifier", [x], attrs, 1, 2)
+    got = ours_run("TreeEnsembleClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+    if labels == "strings":
+        assert _as_text(got[0]) == list(want[0].ravel())
+    else:
+        np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("post_transform", ["NONE", "LOGISTIC"])
+@pytest.mark.parametrize("positive", [True, False])
+@pytest.mark.parametrize("base", [None, [0.25]])
+def test_tree_ensemble_classifier_binary(post_transform, positive, base):
+    rng = np.random.default_rng(11)
+    x = np.round(rng.standard_normal((40, 3)), 1).astype(np.float32)
+    attrs = {**_classifier_attrs(rng, 2, [0], positive, "ints"), "post_transform": post_transform}
+    if base:
+        attrs["base_values"] = base
+    want = _ml_outputs("TreeEnsembleClassifier", [x], attrs, 1, 2)
+    got = ours_run("TreeEnsembleClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_tree_ensemble_classifier_other_two_class_forms_raise():
+    rng = np.random.default_rng(5)
+    x = np.round(rng.standard_normal((4, 3)), 1).astype(np.float32)
+    attrs = {**_classifier_attrs(rng, 2, [0, 1], True, "ints"), "post_transform": "SOFTMAX"}
+    with pytest.raises(ValueError, match=r"2 labels with weights for classes \[0, 1\] and 0 base values are not "
+                                         r"supported"):
+        ours_run("TreeEnsembleClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+
+
 def test_tree_ensemble_regressor_adds_base_values_to_targets_no_leaf_reaches():
     """As the spec says and onnx's reference does (onnxruntime 1.19 writes 0 for such a target instead)."""
     from onnx import helper

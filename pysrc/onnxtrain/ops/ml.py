@@ -374,6 +374,63 @@ def TreeEnsembleRegressor(X, *, aggregate_function="SUM", base_values=None, base
     return _post_transform("TreeEnsembleRegressor", out, post_transform).astype(np.float32)
 
 
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@kernel("TreeEnsembleClassifier", domain=ML, since=1)
+def TreeEnsembleClassifier(X, *, base_values=None, base_values_as_tensor=None, class_ids, class_nodeids,
+                           class_treeids, class_weights=None, class_weights_as_tensor=None, classlabels_int64s=None,
+                           classlabels_strings=None, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
+                           nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes,
+                           nodes_nodeids, nodes_treeids, nodes_truenodeids, nodes_values=None,
+                           nodes_values_as_tensor=None, post_transform="NONE"):
+    """Class scores summed over the trees plus base values, then post_transform; the label is the best class.
+    Two labels with weights for class 0 only are onnxruntime's binary case: one score s; with all weights >= 0
+    the label is s > 0.5 and the scores [1 - s, s] (no transform), otherwise s > 0 and [-s, s] (LOGISTIC:
+    [sigmoid(-s), sigmoid(s)]).  Other two-label forms (where onnxruntime and onnx's reference part ways)
+    raise an error."""
+    labels = classlabels_int64s if classlabels_int64s is not None else classlabels_strings
+    if not labels:
+        raise ValueError("TreeEnsembleClassifier: give classlabels_int64s or classlabels_strings")
+    n_classes = len(labels)
+    weights = _values(class_weights, class_weights_as_tensor)
+    x = _rows(X)
+    parts = _legacy_forest("TreeEnsembleClassifier", x, nodes_treeids, nodes_nodeids, nodes_modes, nodes_featureids,
+                           _values(nodes_values, nodes_values_as_tensor), nodes_truenodeids, nodes_falsenodeids,
+                           nodes_missing_value_tracks_true, class_treeids, class_nodeids, class_ids, weights,
+                           n_classes)
+    scores = _aggregate("TreeEnsembleClassifier", parts, "SUM", x.shape[0], n_classes)
+    reached = np.zeros(scores.shape, bool)
+    for _, h in parts:
+        reached |= h
+    base = _values(base_values, base_values_as_tensor)
+    if n_classes > 2:
+        if base:
+            scores = scores + np.asarray(base, np.float64)
+        index = np.argmax(np.where(reached | bool(base), scores, -np.inf), axis=1)
+        scores = _post_transform("TreeEnsembleClassifier", scores, post_transform)
+    elif n_classes == 2 and set(class_ids) == {0} and len(base) <= 1:
+        s = scores[:, 0] + (base[0] if base else 0.0)
+        if post_transform not in ("NONE", "LOGISTIC"):
+            raise ValueError(f"TreeEnsembleClassifier: post_transform '{post_transform}' for a binary classifier "
+                             f"is not supported")
+        if all(w >= 0 for w in weights):     # a probability: no transform
+            index = (s > 0.5).astype(np.int64)
+            scores = np.stack([1 - s, s], axis=1)
+        else:
+            index = (s > 0).astype(np.int64)
+            scores = (np.stack([_sigmoid(-s), _sigmoid(s)], axis=1) if post_transform == "LOGISTIC"
+                      else np.stack([-s, s], axis=1))
+    else:
+        raise ValueError(f"TreeEnsembleClassifier: {n_classes} labels with weights for classes "
+                         f"{sorted(set(class_ids))} and {len(base)} base values are not supported")
+    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
+    if classlabels_strings is not None:
+        label = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in label], dtype=object)
+    return label, scores.astype(np.float32)
+
+
 _S, _F, _T, _I = AttrType.STRINGS, AttrType.FLOATS, AttrType.TENSOR, AttrType.INTS
 _LEGACY_TREE_TYPES = {"nodes_modes": _S, "nodes_hitrates": _F, "nodes_values": _F, "base_values": _F,
                       "target_weights": _F, "class_weights": _F, "base_values_as_tensor": _T,
@@ -381,4 +438,4 @@ _LEGACY_TREE_TYPES = {"nodes_modes": _S, "nodes_hitrates": _F, "nodes_values": _
                       "class_weights_as_tensor": _T, "nodes_nodeids": _I, "nodes_treeids": _I, "target_ids": _I,
                       "target_nodeids": _I, "target_treeids": _I, "class_ids": _I, "class_nodeids": _I,
                       "class_treeids": _I}
-TreeEnsembleRegressor.attribute_types = _LEGACY_TREE_TYPES
+TreeEnsembleRegressor.attribute_types = TreeEnsembleClassifier.attribute_types = _LEGACY_TREE_TYPES
