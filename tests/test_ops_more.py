@@ -539,6 +539,24 @@ def test_scaler_normalizer_imputer():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=op)
 
 
+def test_category_mapper_one_hot_encoder_feature_vectorizer():
+    cats = {"cats_strings": ["cat", "dog", "eel"], "cats_int64s": [5, 1, 9]}
+    want, got = ml_run("CategoryMapper", [strings("dog", "cow", "eel", shape=(3, 1))], cats, 1)
+    np.testing.assert_array_equal(got, want)
+    want, got = ml_run("CategoryMapper", [i64(9, 5, 2)], {**cats, "default_string": "none"}, 1)
+    assert _as_text(got) == list(want.ravel())
+    for x, attrs in ((i64(9, 2, 1, 9).reshape(2, 2), {"cats_int64s": [1, 9, 4]}),
+                     (strings("b", "a", "z"), {"cats_strings": ["a", "b"]})):
+        want, got = ml_run("OneHotEncoder", [x], attrs, 1)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="OneHotEncoder: value 'z' is not a category"):
+        ours_run("OneHotEncoder", [strings("a", "z")], {"cats_strings": ["a"], "zeros": 0}, domain="ai.onnx.ml")
+    inputs = [f32(3, 2), f32(3, 4), f32(3, 1)]
+    want, got = ml_run("FeatureVectorizer", inputs, {"inputdimensions": [2, 3, 2]}, 1)
+    np.testing.assert_array_equal(got, want)
+
+
 def _ml_outputs(op, inputs, attrs, ml_opset, n_outputs):
     from onnx import helper
     import onnxruntime as ort

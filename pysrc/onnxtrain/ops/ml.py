@@ -1,5 +1,6 @@
 """Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble, LinearRegressor,
-LinearClassifier, Scaler, Normalizer, Imputer."""
+LinearClassifier, Scaler, Normalizer, Imputer, CategoryMapper, OneHotEncoder, FeatureVectorizer and the legacy
+TreeEnsembleRegressor/TreeEnsembleClassifier."""
 from __future__ import annotations
 
 import numpy as np
@@ -372,6 +373,45 @@ def TreeEnsembleRegressor(X, *, aggregate_function="SUM", base_values=None, base
     if base:
         out = out + np.asarray(base, np.float64)
     return _post_transform("TreeEnsembleRegressor", out, post_transform).astype(np.float32)
+
+
+@kernel("CategoryMapper", domain=ML, since=1)
+def CategoryMapper(X, *, cats_int64s=None, cats_strings=None, default_int64=-1, default_string="_Unused"):
+    """Strings to int64 by the two parallel lists, or int64 to strings."""
+    if cats_int64s is None or cats_strings is None or len(cats_int64s) != len(cats_strings):
+        raise ValueError("CategoryMapper: cats_int64s and cats_strings must be given, of one length")
+    if X.dtype == object:
+        return _label_encode(X, list(cats_strings), list(cats_int64s), default_int64, np.int64)
+    return _label_encode(X, list(cats_int64s), list(cats_strings), default_string, object)
+
+
+@kernel("OneHotEncoder", domain=ML, since=1)
+def OneHotEncoder(X, *, cats_int64s=None, cats_strings=None, zeros=1):
+    cats = cats_strings if X.dtype == object else cats_int64s
+    if not cats:
+        raise ValueError(f"OneHotEncoder: no categories for a {'string' if X.dtype == object else 'numeric'} input")
+    position = {_key(c): i for i, c in enumerate(cats)}
+    keys = [_key(v) if X.dtype == object else int(v) for v in X.ravel()]
+    index = np.array([position.get(k, -1) for k in keys], np.int64)
+    if not zeros and (index < 0).any():
+        raise ValueError(f"OneHotEncoder: value {keys[int(np.argmin(index))]!r} is not a category (zeros=0)")
+    out = (index[:, None] == np.arange(len(cats))[None, :]).astype(np.float32)
+    return out.reshape(X.shape + (len(cats),))
+
+
+@kernel("FeatureVectorizer", domain=ML, since=1)
+def FeatureVectorizer(*X, inputdimensions=None):
+    """Each input as [N, its dimension] (cut or padded with zeros), joined along the last axis."""
+    if inputdimensions is None or len(inputdimensions) != len(X):
+        raise ValueError(f"FeatureVectorizer: inputdimensions must give one size per input ({len(X)})")
+    n = X[0].shape[0] if X[0].ndim > 1 else 1
+    parts = []
+    for x, size in zip(X, inputdimensions):
+        flat = np.asarray(x, np.float32).reshape(n, -1)
+        part = np.zeros((n, size), np.float32)
+        part[:, :min(size, flat.shape[1])] = flat[:, :size]
+        parts.append(part)
+    return np.concatenate(parts, axis=1)
 
 
 def _sigmoid(x):

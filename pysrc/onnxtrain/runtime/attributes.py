@@ -48,6 +48,7 @@ _BY_NAME = {
     "coefficients": AttrType.FLOATS, "intercepts": AttrType.FLOATS, "classlabels_ints": AttrType.INTS,
     "classlabels_strings": AttrType.STRINGS, "offset": AttrType.FLOATS, "scale": AttrType.FLOATS,
     "imputed_value_floats": AttrType.FLOATS, "imputed_value_int64s": AttrType.INTS,
+    "cats_int64s": AttrType.INTS, "cats_strings": AttrType.STRINGS, "inputdimensions": AttrType.INTS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
