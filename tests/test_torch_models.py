@@ -178,12 +178,7 @@ def test_parameter_gradients_match_torch(name, opset):
                                    err_msg=name_)
 
 
-EVAL_BATCHNORM = ("onnxblock's eval copy sets BatchNormalization training_mode=0 but keeps its running-statistics "
-                  "outputs, and onnxruntime refuses that eval model")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=EVAL_BATCHNORM))
-                                  if n == "cnn-batchnorm-dropout-pool" else n for n in MODELS])
+@pytest.mark.parametrize("name", MODELS)
 def test_artifacts_train_alike_in_onnxtrain_and_onnxruntime(name, tmp_path):
     """generate_artifacts on the exported model (float32, batch axis named, MSE to a random target):
     onnxruntime-training 1.19.2 runs our gradient graph and trains to the same losses as onnxtrain."""
