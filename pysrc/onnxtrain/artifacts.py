@@ -9,7 +9,7 @@ from enum import Enum
 from . import onnxblock
 from ._files import atomic_write
 from .checkpoint import CheckpointData, write_checkpoint
-from .ir import load as load_ir, to_bytes
+from .ir import load as load_ir, ort_names, to_bytes
 from .ir.model import Model
 from .onnxblock.building import building
 from .onnxblock.training_graph import build_training_models
@@ -83,18 +83,18 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
         model, loss_name, [forward_outputs[n] for n in additional], requires_grad, frozen)
 
     opset = base.opset("") or 17
-    out = {"training_model.onnx": to_bytes(training), "eval_model.onnx": to_bytes(eval_model)}
+    out = {ort_names.TRAINING_MODEL: to_bytes(training), ort_names.EVAL_MODEL: to_bytes(eval_model)}
     if optimizer is not None:
         opt_block = _OPTIMIZERS[optimizer]() if isinstance(optimizer, OptimType) else optimizer
         with onnxblock.empty_base(opset) as opt_model:
-            opt_model.opset_imports = {"com.microsoft": 1, "": opset}
+            opt_model.opset_imports = {ort_names.MS_DOMAIN: 1, "": opset}
             opt_block((trainable_tensors, frozen_tensors))
-        out["optimizer_model.onnx"] = to_bytes(opt_model)
+        out[ort_names.OPTIMIZER_MODEL] = to_bytes(opt_model)
     state = CheckpointData(trainable={t.name: t.data for t in trainable_tensors},
                            frozen={t.name: t.data for t in frozen_tensors})
-    out["checkpoint"] = write_checkpoint(state, layout="artifact")
+    out[ort_names.CHECKPOINT] = write_checkpoint(state, layout="artifact")
     if nominal_checkpoint:
-        out["nominal_checkpoint"] = write_checkpoint(
+        out[ort_names.NOMINAL_CHECKPOINT] = write_checkpoint(
             CheckpointData(trainable=state.trainable, frozen=state.frozen, is_nominal=True), layout="artifact")
     if artifact_directory is None:
         return out

@@ -5,15 +5,11 @@ import numpy as np
 
 from .. import ir
 from ..ir.model import Model, TensorType
+from ..ir.ort_names import LAZY_RESET_GRAD, buffer_param, grad_buffer, is_grad_flag
 from ..runtime import Session
 from .checkpoint_state import CheckpointState, NominalStateError
 from .errors import ArtifactError
 from .export import inference_model
-
-GRAD_BUFFER_SUFFIX = "_grad.accumulation.buffer"
-GRAD_FLAG_SUFFIX = "_grad.accumulation.out"
-RESET_INPUT = "lazy_reset_grad"
-
 
 def load_model(source, what: str) -> Model:
     """An IR model from a path, bytes or an IR Model; errors name ``what``."""
@@ -48,18 +44,17 @@ class Module:
         entries = state._entries
         self._param_names = [n for n in names if n in entries]
         self._trainable_names = [n for n in self._param_names if entries[n].requires_grad]
-        orphans = [n[:-len(GRAD_BUFFER_SUFFIX)] for n in names
-                   if n.endswith(GRAD_BUFFER_SUFFIX) and n[:-len(GRAD_BUFFER_SUFFIX)] not in entries]
+        buffers_of = [buffer_param(n) for n in names]
+        orphans = [p for p in buffers_of if p is not None and p not in entries]
         if orphans:
             raise ArtifactError(f"the training model trains parameters {orphans} that the checkpoint does not have "
                              f"(checkpoint parameters: {list(entries)}): are the model and checkpoint from the "
                              f"same artifact set?")
-        buffer_names = [n for n in names if n not in entries and n.endswith(GRAD_BUFFER_SUFFIX)
-                        and n[:-len(GRAD_BUFFER_SUFFIX)] in entries]
-        self._train_user_inputs = [n for n in names if n not in entries and n != RESET_INPUT
+        buffer_names = [n for n, p in zip(names, buffers_of) if n not in entries and p in entries]
+        self._train_user_inputs = [n for n in names if n not in entries and n != LAZY_RESET_GRAD
                                    and n not in buffer_names]
-        missing = [n for n in self._trainable_names if n + GRAD_BUFFER_SUFFIX not in buffer_names]
-        extra = [n for n in buffer_names if not entries[n[:-len(GRAD_BUFFER_SUFFIX)]].requires_grad]
+        missing = [n for n in self._trainable_names if grad_buffer(n) not in buffer_names]
+        extra = [n for n in buffer_names if not entries[buffer_param(n)].requires_grad]
         if missing or extra:
             raise ArtifactError(f"training model and checkpoint disagree: trainable parameters without a gradient "
                              f"buffer input {missing}, gradient buffers for frozen parameters {extra}")
@@ -69,9 +64,8 @@ class Module:
         self._param_shapes = {vi.name: _fixed_shape(vi) for vi in self._train_model.graph.inputs
                               if vi.name in entries}
         self._train_layout = _feed_layout(names, self._train_user_inputs, entries)
-        self._train_user_outputs = [n for n in self._train.output_names if not n.endswith(GRAD_FLAG_SUFFIX)]
-        self._train_user_output_index = [i for i, n in enumerate(self._train.output_names)
-                                         if not n.endswith(GRAD_FLAG_SUFFIX)]
+        self._train_user_outputs = [n for n in self._train.output_names if not is_grad_flag(n)]
+        self._train_user_output_index = [i for i, n in enumerate(self._train.output_names) if not is_grad_flag(n)]
         self._reset = np.array([True])
         self._keep = np.array([False])
         if not state.is_nominal:
@@ -212,10 +206,10 @@ def _feed_layout(graph_inputs: list, user_inputs: list, entries: dict) -> list:
     for name in graph_inputs:
         if name in entries:
             layout.append(("data", entries[name]))
-        elif name == RESET_INPUT:
+        elif name == LAZY_RESET_GRAD:
             layout.append((None, None))
-        elif name.endswith(GRAD_BUFFER_SUFFIX) and name[:-len(GRAD_BUFFER_SUFFIX)] in entries:
-            layout.append(("grad", entries[name[:-len(GRAD_BUFFER_SUFFIX)]]))
+        elif buffer_param(name) in entries:
+            layout.append(("grad", entries[buffer_param(name)]))
         else:
             layout.append((_USER, user_inputs.index(name)))
     return layout

@@ -6,19 +6,18 @@ import os
 
 import numpy as np
 
+from ..ir.dtypes import DataType
 from ..ir.model import SequenceType, TensorType
+from ..ir.ort_names import ADAMW, LEARNING_RATE, MOMENTUMS, OPTIMIZER_INPUTS, SGD, STEP
 from ..runtime import Session
 from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
 from .errors import ArtifactError, LearningRateError
 from .module import Module, load_model
 
-ALGORITHMS = {"AdamWOptimizer": ("momentum0", "momentum1"), "SGDOptimizerV2": ("momentum0",)}
 #: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
-UPDATED_MOMENTS = {"AdamWOptimizer": ("momentum0", "momentum1"), "SGDOptimizerV2": ()}
-SEQUENCE_INPUTS = {"AdamWOptimizer": ["params", "gradients", "first_order_moments", "second_order_moments"],
-                   "SGDOptimizerV2": ["params", "gradients", "first_order_moments"]}
+UPDATED_MOMENTS = {ADAMW: MOMENTUMS[ADAMW], SGD: ()}
 DEFAULT_LEARNING_RATE = 0.001
-_FLOAT, _INT64, _BOOL = 1, 7, 9
+_FLOAT, _INT64, _BOOL = DataType.FLOAT, DataType.INT64, DataType.BOOL
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -53,15 +52,15 @@ def _check_signature(model, algorithm: str, where: str) -> None:
     learning_rate tensor(float), step tensor(int64), the parameter groups seq(tensor(float)), and a first output
     tensor(bool), the flag that says whether the update happened."""
     graph = model.graph
-    expected = ["learning_rate", "step"] + SEQUENCE_INPUTS[algorithm]
+    expected = list(OPTIMIZER_INPUTS[algorithm])
     names = [vi.name for vi in graph.inputs]
     if names != expected:
         raise ArtifactError(f"{where}: the {algorithm} optimizer model must have inputs {expected}, got {names}")
     for vi in graph.inputs:
-        want = {"learning_rate": "tensor(float)", "step": "tensor(int64)"}.get(vi.name, "seq(tensor(float))")
+        want = {LEARNING_RATE: "tensor(float)", STEP: "tensor(int64)"}.get(vi.name, "seq(tensor(float))")
         t = vi.type
-        if vi.name in ("learning_rate", "step"):
-            ok = isinstance(t, TensorType) and t.elem_type == (_FLOAT if vi.name == "learning_rate" else _INT64)
+        if vi.name in (LEARNING_RATE, STEP):
+            ok = isinstance(t, TensorType) and t.elem_type == (_FLOAT if vi.name == LEARNING_RATE else _INT64)
         else:
             ok = isinstance(t, SequenceType) and (t.elem_type is None or (
                 isinstance(t.elem_type, TensorType) and t.elem_type.elem_type == _FLOAT))
@@ -91,9 +90,9 @@ class Optimizer:
             raise TypeError(f"module must be an onnxtrain Module, got {type(module).__name__}")
         model = load_model(optimizer_uri, "optimizer model")
         where = _where(optimizer_uri)
-        found = [n.op_type for n in model.graph.nodes if n.op_type in ALGORITHMS]
+        found = [n.op_type for n in model.graph.nodes if n.op_type in MOMENTUMS]
         if len(found) != 1:
-            raise ArtifactError(f"{where} must hold exactly one of {sorted(ALGORITHMS)} nodes, found "
+            raise ArtifactError(f"{where} must hold exactly one of {sorted(MOMENTUMS)} nodes, found "
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
@@ -109,7 +108,7 @@ class Optimizer:
         self._state = state
         self._names = module._trainable_names
         self._group = state._optimizer_group()
-        self._momentum_names = ALGORITHMS[self._algorithm]
+        self._momentum_names = MOMENTUMS[self._algorithm]
         self.set_learning_rate(rate)
         if not self._state.is_nominal:
             self._ensure_moments()

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir.ort_names import OPTIMIZER_GROUP
+
 
 class CheckpointError(ValueError):
     """A checkpoint cannot be read or written; the message names the file and what is wrong."""
@@ -10,10 +12,10 @@ class CheckpointError(ValueError):
 
 @dataclass
 class OptimizerGroup:
-    name: str = "group0"
+    name: str = OPTIMIZER_GROUP
     step: int = 0
     initial_learning_rate: float = 0.001
-    states: dict = field(default_factory=dict)  # param name -> {"momentum0": array, "momentum1": array}
+    states: dict = field(default_factory=dict)  # param name -> {momentum name (ir.ort_names.MOMENTUMS): array}
 
 
 @dataclass

@@ -4,15 +4,16 @@ from __future__ import annotations
 import os
 
 from .._files import atomic_write
-from . import dtypes
+from . import dtypes, ort_names
 from .codec import decode_model, encode_model
 from .errors import DataTypeError, ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
+from .ort_names import MS_DOMAIN
 
-__all__ = ["Attribute", "AttrType", "DataTypeError", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "Node",
+__all__ = ["Attribute", "AttrType", "DataTypeError", "Function", "Graph", "MapType", "Model", "ModelDecodeError", "MS_DOMAIN", "Node",
            "OptionalType", "SequenceType", "SparseTensorType", "Tensor", "TensorType", "ValueInfo",
-           "decode_model", "dtypes", "encode_model", "load", "save", "to_bytes"]
+           "decode_model", "dtypes", "encode_model", "load", "ort_names", "save", "to_bytes"]
 
 
 def load(source) -> Model:

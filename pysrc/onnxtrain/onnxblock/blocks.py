@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir import dtypes
 from ..ir.model import Tensor, ValueInfo
+from ..ir.ort_names import MS_DOMAIN
 from .building import current
 
 
@@ -161,7 +162,7 @@ class SequenceConstruct(Block):
 
 class ReduceAllL2(Block):
     def build(self, *reduce_node_input_names):
-        return _node("ReduceAllL2", list(reduce_node_input_names), "reducealll2_output", domain="com.microsoft")
+        return _node("ReduceAllL2", list(reduce_node_input_names), "reducealll2_output", domain=MS_DOMAIN)
 
 
 class PassThrough(Block):

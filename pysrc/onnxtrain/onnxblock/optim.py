@@ -1,11 +1,11 @@
 """Optimizer models with onnxruntime.training.onnxblock.optim's names and ORT's optimizer-model contract."""
 from __future__ import annotations
 
+from ..ir import ort_names
+from ..ir.dtypes import DataType
 from ..ir.model import SequenceType, TensorType, ValueInfo
 from . import blocks
 from .building import current
-
-MS = "com.microsoft"
 
 
 def _sequence(name: str, elem_type: int) -> ValueInfo:
@@ -15,9 +15,9 @@ def _sequence(name: str, elem_type: int) -> ValueInfo:
 def _op(op_type: str, inputs: list, token: str, **attrs) -> str:
     b = current()
     out = b.name(token)
-    b.builder.op(op_type, inputs, outputs=[out], domain=MS, **attrs)
+    b.builder.op(op_type, inputs, outputs=[out], domain=ort_names.MS_DOMAIN, **attrs)
     b.model.graph.nodes[-1].name = b.name(op_type)
-    b.model.opset_imports.setdefault(MS, 1)
+    b.model.opset_imports.setdefault(ort_names.MS_DOMAIN, 1)
     return out
 
 
@@ -40,19 +40,20 @@ class AdamWOptimizer(blocks.Block):
                        "weight_decay": float(weight_decay), "correct_bias": int(bias_correction), "adam_mode": 1}
 
     def build(self, learning_rate, step, params, gradients, first_order_moments, second_order_moments):
-        return _op("AdamWOptimizer", [learning_rate, step, params, gradients, first_order_moments,
-                                      second_order_moments], "adamw.updated_flag", **self._attrs)
+        return _op(ort_names.ADAMW, [learning_rate, step, params, gradients, first_order_moments, second_order_moments],
+                   "adamw.updated_flag", **self._attrs)
 
 
 class SGDOptimizer(blocks.Block):
     def build(self, learning_rate, params, gradients):
-        return _op("SGDOptimizerV2", [learning_rate, params, gradients], "update_completed")
+        return _op(ort_names.SGD, [learning_rate, params, gradients], "update_completed")
 
 
 class _Optimizer(blocks.ForwardBlock):
-    """Builds the optimizer model: inputs learning_rate, step, params, gradients, first_order_moments(, ...)."""
+    """Builds the optimizer model: ORT's inputs for ``algorithm`` (learning_rate, step, params, gradients and
+    the moments) and its bool[1] update flag as the output."""
 
-    moments = ("first_order_moments",)
+    algorithm = ""
 
     def __init__(self, clip_grad=None):
         super().__init__()
@@ -64,31 +65,35 @@ class _Optimizer(blocks.ForwardBlock):
             raise ValueError("the optimizer needs at least one trainable parameter")
         elem = trainable[0].data_type
         graph = current().model.graph
-        graph.inputs += [ValueInfo("learning_rate", TensorType(1, [1])), ValueInfo("step", TensorType(7, [1]))]
-        graph.inputs += [_sequence(n, elem) for n in ("params", "gradients") + self.moments]
+        scalars = {ort_names.LEARNING_RATE: TensorType(DataType.FLOAT, [1]),
+                   ort_names.STEP: TensorType(DataType.INT64, [1])}
+        graph.inputs += [ValueInfo(n, scalars[n]) if n in scalars else _sequence(n, elem)
+                         for n in ort_names.OPTIMIZER_INPUTS[self.algorithm]]
         current().builder.names.update(v.name for v in graph.inputs)
-        gradients = self._clip_grad("gradients") if self._clip_grad is not None else "gradients"
+        gradients = self._clip_grad(ort_names.GRADIENTS) if self._clip_grad is not None else ort_names.GRADIENTS
         flag = self._update(gradients)
-        graph.outputs.append(ValueInfo(flag, TensorType(9, [1])))
+        graph.outputs.append(ValueInfo(flag, TensorType(DataType.BOOL, [1])))
         return flag
 
 
 class AdamW(_Optimizer):
-    moments = ("first_order_moments", "second_order_moments")
+    algorithm = ort_names.ADAMW
 
     def __init__(self, bias_correction=True, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, clip_grad=None):
         super().__init__(clip_grad)
         self._adamw = AdamWOptimizer(bias_correction, betas, eps, weight_decay)
 
     def _update(self, gradients):
-        return self._adamw("learning_rate", "step", "params", gradients, "first_order_moments",
-                           "second_order_moments")
+        return self._adamw(ort_names.LEARNING_RATE, ort_names.STEP, ort_names.PARAMS, gradients,
+                           ort_names.FIRST_ORDER_MOMENTS, ort_names.SECOND_ORDER_MOMENTS)
 
 
 class SGD(_Optimizer):
+    algorithm = ort_names.SGD
+
     def __init__(self, clip_grad=None):
         super().__init__(clip_grad)
         self._sgd = SGDOptimizer()
 
     def _update(self, gradients):
-        return self._sgd("learning_rate", "params", gradients)
+        return self._sgd(ort_names.LEARNING_RATE, ort_names.PARAMS, gradients)

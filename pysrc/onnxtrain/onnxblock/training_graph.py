@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 from ..autodiff import build_gradient_graph
+from ..ir import ort_names
+from ..ir.dtypes import DataType
 from ..ir.model import Graph, Model, Node, TensorType, ValueInfo
 from ..runtime.shapes import infer_types
-
-GRAD_BUFFER, GRAD_FLAG, RESET = "_grad.accumulation.buffer", "_grad.accumulation.out", "lazy_reset_grad"
 
 
 def _read_names(graph) -> set:
@@ -57,14 +57,15 @@ def _accumulation(model: Model, trainable: list, n_user_outputs: int) -> None:
     params = {v.name: v for v in graph.inputs}
     outputs = graph.outputs[:n_user_outputs]
     for i, name in enumerate(trainable):
-        graph.nodes.append(Node("InPlaceAccumulatorV2", [name + GRAD_BUFFER, name + "_grad", RESET],
-                                [name + GRAD_FLAG], name=f"GradientAccumulator{n_user_outputs + i}",
-                                domain="com.microsoft"))
-        outputs.append(ValueInfo(name + GRAD_FLAG, TensorType(9, [1])))
-    graph.inputs += [ValueInfo(n + GRAD_BUFFER, copy.deepcopy(params[n].type)) for n in trainable]
-    graph.inputs.append(ValueInfo(RESET, TensorType(9, [1])))
+        graph.nodes.append(Node("InPlaceAccumulatorV2",
+                                [ort_names.grad_buffer(name), ort_names.grad(name), ort_names.LAZY_RESET_GRAD],
+                                [ort_names.grad_flag(name)], name=ort_names.accumulator_node(n_user_outputs + i),
+                                domain=ort_names.MS_DOMAIN))
+        outputs.append(ValueInfo(ort_names.grad_flag(name), TensorType(DataType.BOOL, [1])))
+    graph.inputs += [ValueInfo(ort_names.grad_buffer(n), copy.deepcopy(params[n].type)) for n in trainable]
+    graph.inputs.append(ValueInfo(ort_names.LAZY_RESET_GRAD, TensorType(DataType.BOOL, [1])))
     graph.outputs = outputs
-    model.opset_imports.setdefault("com.microsoft", 1)
+    model.opset_imports.setdefault(ort_names.MS_DOMAIN, 1)
 
 
 def build_training_models(model: Model, loss_name: str, additional_outputs: list, trainable: list, frozen: list):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from .registry import kernel
 
-MS = "com.microsoft"
 REDUCTIONS = ("none", "sum", "mean")
 # TensorProto data types an ``output_type`` attribute may name.
 _OUTPUT_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}
@@ -159,12 +159,12 @@ def NegativeLogLikelihoodLoss(input, target, weight=None, *, reduction="mean", i
 
 # ---- com.microsoft --------------------------------------------------------------------------------
 
-@kernel("SoftmaxCrossEntropyLossGrad", MS)
+@kernel("SoftmaxCrossEntropyLossGrad", MS_DOMAIN)
 def SoftmaxCrossEntropyLossGrad(dY, log_prob, label, weight=None, *, reduction="mean", ignore_index=None):
     return _softmax_ce_grad("SoftmaxCrossEntropyLossGrad", dY, log_prob, label, weight, ignore_index, reduction)
 
 
-@kernel("SoftmaxCrossEntropyLossInternal", MS)
+@kernel("SoftmaxCrossEntropyLossInternal", MS_DOMAIN)
 def SoftmaxCrossEntropyLossInternal(scores, labels, weights=None, ignore_index=None, *,
                                     reduction="mean", output_type=None):
     op = "SoftmaxCrossEntropyLossInternal"
@@ -176,7 +176,7 @@ def SoftmaxCrossEntropyLossInternal(scores, labels, weights=None, ignore_index=N
     return loss.astype(out, copy=False), log_prob.astype(out, copy=False)
 
 
-@kernel("SoftmaxCrossEntropyLossInternalGrad", MS)
+@kernel("SoftmaxCrossEntropyLossInternalGrad", MS_DOMAIN)
 def SoftmaxCrossEntropyLossInternalGrad(dY, log_prob, label, weight=None, ignore_index=None, bias=None, *,
                                         reduction="mean", output_type=None):
     op = "SoftmaxCrossEntropyLossInternalGrad"
@@ -192,13 +192,13 @@ def SoftmaxCrossEntropyLossInternalGrad(dY, log_prob, label, weight=None, ignore
     return grad.astype(out, copy=False)
 
 
-@kernel("NegativeLogLikelihoodLossInternal", MS)
+@kernel("NegativeLogLikelihoodLossInternal", MS_DOMAIN)
 def NegativeLogLikelihoodLossInternal(input, target, weight=None, ignore_index=None, *, reduction="mean"):
     op = "NegativeLogLikelihoodLossInternal"
     return _nll(op, input, target, weight, _scalar_index(op, ignore_index), reduction)
 
 
-@kernel("NegativeLogLikelihoodLossInternal2", MS)
+@kernel("NegativeLogLikelihoodLossInternal2", MS_DOMAIN)
 def NegativeLogLikelihoodLossInternal2(input, target, weight=None, ignore_index=None, *, reduction="mean"):
     op = "NegativeLogLikelihoodLossInternal2"
     return _nll(op, input, target, weight, _scalar_index(op, ignore_index), reduction)
@@ -210,7 +210,7 @@ def _check_legacy(op: str, reduction: str) -> None:
     _check_reduction(op, reduction, ("sum", "mean"))
 
 
-@kernel("SoftmaxCrossEntropy", MS)
+@kernel("SoftmaxCrossEntropy", MS_DOMAIN)
 def SoftmaxCrossEntropy(logits, label, *, reduction="mean"):
     """``label`` holds a probability distribution over the classes, shaped like ``logits``."""
     op = "SoftmaxCrossEntropy"
@@ -224,7 +224,7 @@ def SoftmaxCrossEntropy(logits, label, *, reduction="mean"):
     return np.asarray(loss, logits.dtype), log_prob
 
 
-@kernel("SoftmaxCrossEntropyGrad", MS)
+@kernel("SoftmaxCrossEntropyGrad", MS_DOMAIN)
 def SoftmaxCrossEntropyGrad(dY, log_prob, label, *, reduction="mean"):
     op = "SoftmaxCrossEntropyGrad"
     _check_legacy(op, reduction)

@@ -15,10 +15,10 @@ import threading
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from . import simd
 from .registry import kernel
 
-MS = "com.microsoft"
 PREVIEW = "ai.onnx.preview.training"
 
 
@@ -97,7 +97,7 @@ def _broadcast_into(op: str, buffer, value) -> None:
         raise ValueError(f"{op}: value of shape {value.shape} does not fit the buffer of shape {buffer.shape}")
 
 
-@kernel("InPlaceAccumulatorV2", MS)
+@kernel("InPlaceAccumulatorV2", MS_DOMAIN)
 def InPlaceAccumulatorV2(accumulation_buffer, value, overwrite_flag=None):
     """In place: buffer = value if overwrite_flag else buffer + value."""
     op = "InPlaceAccumulatorV2"
@@ -110,7 +110,7 @@ def InPlaceAccumulatorV2(accumulation_buffer, value, overwrite_flag=None):
     return bool_flag(True), accumulation_buffer
 
 
-@kernel("InPlaceAccumulator", MS)
+@kernel("InPlaceAccumulator", MS_DOMAIN)
 def InPlaceAccumulator(old_sum, value, update_signal=None):
     """old_sum + value, or old_sum when update_signal is false (onnxruntime does not write into
     a fed buffer here, so neither does this kernel)."""
@@ -120,7 +120,7 @@ def InPlaceAccumulator(old_sum, value, update_signal=None):
     return old_sum + value
 
 
-@kernel("ZeroGradient", MS)
+@kernel("ZeroGradient", MS_DOMAIN)
 def ZeroGradient(old_gradient, reset_signal):
     return np.zeros_like(old_gradient)
 
@@ -175,7 +175,7 @@ def _adamw_mode1(w, g, m, v, lr_wd, lr_c, a, b, eps, one_a, one_b) -> None:
     w -= s
 
 
-@kernel("AdamWOptimizer", MS)
+@kernel("AdamWOptimizer", MS_DOMAIN)
 def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, update_signal=None, *,
                    alpha=0.9, beta=0.999, epsilon=1e-8, weight_decay=1e-2, correct_bias=1, adam_mode=0):
     op = "AdamWOptimizer"
@@ -210,7 +210,7 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
     return bool_flag(True, step), weights, momentums_1, momentums_2
 
 
-@kernel("SGDOptimizerV2", MS)
+@kernel("SGDOptimizerV2", MS_DOMAIN)
 def SGDOptimizerV2(lr, weights, gradients, update_signal=None):
     op = "SGDOptimizerV2"
     _check_groups(op, weights=weights, gradients=gradients)
@@ -228,7 +228,7 @@ def SGDOptimizerV2(lr, weights, gradients, update_signal=None):
     return bool_flag(True, lr), weights
 
 
-@kernel("InplaceClipGradNorm", MS)
+@kernel("InplaceClipGradNorm", MS_DOMAIN)
 def InplaceClipGradNorm(gradients, *, max_norm=1.0, norm_type="fro"):
     """Scales all gradients in place by min(max_norm / (total L2 norm + 1e-6), 1)."""
     op = "InplaceClipGradNorm"

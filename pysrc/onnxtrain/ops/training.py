@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from . import simd
 from .optimizers import bool_flag, scalar_input
 from .reduce import reduce_with
 from .registry import kernel
 
-MS = "com.microsoft"
 
 
 # ---- activation gradients (Y is the forward output, X the forward input) -------------------------
@@ -18,7 +18,7 @@ MS = "com.microsoft"
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
-@kernel("ReluGrad", MS)
+@kernel("ReluGrad", MS_DOMAIN)
 def ReluGrad(dY, X):
     """dY where X > 0, else +0.  For floats as a bit mask: np.where is slow on the random masks of real data."""
     dX = simd.relu_grad(dY, X)
@@ -31,7 +31,7 @@ def ReluGrad(dY, X):
     return np.bitwise_and(dY.view(ints), mask).view(dY.dtype)
 
 
-@kernel("SigmoidGrad", MS)
+@kernel("SigmoidGrad", MS_DOMAIN)
 def SigmoidGrad(dY, Y):
     dX = simd.sigmoid_grad(dY, Y)
     if dX is not None:
@@ -39,12 +39,12 @@ def SigmoidGrad(dY, Y):
     return dY * Y * (Y.dtype.type(1) - Y)
 
 
-@kernel("TanhGrad", MS)
+@kernel("TanhGrad", MS_DOMAIN)
 def TanhGrad(dY, Y):
     return dY * (Y.dtype.type(1) - Y * Y)
 
 
-@kernel("LeakyReluGrad", MS)
+@kernel("LeakyReluGrad", MS_DOMAIN)
 def LeakyReluGrad(dY, Y, *, alpha=0.01):
     return dY * np.where(Y > 0, Y.dtype.type(1), Y.dtype.type(alpha))
 
@@ -74,7 +74,7 @@ def _mlas_logistic(x: np.ndarray) -> np.ndarray:
     return np.clip(p * v / q + np.float32(0.5), np.float32(0), np.float32(1))
 
 
-@kernel("QuickGeluGrad", MS)
+@kernel("QuickGeluGrad", MS_DOMAIN)
 def QuickGeluGrad(dY, X, *, alpha=1.702):
     """QuickGelu(x) = x * sigmoid(alpha * x); float32 uses onnxruntime's sigmoid approximation."""
     one = X.dtype.type(1)
@@ -89,7 +89,7 @@ def QuickGeluGrad(dY, X, *, alpha=1.702):
 
 # ---- math and tensor gradients --------------------------------------------------------------------
 
-@kernel("Scale", MS)
+@kernel("Scale", MS_DOMAIN)
 def Scale(input, scale, *, scale_down=0):
     """input * scale, or input * (1/scale) when scale_down; the scale is read as a float first."""
     value = np.float32(scalar_input("Scale", "scale", scale))
@@ -108,7 +108,7 @@ def _axes(op: str, axes, rank: int) -> list:
     return out
 
 
-@kernel("ReduceSumTraining", MS)
+@kernel("ReduceSumTraining", MS_DOMAIN)
 def ReduceSumTraining(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceSum (opset 13) with the axes as an input."""
     return reduce_with("ReduceSumTraining", np.sum, data, axes, keepdims, noop_with_empty_axes)
@@ -121,7 +121,7 @@ def _shape(op: str, shape) -> tuple:
     return shape
 
 
-@kernel("SliceGrad", MS)
+@kernel("SliceGrad", MS_DOMAIN)
 def SliceGrad(dY, shape, starts, ends, axes=None, steps=None):
     """Zeros of ``shape`` with dY written where Slice(starts, ends, axes, steps) read."""
     op = "SliceGrad"
@@ -151,7 +151,7 @@ def _normalize_indices(op: str, indices, size: int) -> np.ndarray:
     return np.where(idx < 0, idx + size, idx)
 
 
-@kernel("GatherGrad", MS)
+@kernel("GatherGrad", MS_DOMAIN)
 def GatherGrad(shape, indices, dY, *, axis=0):
     """Zeros of ``shape``; dY rows are added back at the gathered indices (duplicates add up)."""
     op = "GatherGrad"
@@ -165,7 +165,7 @@ def GatherGrad(shape, indices, dY, *, axis=0):
     return dX
 
 
-@kernel("GatherElementsGrad", MS)
+@kernel("GatherElementsGrad", MS_DOMAIN)
 def GatherElementsGrad(dY, shape, indices, *, axis=0):
     op = "GatherElementsGrad"
     dX = np.zeros(_shape(op, shape), dY.dtype)
@@ -179,7 +179,7 @@ def GatherElementsGrad(dY, shape, indices, *, axis=0):
     return dX
 
 
-@kernel("ConcatTraining", MS)
+@kernel("ConcatTraining", MS_DOMAIN)
 def ConcatTraining(*inputs, axis=None):
     """Concat, plus the length of each input along ``axis`` (int64) as a second output."""
     if axis is None:
@@ -191,6 +191,6 @@ def ConcatTraining(*inputs, axis=None):
             np.array([x.shape[axis] for x in inputs], dtype=np.int64))
 
 
-@kernel("Group", MS)
+@kernel("Group", MS_DOMAIN)
 def Group(*input_tensors):
     return bool_flag(True)
