@@ -224,3 +224,39 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
         reference = [float(torch.nn.functional.mse_loss(module(torch.from_numpy(x)), torch.from_numpy(t)))
                      for x, t in batches]
     np.testing.assert_allclose(ours_on_ours[2], reference, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["mlp_ce_adamw", "frozen_ce_sgd"])
+def test_ort_names_are_the_names_of_orts_artifacts(name, tmp_path):
+    """onnxtrain.ir.ort_names against the files onnxruntime-training writes: training and optimizer model
+    inputs and outputs, accumulator nodes, artifact file names, and the optimizer state it saves."""
+    from onnxtrain.ir import ort_names as names
+    theirs = oc.files(name)
+    case = oc.CASES[name]
+    trainable = case.requires_grad or case.params()
+    training, optimizer_model = onnx.load(str(theirs["training"])), onnx.load(str(theirs["optimizer"]))
+    assert [theirs[k].name for k in ("training", "eval", "optimizer", "checkpoint")] == \
+           [names.TRAINING_MODEL, names.EVAL_MODEL, names.OPTIMIZER_MODEL, names.CHECKPOINT]
+    inputs = [v.name for v in training.graph.input]
+    assert inputs[-1] == names.LAZY_RESET_GRAD
+    assert [n for n in inputs if names.buffer_param(n) is not None] == [names.grad_buffer(p) for p in trainable]
+    assert [names.buffer_param(names.grad_buffer(p)) for p in trainable] == trainable
+    assert [v.name for v in training.graph.output][1:] == [names.grad_flag(p) for p in trainable]
+    assert all(names.is_grad_flag(v.name) for v in training.graph.output[1:])
+    assert not names.is_grad_flag(training.graph.output[0].name)
+    assert [(n.domain, n.name, list(n.input)) for n in training.graph.node if n.op_type == "InPlaceAccumulatorV2"] \
+        == [(names.MS_DOMAIN, names.accumulator_node(1 + i), [names.grad_buffer(p), names.grad(p),
+                                                              names.LAZY_RESET_GRAD]) for i, p in enumerate(trainable)]
+    algorithm, = [n.op_type for n in optimizer_model.graph.node if n.op_type in names.OPTIMIZER_INPUTS]
+    assert [v.name for v in optimizer_model.graph.input] == list(names.OPTIMIZER_INPUTS[algorithm])
+
+    api = oc.ort_api()
+    state = api.CheckpointState.load_checkpoint(str(theirs["checkpoint"]))
+    module = api.Module(str(theirs["training"]), state, str(theirs["eval"]))
+    optimizer = api.Optimizer(str(theirs["optimizer"]), module)
+    module(*oc.batches(name, 1)[0])
+    optimizer.step()
+    api.CheckpointState.save_checkpoint(state, str(tmp_path / "saved"), include_optimizer_state=True)
+    group, = read_checkpoint(tmp_path / "saved").optimizer_groups
+    assert group.name == names.OPTIMIZER_GROUP
+    assert {p: tuple(s) for p, s in group.states.items()} == {p: names.MOMENTUMS[algorithm] for p in trainable}
