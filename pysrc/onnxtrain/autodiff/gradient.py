@@ -122,7 +122,7 @@ def _folded_constants(model: Model, order: list, inits: dict, depends: set) -> d
                       initializers=[Tensor(n, values[n], dtypes.from_numpy(values[n].dtype)) for n in used])
         try:
             outs = Session(Model(graph=graph, ir_version=model.ir_version, opset_imports=model.opset_imports)).run({})
-        except (ValueError, TypeError, IndexError, NotImplementedError):  # then it is no build-time constant
+        except (ValueError, TypeError, IndexError, RuntimeError):  # then it is no build-time constant
             continue
         values.update((o, v) for o, v in zip([o for o in node.outputs if o], outs)
                       if isinstance(v, np.ndarray) and v.size <= SMALL)
