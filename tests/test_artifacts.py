@@ -144,9 +144,11 @@ def _batchnorm_cnn():
 
 def test_batchnorm_model_exported_in_training_mode(tmp_path):
     """ORT 1.19.2's eval model keeps BatchNormalization's running-statistics outputs with training_mode=0,
-    and ORT refuses to load it; ours drops them and is otherwise ORT's.  Both train alike, ORT loads our eval
-    model, and its outputs are those of ORT's eval model with the outputs dropped and of torch in eval mode
-    (running statistics are not trained: ORT's training graph leaves BatchNorm's updated statistics unread)."""
+    and ORT refuses to load it; ours drops them and is otherwise ORT's.  Both artifact sets train alike in
+    ORT and in onnxtrain (ORT's training graph runs com.microsoft BatchNormInternal and
+    BatchNormalizationGrad), ORT loads our eval model, and its outputs are those of ORT's eval model with the
+    outputs dropped and of torch in eval mode (running statistics are not trained: ORT's training graph leaves
+    BatchNorm's updated statistics unread)."""
     import onnxruntime as ort
     import torch
     module, model = _batchnorm_cnn()
@@ -203,9 +205,12 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
         return losses, params_after, [float(np.asarray(trainer(*batch)).reshape(-1)[0]) for batch in batches]
 
     ort_on_theirs = run(oc.ort_api(), ort_dir, with_eval=False)
+    ours_on_theirs = run(ours, ort_dir, with_eval=False)
     ort_on_ours = run(oc.ort_api(), our_dir, with_eval=True)
     ours_on_ours = run(ours, our_dir, with_eval=True)
-    for got in (ort_on_ours, ours_on_ours):
+    assert {n.op_type for n in onnx.load(str(ort_dir / "training_model.onnx")).graph.node} >= \
+           {"BatchNormInternal", "BatchNormalizationGrad"}
+    for got in (ours_on_theirs, ort_on_ours, ours_on_ours):
         np.testing.assert_allclose(got[0], ort_on_theirs[0], rtol=1e-5, atol=1e-7)
         for n in params:
             np.testing.assert_allclose(got[1][n], ort_on_theirs[1][n], rtol=1e-5, atol=1e-7)

@@ -7,10 +7,10 @@ import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
 from . import simd
+from .norm import _batch_norm
 from .optimizers import bool_flag, scalar_input
 from .reduce import reduce_with
 from .registry import kernel
-
 
 
 # ---- activation gradients (Y is the forward output, X the forward input) -------------------------
@@ -177,6 +177,30 @@ def GatherElementsGrad(dY, shape, indices, *, axis=0):
     index[axis] = _normalize_indices(op, indices, dX.shape[axis])
     np.add.at(dX, tuple(index), dY)
     return dX
+
+
+# ---- BatchNormalization as ORT's training graphs run it ------------------------------------------
+
+@kernel("BatchNormInternal", MS_DOMAIN)
+def BatchNormInternal(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=1):
+    """BatchNormalization-15 whose training mode also gives the batch mean and 1/sqrt(batch variance + epsilon)
+    (the inputs of BatchNormalizationGrad): ORT's training graph replaces BatchNormalization by it."""
+    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, bool(training_mode))
+
+
+@kernel("BatchNormalizationGrad", MS_DOMAIN)
+def BatchNormalizationGrad(dY, X, scale, saved_mean, saved_inv_std, *, epsilon=1e-5):
+    """(dX, dscale, dbias) over the channel axis 1, from BatchNormInternal's batch mean and inverse standard
+    deviation (``epsilon`` is already in it)."""
+    axes = (0,) + tuple(range(2, X.ndim))
+    channel = (1, -1) + (1,) * (X.ndim - 2)
+    n = X.dtype.type(X.size // X.shape[1])
+    x_hat = (X - saved_mean.reshape(channel)) * saved_inv_std.reshape(channel)
+    dbias = dY.sum(axis=axes)
+    dscale = (dY * x_hat).sum(axis=axes)
+    dX = (scale * saved_inv_std).reshape(channel) / n * (
+        n * dY - dbias.reshape(channel) - x_hat * dscale.reshape(channel))
+    return dX.astype(X.dtype, copy=False), dscale.astype(X.dtype, copy=False), dbias.astype(X.dtype, copy=False)
 
 
 @kernel("ConcatTraining", MS_DOMAIN)
