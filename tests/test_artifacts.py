@@ -148,7 +148,8 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
     ORT and in onnxtrain (ORT's training graph runs com.microsoft BatchNormInternal and
     BatchNormalizationGrad), ORT loads our eval model, and its outputs are those of ORT's eval model with the
     outputs dropped and of torch in eval mode (running statistics are not trained: ORT's training graph leaves
-    BatchNorm's updated statistics unread)."""
+    BatchNorm's updated statistics unread).  onnxtrain runs ORT's eval model too, and the inference models it
+    exports from either artifact set run in onnxruntime with torch's eval outputs."""
     import onnxruntime as ort
     import torch
     module, model = _batchnorm_cnn()
@@ -200,12 +201,12 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
             trainer.lazy_reset_grad()
         params_after = {n: np.array(p.data) for n, p in state.parameters}
         if not with_eval:
-            return losses, params_after, None
+            return losses, params_after, None, trainer
         trainer.eval()
-        return losses, params_after, [float(np.asarray(trainer(*batch)).reshape(-1)[0]) for batch in batches]
+        return losses, params_after, [float(np.asarray(trainer(*batch)).reshape(-1)[0]) for batch in batches], trainer
 
     ort_on_theirs = run(oc.ort_api(), ort_dir, with_eval=False)
-    ours_on_theirs = run(ours, ort_dir, with_eval=False)
+    ours_on_theirs = run(ours, ort_dir, with_eval=True)
     ort_on_ours = run(oc.ort_api(), our_dir, with_eval=True)
     ours_on_ours = run(ours, our_dir, with_eval=True)
     assert {n.op_type for n in onnx.load(str(ort_dir / "training_model.onnx")).graph.node} >= \
@@ -214,7 +215,8 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
         np.testing.assert_allclose(got[0], ort_on_theirs[0], rtol=1e-5, atol=1e-7)
         for n in params:
             np.testing.assert_allclose(got[1][n], ort_on_theirs[1][n], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(ours_on_ours[2], ort_on_ours[2], rtol=1e-5, atol=1e-7)
+    for got in (ours_on_ours, ours_on_theirs):
+        np.testing.assert_allclose(got[2], ort_on_ours[2], rtol=1e-5, atol=1e-7)
 
     # ORT's eval model, once it loads, with ORT's trained parameters: the same eval losses
     session = ort.InferenceSession(theirs_eval.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -229,6 +231,16 @@ def test_batchnorm_model_exported_in_training_mode(tmp_path):
         reference = [float(torch.nn.functional.mse_loss(module(torch.from_numpy(x)), torch.from_numpy(t)))
                      for x, t in batches]
     np.testing.assert_allclose(ours_on_ours[2], reference, rtol=1e-5, atol=1e-7)
+
+    # the inference model exported from each artifact set (ORT cannot export from its own eval model)
+    with torch.no_grad():
+        outputs = [module(torch.from_numpy(x)).numpy() for x, _ in batches]
+    for trained in (ours_on_ours, ours_on_theirs):
+        exported = trained[3].export_model_for_inferencing(None, ["output"])
+        onnx.checker.check_model(onnx.load_from_string(exported), full_check=True)
+        session = ort.InferenceSession(exported, providers=["CPUExecutionProvider"])
+        for (x, _), want in zip(batches, outputs):
+            np.testing.assert_allclose(session.run(None, {"input": x})[0], want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["mlp_ce_adamw", "frozen_ce_sgd"])

@@ -55,3 +55,40 @@ def test_export_of_unknown_output_names_the_output(tmp_path):
                                          "logits"):
         module.export_model_for_inferencing(tmp_path / "m.onnx", ["logits"])
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_export_from_orts_batchnorm_eval_model(tmp_path):
+    """ORT 1.19.2's eval model of a BatchNormalization (training_mode=1) model keeps the running-statistics
+    outputs with training_mode=0 (ORT refuses to load it; onnxtrain runs it).  The inference model onnxtrain
+    exports from it has BatchNormalization with Y only, and the running mean, asked for as an output, is the
+    unchanged running mean; onnxruntime runs it."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    scale, bias, mean, var = (rng.random(3) + 0.5, rng.standard_normal(3), rng.standard_normal(3), rng.random(3) + 0.5)
+    inits = [numpy_helper.from_array(a.astype(np.float32), n)
+             for n, a in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var))]
+    node = helper.make_node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
+                            ["output", "running_mean", "running_var"], name="bn", training_mode=1)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("input", f, ["batch", 3, 4])],
+                              [helper.make_tensor_value_info("output", f, ["batch", 3, 4]),
+                               helper.make_tensor_value_info("running_mean", f, [3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    ort_artifacts = oc.ort_training().artifacts
+    ort_artifacts.generate_artifacts(model, requires_grad=["scale", "bias"], loss=ort_artifacts.LossType.MSELoss,
+                                     optimizer=ort_artifacts.OptimType.SGD, artifact_directory=str(tmp_path),
+                                     loss_input_names=["output"], additional_output_names=["running_mean"])
+    state = ours.CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    module = ours.Module(str(tmp_path / "training_model.onnx"), state, str(tmp_path / "eval_model.onnx"))
+    exported = module.export_model_for_inferencing(None, ["output", "running_mean"])
+    onnx.checker.check_model(onnx.load_from_string(exported), full_check=True)
+    bn, = [n for n in onnx.load_from_string(exported).graph.node if n.op_type == "BatchNormalization"]
+    assert list(bn.output) == ["output"]
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    y, running_mean = ort.InferenceSession(exported, providers=["CPUExecutionProvider"]).run(None, {"input": x})
+    np.testing.assert_array_equal(running_mean, mean.astype(np.float32))
+    c = (slice(None), None)
+    want = (x - mean[c]) / np.sqrt(var[c] + 1e-5) * scale[c] + bias[c]
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    # the eval model itself is unchanged: the export copied the node it changed
+    assert [len(n.outputs) for n in module._eval_model.graph.nodes if n.op_type == "BatchNormalization"] == [3]

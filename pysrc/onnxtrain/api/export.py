@@ -1,8 +1,10 @@
 """The inference model that Module.export_model_for_inferencing writes."""
 from __future__ import annotations
 
+import copy
+
 from ..ir import dtypes
-from ..ir.model import Graph, Model, Tensor, ValueInfo
+from ..ir.model import Graph, Model, Node, Tensor, ValueInfo
 from ..runtime.shapes import infer_types
 
 
@@ -22,6 +24,23 @@ def _needed(graph: Graph, output_names: list) -> tuple:
     return needed, [n for n in graph.nodes if id(n) in kept]
 
 
+def _inference_nodes(nodes: list, needed: set) -> list:
+    """``nodes``, where a BatchNormalization with training_mode=0 keeps only Y, the one output onnxruntime allows
+    it: its running-statistics outputs (which ORT 1.19.2's own eval models keep) become Identity copies of the
+    unchanged running statistics where the exported outputs need them, and go otherwise.  Nodes are copied
+    before they change: they belong to the eval model."""
+    out = []
+    for node in nodes:
+        if node.op_type != "BatchNormalization" or node.attr("training_mode", 1) != 0 or len(node.outputs) < 2:
+            out.append(node)
+            continue
+        out.append(copy.copy(node))
+        out[-1].outputs = node.outputs[:1]
+        out += [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
+                for i, name in enumerate(node.outputs[1:]) if name and name in needed]
+    return out
+
+
 def inference_model(eval_model: Model, output_names: list, parameters: dict) -> Model:
     """The eval graph pruned to ``output_names`` with ``parameters`` turned into initializers."""
     graph = eval_model.graph
@@ -36,7 +55,7 @@ def inference_model(eval_model: Model, output_names: list, parameters: dict) -> 
                      for vi in graph.inputs if vi.name in parameters and vi.name in needed]
     inputs = [vi for vi in graph.inputs if vi.name in needed and vi.name not in parameters]
     value_info = [vi for vi in graph.value_info if vi.name in needed and vi.name not in output_names]
-    new_graph = Graph(name=graph.name, nodes=nodes, inputs=inputs, outputs=[], initializers=initializers,
+    new_graph = Graph(name=graph.name, nodes=_inference_nodes(nodes, needed), inputs=inputs, outputs=[], initializers=initializers,
                       value_info=value_info, doc_string=graph.doc_string)
     model = Model(graph=new_graph, ir_version=eval_model.ir_version, opset_imports=dict(eval_model.opset_imports),
                   producer_name=eval_model.producer_name, producer_version=eval_model.producer_version,
