@@ -57,7 +57,8 @@ def test_loop_carries_a_value_and_stacks_scan_outputs():
 
 def test_scan_reverses_and_accumulates():
     body = Graph(name="body", nodes=[Node("Add", ["s_in", "x_t"], ["s_out"]), Node("Identity", ["s_out"], ["y_t"])],
-                 inputs=[vi("s_in", shape=[3]), vi("x_t", shape=[3])], outputs=[vi("s_out", shape=[3]), vi("y_t", shape=[3])])
+                 inputs=[vi("s_in", shape=[3]), vi("x_t", shape=[3])],
+                 outputs=[vi("s_out", shape=[3]), vi("y_t", shape=[3])])
     node = Node("Scan", ["s0", "x"], ["s", "ys"], attributes={
         "body": graph_attr("body", body), "num_scan_inputs": Attribute("num_scan_inputs", AttrType.INT, 1),
         "scan_input_directions": Attribute("scan_input_directions", AttrType.INTS, [1])})

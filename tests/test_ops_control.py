@@ -91,7 +91,8 @@ def test_nested_subgraph_reads_the_grandparent_scope():
              h.make_node("Loop", ["M", "", "a0"], ["acc", "all"], body=body)]
     m = model(nodes, [t("M", I64, []), t("a0", F, [2]), t("s", F, [])], [t("acc", F, [2]), t("all", F, [None, 2])],
               initializers=[nh.from_array(np.float32(1).reshape(()), "one")])
-    assert_like_ort(m, {"M": np.array(5, np.int64), "a0": np.array([1, -2], np.float32), "s": np.array(-1.5, np.float32)})
+    assert_like_ort(m, {"M": np.array(5, np.int64), "a0": np.array([1, -2], np.float32),
+                        "s": np.array(-1.5, np.float32)})
 
 
 def test_if_with_sequence_outputs():
@@ -234,8 +235,8 @@ def scan_model(in_axes, in_dirs, out_axes, out_dirs):
                        scan_output_axes=out_axes, scan_output_directions=out_dirs)
     x_shape = [4, 2] if in_axes[0] in (0, -2) else [2, 4]
     y_shape = [4, 2] if in_axes[1] in (0, -2) else [2, 4]
-    return model([node], [t("s0", F, [2]), t("x", F, x_shape), t("y", F, y_shape)], [t("s", F, [2]), t("zs", F, None)]), \
-        x_shape, y_shape
+    inputs = [t("s0", F, [2]), t("x", F, x_shape), t("y", F, y_shape)]
+    return model([node], inputs, [t("s", F, [2]), t("zs", F, None)]), x_shape, y_shape
 
 
 @pytest.mark.parametrize("in_axes,in_dirs,out_axes,out_dirs", [

@@ -530,7 +530,8 @@ def test_scaler_normalizer_imputer():
                               ("Scaler", {"offset": [0.5], "scale": [3.0]}, [x]),
                               ("Normalizer", {"norm": "MAX"}, [np.abs(x) + 0.1]), ("Normalizer", {"norm": "L1"}, [x]),
                               ("Normalizer", {"norm": "L2"}, [x]),
-                              ("Imputer", {"imputed_value_floats": [9.0, 8.0, 7.0], "replaced_value_float": float("nan")},
+                              ("Imputer", {"imputed_value_floats": [9.0, 8.0, 7.0],
+                                           "replaced_value_float": float("nan")},
                                [np.where(x > 0.5, np.nan, x).astype(np.float32)]),
                               ("Imputer", {"imputed_value_int64s": [-1], "replaced_value_int64": 3},
                                [i64(1, 3, 5, 3, 0).reshape(5, 1)])]:
@@ -555,6 +556,32 @@ def test_category_mapper_one_hot_encoder_feature_vectorizer():
     inputs = [f32(3, 2), f32(3, 4), f32(3, 1)]
     want, got = ml_run("FeatureVectorizer", inputs, {"inputdimensions": [2, 3, 2]}, 1)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("labels", [{"classlabels_int64s": [3, 1, 7]}, {"classlabels_strings": ["a", "b", "c"]}])
+def test_zipmap(labels):
+    x = f32(4, 3)
+    want, got = ml_run("ZipMap", [x], labels, 1)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):      # maps: compared by key (onnxruntime's come sorted)
+        assert sorted(g) == sorted(w)
+        np.testing.assert_allclose([g[k] for k in sorted(g)], [w[k] for k in sorted(w)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel_type,params", [("LINEAR", [0.0, 0.0, 0.0]), ("POLY", [0.5, 1.0, 3.0]),
+                                                ("RBF", [0.3, 0.0, 0.0]), ("SIGMOID", [0.2, -0.5, 0.0])])
+@pytest.mark.parametrize("one_class", [0, 1])
+def test_svm_regressor(kernel_type, params, one_class):
+    x, vectors = f32(6, 4), f32(5, 4)
+    attrs = {"coefficients": [float(v) for v in f32(5)], "kernel_params": params, "kernel_type": kernel_type,
+             "n_supports": 5, "rho": [0.25], "support_vectors": [float(v) for v in vectors.ravel()],
+             "one_class": one_class}
+    want, got = ml_run("SVMRegressor", [x], attrs, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    linear = {"coefficients": [float(v) for v in f32(4)], "rho": [0.5], "n_supports": 0, "kernel_type": "LINEAR",
+              "kernel_params": [0.0, 0.0, 0.0]}
+    want, got = ml_run("SVMRegressor", [x], linear, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def _ml_outputs(op, inputs, attrs, ml_opset, n_outputs):
@@ -875,7 +902,16 @@ def test_det():
 
 # ---- onnx's backend node tests ---------------------------------------------------------------------
 
-# The *_expanded forms of AffineGrid fail in Unsqueeze with a 0-d axes input (ops/shape.py).
+NOT_RUN = [
+    # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
+    # the spec saturates, and onnxruntime gives the values this kernel gives.
+    "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
+    "test_qlinearmatmul_3D_int8_float16", "test_qlinearmatmul_3D_int8_float32",
+    # These fail in Unsqueeze with a 0-d axes input (ops/shape.py), not in AffineGrid.
+    "test_affine_grid_2d_align_corners_expanded", "test_affine_grid_2d_expanded",
+    "test_affine_grid_3d_align_corners_expanded", "test_affine_grid_3d_expanded"]
+
+
 @pytest.mark.parametrize("name", node_tests(
     "test_top_k*", "test_gathernd*", "test_scatternd*", "test_scatter_*", "test_compress*", "test_unique*",
     "test_reversesequence*", "test_gridsample*", "test_affine_grid*", "test_roialign*", "test_nonmaxsuppression*",
@@ -885,11 +921,6 @@ def test_det():
     "test_det*", "test_col2im*", "test_*deform_conv*", "test_strnorm*", "test_string*",
     "test_regex*", "test_tfidf*", "test_ai_onnx_ml*", "test_image_decoder_decode_bmp_rgb",
     "test_image_decoder_decode_png_rgb", "test_image_decoder_decode_pnm_rgb", "test_image_decoder_decode_tiff_rgb",
-    excluded=[
-        # onnx's expected values wrap out-of-range results around (its reference casts without clamping);
-        # the spec saturates, and onnxruntime gives the values this kernel gives.
-        "test_qlinearmatmul_2D_int8_float16", "test_qlinearmatmul_2D_int8_float32",
-        "test_qlinearmatmul_3D_int8_float16", "test_qlinearmatmul_3D_int8_float32","test_affine_grid_2d_align_corners_expanded", "test_affine_grid_2d_expanded",
-                                       "test_affine_grid_3d_align_corners_expanded", "test_affine_grid_3d_expanded"]))
+    excluded=NOT_RUN))
 def test_onnx_node_data(name):
     check_node_test(name)

@@ -127,7 +127,8 @@ def _tiff(data: bytes) -> np.ndarray:
     for i in range(count):
         tag, kind, n = struct.unpack(order + "HHI", data[ifd + 2 + 12 * i:ifd + 10 + 12 * i])
         size = sizes.get(kind, 4) * n
-        where = ifd + 10 + 12 * i if size <= 4 else struct.unpack(order + "I", data[ifd + 10 + 12 * i:ifd + 14 + 12 * i])[0]
+        field = ifd + 10 + 12 * i
+        where = field if size <= 4 else struct.unpack(order + "I", data[field:field + 4])[0]
         fmt = {1: "B", 2: "B", 3: "H", 4: "I"}.get(kind, "I")
         tags[tag] = struct.unpack(order + fmt * n, data[where:where + size])
     width, height = tags[256][0], tags[257][0]

@@ -1,6 +1,6 @@
 """Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble, LinearRegressor,
-LinearClassifier, Scaler, Normalizer, Imputer, CategoryMapper, OneHotEncoder, FeatureVectorizer and the legacy
-TreeEnsembleRegressor/TreeEnsembleClassifier."""
+LinearClassifier, Scaler, Normalizer, Imputer, CategoryMapper, OneHotEncoder, FeatureVectorizer, ZipMap, SVMRegressor
+and the legacy TreeEnsembleRegressor/TreeEnsembleClassifier."""
 from __future__ import annotations
 
 import numpy as np
@@ -309,7 +309,8 @@ def _legacy_forest(op, x, nodes_treeids, nodes_nodeids, nodes_modes, nodes_featu
     def target(ids, i):
         key = (nodes_treeids[i], ids[i])
         if key not in index:
-            raise ValueError(f"{op}: node {nodes_nodeids[i]} of tree {nodes_treeids[i]} points to missing node {ids[i]}")
+            raise ValueError(f"{op}: node {nodes_nodeids[i]} of tree {nodes_treeids[i]} points to missing node "
+                             f"{ids[i]}")
         return index[key]
     branch = modes >= 0
     true_ids = np.array([target(nodes_truenodeids, i) if branch[i] else i for i in range(len(modes))], np.int64)
@@ -412,6 +413,51 @@ def FeatureVectorizer(*X, inputdimensions=None):
         part[:, :min(size, flat.shape[1])] = flat[:, :size]
         parts.append(part)
     return np.concatenate(parts, axis=1)
+
+
+@kernel("ZipMap", domain=ML, since=1)
+def ZipMap(X, *, classlabels_int64s=None, classlabels_strings=None):
+    """A sequence of maps, one per row: {class label: score} (Python dicts; string labels as str)."""
+    labels = classlabels_int64s if classlabels_int64s is not None else classlabels_strings
+    if labels is None or (classlabels_int64s is not None and classlabels_strings is not None):
+        raise ValueError("ZipMap: give one of classlabels_int64s and classlabels_strings")
+    rows = np.asarray(X).reshape(-1, X.shape[-1]) if X.ndim > 1 else np.asarray(X)[None]
+    if rows.shape[1] != len(labels):
+        raise ValueError(f"ZipMap: {rows.shape[1]} scores per row for {len(labels)} labels")
+    keys = [int(k) for k in labels] if classlabels_int64s is not None else [_key(k) for k in labels]
+    return [dict(zip(keys, (float(v) for v in row))) for row in rows]
+
+
+def _kernel_matrix(op: str, kernel_type: str, params, x, vectors):
+    gamma, coef0, degree = (list(params) + [0.0, 0.0, 0.0])[:3]
+    if kernel_type == "LINEAR":
+        return x @ vectors.T
+    if kernel_type == "POLY":
+        return (gamma * (x @ vectors.T) + coef0) ** int(degree)
+    if kernel_type == "RBF":
+        d = (x * x).sum(1)[:, None] + (vectors * vectors).sum(1)[None, :] - 2 * x @ vectors.T
+        return np.exp(-gamma * np.maximum(d, 0))
+    if kernel_type == "SIGMOID":
+        return np.tanh(gamma * (x @ vectors.T) + coef0)
+    raise ValueError(f"{op}: kernel_type '{kernel_type}' is not supported")
+
+
+@kernel("SVMRegressor", domain=ML, since=1)
+def SVMRegressor(X, *, coefficients=None, kernel_params=None, kernel_type="LINEAR", n_supports=0, one_class=0,
+                 post_transform="NONE", rho=None, support_vectors=None):
+    """sum_i coefficient_i K(x, sv_i) + rho (without support vectors: a linear model x . coefficients + rho);
+    one_class gives +1 or -1 by the sign."""
+    x = _rows(X)
+    coef = np.asarray(coefficients, np.float64)
+    if n_supports > 0:
+        vectors = np.asarray(support_vectors, np.float64).reshape(n_supports, -1)
+        y = _kernel_matrix("SVMRegressor", kernel_type, kernel_params or [], x, vectors) @ coef
+    else:
+        y = x @ coef
+    y = y + (rho[0] if rho else 0.0)
+    if one_class:
+        y = np.where(y > 0, 1.0, -1.0)
+    return _post_transform("SVMRegressor", y[:, None], post_transform).astype(np.float32)
 
 
 def _sigmoid(x):

@@ -49,6 +49,8 @@ _BY_NAME = {
     "classlabels_strings": AttrType.STRINGS, "offset": AttrType.FLOATS, "scale": AttrType.FLOATS,
     "imputed_value_floats": AttrType.FLOATS, "imputed_value_int64s": AttrType.INTS,
     "cats_int64s": AttrType.INTS, "cats_strings": AttrType.STRINGS, "inputdimensions": AttrType.INTS,
+    "classlabels_int64s": AttrType.INTS, "kernel_params": AttrType.FLOATS, "rho": AttrType.FLOATS,
+    "support_vectors": AttrType.FLOATS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
