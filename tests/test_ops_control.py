@@ -9,7 +9,7 @@ from onnx import numpy_helper as nh
 
 from onnx_node_data import check_node_test, node_tests
 from onnxtrain import ir
-from onnxtrain.runtime import GraphError, RunError, Session
+from onnxtrain.runtime import FeedError, GraphError, RunError, Session
 
 R = np.random.default_rng(0)
 F, I64, B = TP.FLOAT, TP.INT64, TP.BOOL
@@ -278,6 +278,13 @@ def test_sequence_ops_do_not_change_their_input():
     given = [np.zeros(1, np.float32), np.ones(1, np.float32)]
     s2, s3 = ours(m, {"s": given, "x": np.full(1, 7, np.float32)})
     assert len(given) == 2 and len(s2) == 3 and len(s3) == 1
+
+
+def test_a_sequence_input_checks_its_elements_dtype():
+    m = model([h.make_node("SequenceLength", ["s"], ["n"])], [seq("s")], [t("n", I64, [])])
+    assert ours(m, {"s": [np.zeros(2, np.float32)] * 3})[0] == 3
+    with pytest.raises(FeedError, match="input 's' is a sequence of float32 arrays, but element 1 is float64"):
+        ours(m, {"s": [np.zeros(2, np.float32), np.zeros(2)]})
 
 
 def test_sequence_at_out_of_range_is_an_error():

@@ -22,9 +22,19 @@ def check_feed(value_info):
     """A function that validates one fed value for ``value_info`` and returns it."""
     name, typ = value_info.name, value_info.type
     if isinstance(typ, SequenceType):
+        elem = typ.elem_type
+        dtype = (dtypes.to_numpy(elem.elem_type) if isinstance(elem, TensorType) and elem.elem_type in dtypes.NAMES
+                 else None)
+
         def check_sequence(value):
             if not isinstance(value, (list, tuple)):
                 raise FeedError(f"input '{name}' is a sequence: feed a list of arrays, not {type(value).__name__}")
+            if dtype is not None:
+                for i, v in enumerate(value):
+                    if not isinstance(v, np.ndarray) or v.dtype != dtype:
+                        got = v.dtype.name if isinstance(v, np.ndarray) else type(v).__name__
+                        raise FeedError(f"input '{name}' is a sequence of {dtype.name} arrays, but element {i} is "
+                                        f"{got}")
             return list(value)
         return check_sequence
     if not isinstance(typ, TensorType):
