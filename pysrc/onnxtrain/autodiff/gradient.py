@@ -5,13 +5,14 @@ import copy
 
 import numpy as np
 
-from ..ir import dtypes
+from ..ir import dtypes, ort_names
+from ..ir.ort_names import MS_DOMAIN
 from ..ir.model import AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime.plan import topological_order
 from ..runtime.session import Session
 from ..runtime.shapes import infer_types
 from .builder import GraphBuilder
-from .rules import GRADIENT_RULES, MS, NO_GRADIENT, unbroadcast
+from .rules import GRADIENT_RULES, NO_GRADIENT, unbroadcast
 from .values import Value, result_dtype
 
 
@@ -166,7 +167,7 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
 
     builder = GraphBuilder(graph)
     ctx = _Context(builder, types, model.opset("") or 1, _folded_constants(model, order, inits, depends))
-    seed = f"{loss_name}_grad"
+    seed = ort_names.grad(loss_name)
     builder.names.add(seed)
     graph.initializers.append(Tensor(seed, np.array(1.0, dtype=ctx.dtype(loss_name)), loss_type.elem_type))
     if loss_type.shape:  # a [1]-shaped loss: the scalar seed is broadcast to it
@@ -208,11 +209,11 @@ def build_gradient_graph(model: Model, loss_name: str, wrt: list) -> Model:
         if g is None:
             raise ValueError(f"no gradient reaches '{w}': every path from it to the loss goes through ops without "
                              f"a gradient")
-        out = f"{w}_grad"
+        out = ort_names.grad(w)
         builder.names.add(out)
         graph.nodes.append(Node("Identity", [str(g)], [out], name=builder.fresh(f"{w}_grad_output")))
         graph.outputs.append(ValueInfo(out, TensorType(types[w].elem_type, list(types[w].shape))))
-    if any(n.domain == MS for n in graph.nodes):
-        model.opset_imports.setdefault(MS, 1)
+    if any(n.domain == MS_DOMAIN for n in graph.nodes):
+        model.opset_imports.setdefault(MS_DOMAIN, 1)
     return model
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from ..ops.resize import _axis_plan, _roi_pairs, interpolation
 
-MS = "com.microsoft"
 GRADIENT_RULES: dict = {}
 
 #: Ops whose outputs carry no gradient to their inputs.
@@ -176,22 +176,22 @@ def _cast(c, x, y, dy):
 
 @rule("Relu")
 def _relu(c, x, y, dy):
-    return [c.op("ReluGrad", dy[0], y[0], domain=MS)]
+    return [c.op("ReluGrad", dy[0], y[0], domain=MS_DOMAIN)]
 
 
 @rule("Sigmoid")
 def _sigmoid(c, x, y, dy):
-    return [c.op("SigmoidGrad", dy[0], y[0], domain=MS)]
+    return [c.op("SigmoidGrad", dy[0], y[0], domain=MS_DOMAIN)]
 
 
 @rule("Tanh")
 def _tanh(c, x, y, dy):
-    return [c.op("TanhGrad", dy[0], y[0], domain=MS)]
+    return [c.op("TanhGrad", dy[0], y[0], domain=MS_DOMAIN)]
 
 
 @rule("LeakyRelu")
 def _leaky_relu(c, x, y, dy):
-    return [c.op("LeakyReluGrad", dy[0], y[0], domain=MS, alpha=c.node.attr("alpha", 0.01))]
+    return [c.op("LeakyReluGrad", dy[0], y[0], domain=MS_DOMAIN, alpha=c.node.attr("alpha", 0.01))]
 
 
 @rule("Erf")
@@ -453,8 +453,8 @@ def _split(c, x, y, dy):
 def _slice(c, x, y, dy):
     if c.opset < 10:  # starts, ends and axes are attributes
         bounds = [c.b.ints(c.node.attr(k), k) for k in ("starts", "ends") + (("axes",) if c.node.attr("axes") else ())]
-        return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *bounds, domain=MS)]
-    return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *x[1:], domain=MS)]
+        return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *bounds, domain=MS_DOMAIN)]
+    return [c.op("SliceGrad", dy[0], shape_of(c, x[0]), *x[1:], domain=MS_DOMAIN)]
 
 
 def _matmul_along(c, grad, axis: int, rank: int, m: np.ndarray):
@@ -535,12 +535,12 @@ def _depth_to_space(c, x, y, dy):
 
 @rule("Gather")
 def _gather(c, x, y, dy):
-    return [c.op("GatherGrad", shape_of(c, x[0]), x[1], dy[0], domain=MS, axis=c.node.attr("axis", 0))]
+    return [c.op("GatherGrad", shape_of(c, x[0]), x[1], dy[0], domain=MS_DOMAIN, axis=c.node.attr("axis", 0))]
 
 
 @rule("GatherElements")
 def _gather_elements(c, x, y, dy):
-    return [c.op("GatherElementsGrad", dy[0], shape_of(c, x[0]), x[1], domain=MS, axis=c.node.attr("axis", 0))]
+    return [c.op("GatherElementsGrad", dy[0], shape_of(c, x[0]), x[1], domain=MS_DOMAIN, axis=c.node.attr("axis", 0))]
 
 
 @rule("ScatterElements")
@@ -556,7 +556,7 @@ def _scatter_elements(c, x, y, dy):
 
 @rule("TopK")
 def _top_k(c, x, y, dy):  # dValues back to where Indices took them from
-    return [c.op("GatherElementsGrad", dy[0], shape_of(c, x[0]), c.extra_output(1, "indices"), domain=MS,
+    return [c.op("GatherElementsGrad", dy[0], shape_of(c, x[0]), c.extra_output(1, "indices"), domain=MS_DOMAIN,
                  axis=c.node.attr("axis", -1))]
 
 
@@ -701,14 +701,14 @@ def _from_axis(c, x):
 def _softmax(c, x, y, dy):
     if c.opset < 13:  # y * (dy - sum(dy * y))
         return [y[0] * (dy[0] - reduce_sum(c, dy[0] * y[0], _from_axis(c, x[0]), keepdims=1))]
-    return [c.op("SoftmaxGrad_13", dy[0], y[0], domain=MS, axis=c.node.attr("axis", -1))]
+    return [c.op("SoftmaxGrad_13", dy[0], y[0], domain=MS_DOMAIN, axis=c.node.attr("axis", -1))]
 
 
 @rule("LogSoftmax")
 def _log_softmax(c, x, y, dy):
     if c.opset < 13:  # dy - exp(y) * sum(dy)
         return [dy[0] - y[0].exp() * reduce_sum(c, dy[0], _from_axis(c, x[0]), keepdims=1)]
-    return [c.op("LogSoftmaxGrad_13", dy[0], y[0], domain=MS, axis=c.node.attr("axis", -1))]
+    return [c.op("LogSoftmaxGrad_13", dy[0], y[0], domain=MS_DOMAIN, axis=c.node.attr("axis", -1))]
 
 
 @rule("Conv")
@@ -716,7 +716,7 @@ def _conv(c, x, y, dy):
     attrs = _copy_attrs(c.node, "auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
     want = [c.wants(0), c.wants(1), len(x) > 2 and bool(x[2]) and c.wants(2)]
     names = [c.b.fresh(f"{x[i]}_grad_conv") if want[i] else "" for i in range(3)]
-    c.op("ConvGrad", dy[0], x[0], x[1], n_outputs=3, domain=MS, outputs=names, **attrs)
+    c.op("ConvGrad", dy[0], x[0], x[1], n_outputs=3, domain=MS_DOMAIN, outputs=names, **attrs)
     return [name or None for name in names[:len(x)]]
 
 
@@ -731,7 +731,7 @@ def _conv_transpose(c, x, y, dy):
     dw = None
     if c.wants(1):
         dw = c.b.fresh(f"{x[1]}_grad_convT")
-        c.op("ConvGrad", x[0], dy[0], x[1], n_outputs=3, domain=MS, outputs=["", dw, ""], **attrs)
+        c.op("ConvGrad", x[0], dy[0], x[1], n_outputs=3, domain=MS_DOMAIN, outputs=["", dw, ""], **attrs)
     grads = [c.op("Conv", dy[0], x[1], **attrs) if c.wants(0) else None, dw]
     if len(x) > 2 and x[2]:
         grads.append(reduce_sum(c, dy[0], [0] + list(range(2, len(c.shape(y[0])))), keepdims=0))
@@ -824,7 +824,7 @@ def _dropout(c, x, y, dy):
     inputs = [dy[0], c.extra_output(1, "mask")] + [v or "" for v in x[1:3]]
     while not inputs[-1]:
         inputs.pop()
-    return [c.op("DropoutGrad", *inputs, domain=MS)]
+    return [c.op("DropoutGrad", *inputs, domain=MS_DOMAIN)]
 
 
 @rule("Resize", "Upsample")
@@ -867,7 +867,7 @@ def _resize(c, x, y, dy):
 def _softmax_cross_entropy(c, x, y, dy):
     attrs = _copy_attrs(c.node, "ignore_index", "reduction")
     inputs = [dy[0], c.extra_output(1, "log_prob")] + [v for v in x[1:] if v]
-    return [c.op("SoftmaxCrossEntropyLossGrad", *inputs, domain=MS, **attrs)]
+    return [c.op("SoftmaxCrossEntropyLossGrad", *inputs, domain=MS_DOMAIN, **attrs)]
 
 
 @rule("NegativeLogLikelihoodLoss")

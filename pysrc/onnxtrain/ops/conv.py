@@ -5,11 +5,10 @@ import itertools
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from . import simd
 from .matmul import matmul
 from .registry import kernel
-
-MS = "com.microsoft"
 
 
 _AUTO_PADS = ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")
@@ -152,7 +151,7 @@ def Conv(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     return y.astype(X.dtype, copy=False)
 
 
-@kernel("ConvGrad", domain=MS)
+@kernel("ConvGrad", domain=MS_DOMAIN)
 def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None,
              _outputs=(True, True, True)):
     kernel_shape, pads, out, strides, dilations = _prepare(X, W, kernel_shape, strides, pads, dilations, auto_pad)

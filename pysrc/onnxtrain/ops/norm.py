@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ort_names import MS_DOMAIN
 from .registry import kernel
 
 
@@ -10,7 +11,7 @@ def _channel(v, ndim):
     return v.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-def _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, training, spatial=1):
+def batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, training, spatial=1):
     """Y (and, training, the running mean and variance, then the batch mean and 1/sqrt(var + epsilon), the
     "saved variance" onnxruntime returns).  spatial=0 (opsets
     6 to 8) normalizes every activation on its own: the statistics have shape [C, D1..Dn]."""
@@ -34,24 +35,24 @@ def _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, training,
 
 @kernel("BatchNormalization", since=6)
 def BatchNormalization_6(X, scale, B, input_mean, input_var, *, epsilon=1e-5, is_test=0, momentum=0.9, spatial=1):
-    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, not is_test, spatial)
+    return batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, not is_test, spatial)
 
 
 @kernel("BatchNormalization", since=7)
 def BatchNormalization_7(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, spatial=1,
                          _outputs=(True,)):
-    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, len(_outputs) > 1, spatial)
+    return batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, len(_outputs) > 1, spatial)
 
 
 @kernel("BatchNormalization", since=9)
 def BatchNormalization_9(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9,
                          _outputs=(True,)):
-    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, len(_outputs) > 1)
+    return batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, len(_outputs) > 1)
 
 
 @kernel("BatchNormalization", since=14)
 def BatchNormalization_14(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
-    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, bool(training_mode))
+    return batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, bool(training_mode))
 
 
 @kernel("LayerNormalization", since=17)
@@ -67,7 +68,7 @@ def LayerNormalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1)
     return y.astype(X.dtype, copy=False), mean, inv_std
 
 
-@kernel("LayerNormalizationGrad", domain="com.microsoft")
+@kernel("LayerNormalizationGrad", domain=MS_DOMAIN)
 def LayerNormalizationGrad(Y_grad, X, scale, mean, inv_std_dev, *, axis=-1, epsilon=1e-5, stash_type=1):
     """(X_grad, scale_grad, bias_grad) of LayerNormalization, from the mean and 1/std its forward returned."""
     axis = axis + X.ndim if axis < 0 else axis

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
 from . import simd
-from .norm import _batch_norm
+from .norm import batch_norm
 from .optimizers import bool_flag, scalar_input
 from .reduce import reduce_with
 from .registry import kernel
@@ -185,7 +185,7 @@ def GatherElementsGrad(dY, shape, indices, *, axis=0):
 def BatchNormInternal(X, scale, B, input_mean, input_var, *, epsilon=1e-5, momentum=0.9, training_mode=1):
     """BatchNormalization-15 whose training mode also gives the batch mean and 1/sqrt(batch variance + epsilon)
     (the inputs of BatchNormalizationGrad): ORT's training graph replaces BatchNormalization by it."""
-    return _batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, bool(training_mode))
+    return batch_norm(X, scale, B, input_mean, input_var, epsilon, momentum, bool(training_mode))
 
 
 @kernel("BatchNormalizationGrad", MS_DOMAIN)

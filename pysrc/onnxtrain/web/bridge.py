@@ -21,6 +21,7 @@ from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 from ..checkpoint import write_checkpoint
 from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
+from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..runtime import Session
 from ..train import BestEpoch, StepGuard, data as checks
 from ..train.best import PROPERTY as BEST_PROPERTY
@@ -175,8 +176,7 @@ class TrainingSession:
     @classmethod
     def from_artifacts(cls, arts: dict) -> "TrainingSession":
         """A session over ``generate_artifacts``' dict of bytes."""
-        return cls(arts["training_model.onnx"], arts["checkpoint"], arts["eval_model.onnx"],
-                   arts.get("optimizer_model.onnx"))
+        return cls(arts[TRAINING_MODEL], arts[CHECKPOINT], arts[EVAL_MODEL], arts.get(OPTIMIZER_MODEL))
 
     def describe(self) -> dict:
         return {"train_inputs": self.module.train().input_names(), "train_outputs": self.module.output_names(),
@@ -410,12 +410,12 @@ class TrainingSession:
         (onnxruntime-training or onnxtrain) where it stopped here."""
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr("training_model.onnx", self._training_model)
+            archive.writestr(TRAINING_MODEL, self._training_model)
             if self._eval_model is not None:
-                archive.writestr("eval_model.onnx", self._eval_model)
+                archive.writestr(EVAL_MODEL, self._eval_model)
             if self._optimizer_model is not None:
-                archive.writestr("optimizer_model.onnx", self._optimizer_model)
-            archive.writestr("checkpoint", self.checkpoint())
+                archive.writestr(OPTIMIZER_MODEL, self._optimizer_model)
+            archive.writestr(CHECKPOINT, self.checkpoint())
             archive.writestr("README.txt", ARTIFACTS_README.format(epoch=self.epoch))
         return buffer.getvalue()
 
