@@ -584,6 +584,51 @@ def test_svm_regressor(kernel_type, params, one_class):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def _svc_attrs(rng, vectors_per_class, labels, kernel_type, params, proba):
+    n, k = sum(vectors_per_class), len(vectors_per_class)
+    attrs = {("classlabels_strings" if isinstance(labels[0], str) else "classlabels_ints"): labels,
+             "coefficients": [float(v) for v in rng.standard_normal((k - 1) * n)], "kernel_params": params,
+             "kernel_type": kernel_type, "rho": [float(v) for v in rng.standard_normal(k * (k - 1) // 2)],
+             "support_vectors": [float(v) for v in rng.standard_normal(n * 3)],
+             "vectors_per_class": vectors_per_class}
+    if proba:
+        attrs["prob_a"] = [float(v) for v in rng.standard_normal(k * (k - 1) // 2)]
+        attrs["prob_b"] = [float(v) for v in rng.standard_normal(k * (k - 1) // 2) * 0.1]
+    return attrs
+
+
+@pytest.mark.parametrize("vectors_per_class,labels", [([2, 3], [0, 1]), ([2, 1, 2], [4, 5, 6]),
+                                                      ([1, 2, 2, 3], ["a", "b", "c", "d"])])
+@pytest.mark.parametrize("kernel_type,params", [("RBF", [0.3, 0.0, 0.0]), ("POLY", [0.5, 1.0, 2.0]),
+                                                ("LINEAR", [0.0, 0.0, 0.0]), ("SIGMOID", [0.2, -0.1, 0.0])])
+@pytest.mark.parametrize("proba", [False, True])
+def test_svm_classifier(vectors_per_class, labels, kernel_type, params, proba):
+    """One-vs-one votes, decision values and (with prob_a/prob_b) libsvm's coupled probabilities."""
+    rng = np.random.default_rng(len(labels) + 10 * proba)
+    x = rng.standard_normal((8, 3)).astype(np.float32)
+    attrs = _svc_attrs(rng, vectors_per_class, labels, kernel_type, params, proba)
+    want = _ml_outputs("SVMClassifier", [x], attrs, 1, 2)
+    got = ours_run("SVMClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+    assert (_as_text(got[0]) == list(want[0].ravel())) if isinstance(labels[0], str) else \
+        np.array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("post_transform", ["NONE", "SOFTMAX", "LOGISTIC"])
+def test_svm_classifier_linear_and_transforms(post_transform):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 3)).astype(np.float32)
+    linear = {"classlabels_ints": [1, 2, 3], "coefficients": [float(v) for v in rng.standard_normal(9)],
+              "rho": [0.1, -0.2, 0.3], "kernel_type": "LINEAR", "kernel_params": [0.0, 0.0, 0.0],
+              "post_transform": post_transform}
+    for attrs in (linear, {**_svc_attrs(rng, [2, 1, 2], [4, 5, 6], "RBF", [0.3, 0.0, 0.0], False),
+                           "post_transform": post_transform}):
+        want = _ml_outputs("SVMClassifier", [x], attrs, 1, 2)
+        got = ours_run("SVMClassifier", [x], attrs, domain="ai.onnx.ml", opset=1, n_outputs=2)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
 def _ml_outputs(op, inputs, attrs, ml_opset, n_outputs):
     from onnx import helper
     import onnxruntime as ort

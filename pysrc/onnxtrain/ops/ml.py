@@ -1,6 +1,6 @@
 """Kernels of the ai.onnx.ml domain: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble, LinearRegressor,
-LinearClassifier, Scaler, Normalizer, Imputer, CategoryMapper, OneHotEncoder, FeatureVectorizer, ZipMap, SVMRegressor
-and the legacy TreeEnsembleRegressor/TreeEnsembleClassifier."""
+LinearClassifier, Scaler, Normalizer, Imputer, CategoryMapper, OneHotEncoder, FeatureVectorizer, ZipMap, SVMRegressor,
+SVMClassifier and the legacy TreeEnsembleRegressor/TreeEnsembleClassifier."""
 from __future__ import annotations
 
 import numpy as np
@@ -458,6 +458,91 @@ def SVMRegressor(X, *, coefficients=None, kernel_params=None, kernel_type="LINEA
     if one_class:
         y = np.where(y > 0, 1.0, -1.0)
     return _post_transform("SVMRegressor", y[:, None], post_transform).astype(np.float32)
+
+
+def _coupled_probabilities(r):
+    """libsvm's multiclass_probability: class probabilities from pairwise ones r[i, j] (= 1 - r[j, i])."""
+    k = r.shape[0]
+    q = -r.T * r
+    q[np.diag_indices(k)] = 0
+    q[np.diag_indices(k)] = [sum(r[j, t] ** 2 for j in range(k) if j != t) for t in range(k)]
+    p = np.full(k, 1.0 / k)
+    eps = 0.005 / k
+    for _ in range(max(100, k)):
+        qp = q @ p
+        pqp = p @ qp
+        if np.abs(qp - pqp).max() < eps:
+            break
+        for t in range(k):
+            diff = (-qp[t] + pqp) / q[t, t]
+            p[t] += diff
+            pqp = (pqp + diff * (diff * q[t, t] + 2 * qp[t])) / (1 + diff) / (1 + diff)
+            qp = (qp + diff * q[t]) / (1 + diff)
+            p /= 1 + diff
+    return p
+
+
+@kernel("SVMClassifier", domain=ML, since=1)
+def SVMClassifier(X, *, classlabels_ints=None, classlabels_strings=None, coefficients=None, kernel_params=None,
+                  kernel_type="LINEAR", post_transform="NONE", prob_a=None, prob_b=None, rho=None,
+                  support_vectors=None, vectors_per_class=None):
+    """With support vectors: libsvm's one-vs-one decision values (the scores; with prob_a/prob_b, Platt
+    probabilities coupled into class probabilities) and a label by votes; two classes give scores [-d, d].
+    Without: linear scores x . w_c + rho[0] (onnxruntime and onnx's reference add the first rho to every
+    class) and the best class."""
+    labels = classlabels_ints if classlabels_ints is not None else classlabels_strings
+    if not labels:
+        raise ValueError("SVMClassifier: give classlabels_ints or classlabels_strings")
+    k = len(labels)
+    x = _rows(X)
+    coef = np.asarray(coefficients, np.float64)
+    rho = np.asarray(rho or [], np.float64)
+    if vectors_per_class:
+        counts = list(vectors_per_class)
+        if len(counts) != k:
+            raise ValueError(f"SVMClassifier: vectors_per_class has {len(counts)} values for {k} classes")
+        vectors = np.asarray(support_vectors, np.float64).reshape(sum(counts), -1)
+        gram = _kernel_matrix("SVMClassifier", kernel_type, kernel_params or [], x, vectors)
+        coef = coef.reshape(k - 1, -1)
+        starts = np.cumsum([0] + counts)
+        decisions, votes = [], np.zeros((x.shape[0], k), np.int64)
+        for i in range(k):
+            for j in range(i + 1, k):
+                si, sj = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
+                d = gram[:, si] @ coef[j - 1, si] + gram[:, sj] @ coef[i, sj] + rho[len(decisions)]
+                decisions.append(d)
+                votes[np.arange(x.shape[0]), np.where(d > 0, i, j)] += 1
+        index = np.argmax(votes, axis=1)
+        scores = np.stack(decisions, axis=1)
+        if prob_a:
+            f = scores * np.asarray(prob_a, np.float64) + np.asarray(prob_b, np.float64)
+            pairwise = np.clip(np.where(f >= 0, np.exp(-np.abs(f)) / (1 + np.exp(-np.abs(f))),
+                                        1 / (1 + np.exp(-np.abs(f)))), 1e-7, 1 - 1e-7)
+            probs = []
+            for row in pairwise:
+                r = np.zeros((k, k))
+                r[np.triu_indices(k, 1)] = row
+                r = r + np.tril(1 - r.T, -1)
+                probs.append(_coupled_probabilities(r))
+            scores = _post_transform("SVMClassifier", np.array(probs), post_transform)
+        elif k == 2:
+            if post_transform != "NONE":
+                raise ValueError(f"SVMClassifier: post_transform '{post_transform}' for two classes without "
+                                 f"probabilities is not supported")
+            scores = np.concatenate([-scores, scores], axis=1)
+        else:
+            scores = _post_transform("SVMClassifier", scores, post_transform)
+    else:
+        weights = coef.reshape(-1, x.shape[1])
+        if weights.shape[0] != k:
+            raise ValueError(f"SVMClassifier: a linear classifier needs one row of coefficients per class ({k})")
+        scores = x @ weights.T + (rho[0] if rho.size else 0)     # rho[0] for every class, as onnxruntime
+        index = np.argmax(scores, axis=1)
+        scores = _post_transform("SVMClassifier", scores, post_transform)
+    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
+    if classlabels_strings is not None:
+        label = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in label], dtype=object)
+    return label, scores.astype(np.float32)
 
 
 def _sigmoid(x):

@@ -50,7 +50,8 @@ _BY_NAME = {
     "imputed_value_floats": AttrType.FLOATS, "imputed_value_int64s": AttrType.INTS,
     "cats_int64s": AttrType.INTS, "cats_strings": AttrType.STRINGS, "inputdimensions": AttrType.INTS,
     "classlabels_int64s": AttrType.INTS, "kernel_params": AttrType.FLOATS, "rho": AttrType.FLOATS,
-    "support_vectors": AttrType.FLOATS,
+    "support_vectors": AttrType.FLOATS, "prob_a": AttrType.FLOATS, "prob_b": AttrType.FLOATS,
+    "vectors_per_class": AttrType.INTS,
 }
 
 TYPE_NAMES = {v: k for k, v in vars(AttrType).items() if isinstance(v, int)}
