@@ -13,6 +13,7 @@ from onnx import TensorProto as T
 from onnx import subbyte
 
 from onnxtrain.ir import dtypes
+from opref import assert_same
 
 
 # ---- bit-pattern types ------------------------------------------------------------------------------------
@@ -583,3 +584,10 @@ def test_mod_as_onnxruntime():
         model = _model([oh.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], [("a", T.INT8, [8]), ("b", T.INT8, [8])],
                        [("y", T.INT8, None)], opset=13)
         _run_both(model, ia, ib, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("opset", [7, 8])
+def test_upsample_7_scales_attribute(mode, opset):
+    x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
+    assert_same("Upsample", [x], {"scales": [1.0, 1.0, 2.0, 3.0], "mode": mode}, opset=opset)

@@ -241,7 +241,8 @@ def Clip_11(input, min=None, max=None):
 
 @kernel("Where")
 def Where(condition, X, Y):
-    return np.where(condition, X, Y).astype(np.result_type(X, Y), copy=False)
+    out = np.where(condition, X, Y).astype(np.result_type(X, Y), copy=False)
+    return out.view(X.dtype) if X.dtype.metadata else out   # keep a bit-pattern type (ir.dtypes)
 
 
 def _text(x: np.ndarray) -> np.ndarray:

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import Gelu
+from ..ir.ort_names import MS_DOMAIN
 from . import simd
+from .elementwise import Gelu
 from .matmul import matmul
 from .registry import kernel
-
-MS = "com.microsoft"
 
 
 @kernel("Gemm")
@@ -38,7 +37,7 @@ def Det(X):
     return np.linalg.det(X).astype(X.dtype, copy=False)
 
 
-@kernel("FusedMatMul", domain=MS)
+@kernel("FusedMatMul", domain=MS_DOMAIN)
 def FusedMatMul(A, B, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
     """com.microsoft::FusedMatMul: alpha * op(A) @ op(B), op swapping the last two axes when trans is set."""
     if transBatchA or transBatchB:
@@ -120,7 +119,7 @@ def Dropout_7(data, *, ratio=0.5, _outputs=(True, False)):
     return data, (np.ones(data.shape, dtype=bool) if len(_outputs) > 1 and _outputs[1] else None)
 
 
-@kernel("DropoutGrad", domain=MS)
+@kernel("DropoutGrad", domain=MS_DOMAIN)
 def DropoutGrad(dy, mask, ratio=None, training_mode=None):
     p = 0.5 if ratio is None else float(np.asarray(ratio))
     if training_mode is not None and not bool(np.asarray(training_mode)) or p == 0.0:
@@ -128,7 +127,7 @@ def DropoutGrad(dy, mask, ratio=None, training_mode=None):
     return (dy * mask / dy.dtype.type(1 - p)).astype(dy.dtype, copy=False)
 
 
-@kernel("SoftmaxGrad_13", domain=MS)
+@kernel("SoftmaxGrad_13", domain=MS_DOMAIN)
 def SoftmaxGrad_13(dY, Y, *, axis=-1):
     dX = simd.softmax_grad(dY, Y, axis)
     if dX is not None:
@@ -136,22 +135,22 @@ def SoftmaxGrad_13(dY, Y, *, axis=-1):
     return (Y * (dY - (dY * Y).sum(axis=axis, keepdims=True))).astype(Y.dtype, copy=False)
 
 
-@kernel("LogSoftmaxGrad_13", domain=MS)
+@kernel("LogSoftmaxGrad_13", domain=MS_DOMAIN)
 def LogSoftmaxGrad_13(dY, Y, *, axis=-1):
     return (dY - np.exp(Y) * dY.sum(axis=axis, keepdims=True)).astype(Y.dtype, copy=False)
 
 
-@kernel("Gelu", domain=MS)
+@kernel("Gelu", domain=MS_DOMAIN)
 def Gelu_ms(X):
     """com.microsoft::Gelu: the exact (erf) GELU."""
     return Gelu(X)
 
 
-@kernel("BiasGelu", domain=MS)
+@kernel("BiasGelu", domain=MS_DOMAIN)
 def BiasGelu(A, B):
     return Gelu_ms(A + B)
 
 
-@kernel("FastGelu", domain=MS)
+@kernel("FastGelu", domain=MS_DOMAIN)
 def FastGelu(X, bias=None):
     return Gelu(X if bias is None else X + bias, approximate="tanh")

@@ -248,3 +248,8 @@ def Upsample(X, scales, *, mode="nearest"):
     if np.any(np.asarray(scales) < 1):
         raise ValueError(f"Upsample: scales {np.asarray(scales).tolist()} must all be at least 1")
     return Resize_10(X, scales, mode=mode)
+
+
+@kernel("Upsample", since=7)
+def Upsample_7(X, *, mode="nearest", scales):
+    return Upsample(X, np.asarray(scales, np.float32), mode=mode)

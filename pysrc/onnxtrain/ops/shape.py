@@ -64,12 +64,14 @@ def Unsqueeze_1(data, *, axes):
 
 @kernel("Unsqueeze", since=13)
 def Unsqueeze_13(data, axes):
-    return Unsqueeze_1(data, axes=axes)
+    return Unsqueeze_1(data, axes=np.atleast_1d(axes))   # onnx's function bodies pass a scalar
 
 
 @kernel("Concat")
 def Concat(*inputs, axis):
-    return np.concatenate(inputs, axis=axis)
+    out = np.concatenate(inputs, axis=axis)
+    dtype = inputs[0].dtype
+    return out.view(dtype) if dtype.metadata else out   # keep a bit-pattern type (ir.dtypes)
 
 
 def _split(input, split, axis, n_outputs):

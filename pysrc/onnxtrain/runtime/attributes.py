@@ -44,7 +44,7 @@ _BY_NAME = {
     "nodes_featureids": AttrType.INTS, "nodes_hitrates": AttrType.TENSOR,
     "nodes_missing_value_tracks_true": AttrType.INTS, "nodes_modes": AttrType.TENSOR,
     "nodes_splits": AttrType.TENSOR, "nodes_trueleafs": AttrType.INTS, "nodes_truenodeids": AttrType.INTS,
-    "tree_roots": AttrType.INTS, "shape": AttrType.INTS, "pooled_shape": AttrType.INTS,
+    "tree_roots": AttrType.INTS, "shape": AttrType.INTS, "pooled_shape": AttrType.INTS, "scales": AttrType.FLOATS,
     "coefficients": AttrType.FLOATS, "intercepts": AttrType.FLOATS, "classlabels_ints": AttrType.INTS,
     "classlabels_strings": AttrType.STRINGS, "offset": AttrType.FLOATS, "scale": AttrType.FLOATS,
     "imputed_value_floats": AttrType.FLOATS, "imputed_value_int64s": AttrType.INTS,

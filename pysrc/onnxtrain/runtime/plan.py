@@ -18,17 +18,20 @@ import inspect
 from dataclasses import dataclass
 from operator import itemgetter
 
+from ..ir import ort_names
 from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
+from ..ir.ort_names import MS_DOMAIN
 from ..ops import UnsupportedOpError, lookup
 from ..ops.registry import normalize_domain
 from .attributes import attribute_problem, kernel_attributes
+from .bit_patterns import bit_pattern_types
 from .execute import ScopedKernel
 
 
 # Ops that write into their inputs (the runtime's live gradient, parameter and moment buffers):
 # they run even when nothing reads their outputs.
-IN_PLACE_OPS = {("com.microsoft", "InPlaceAccumulatorV2"), ("com.microsoft", "AdamWOptimizer"),
-                ("com.microsoft", "SGDOptimizerV2"), ("com.microsoft", "InplaceClipGradNorm")}
+IN_PLACE_OPS = {(MS_DOMAIN, "InPlaceAccumulatorV2"), (MS_DOMAIN, ort_names.ADAMW), (MS_DOMAIN, ort_names.SGD),
+                (MS_DOMAIN, "InplaceClipGradNorm")}
 
 
 class GraphError(ValueError):
@@ -187,6 +190,10 @@ class Plan:
         self.outer_names = [n for n in outer if n not in initializers and n not in self.input_names]
         available = set(initializers) | set(self.input_names) | set(self.outer_names)
         order = live_nodes(topological_order(graph, available), self.output_names)
+        try:
+            bit_pattern_types(graph, order, describe_node)
+        except ValueError as e:
+            raise GraphError(str(e)) from None
         reads = {id(node): node_reads(node) for node in order}
         used = {name for node in order for name in reads[id(node)]} | set(self.output_names)
 
