@@ -112,6 +112,30 @@ def test_weighted_cross_entropy_artifacts_train_alike_in_both(tmp_path):
         np.testing.assert_allclose(mine[2][n], theirs[2][n], rtol=1e-5, atol=1e-7)
 
 
+def test_fixed_batch_with_a_symbolic_output_dim(tmp_path):
+    """PyTorch exports a model with fixed input shapes whose output keeps a free symbol: the MSE target copies
+    it, so it can only change with the output's batch, and the shape probe varies them together."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((2, 3)).astype(np.float32), np.zeros(2, np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["Gemm_output_dim_0", 2])],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    artifacts.generate_artifacts(model, requires_grad=["w", "b"], loss=artifacts.LossType.MSELoss,
+                                 optimizer=artifacts.OptimType.SGD, artifact_directory=tmp_path)
+    files = {"training": tmp_path / "training_model.onnx", "eval": tmp_path / "eval_model.onnx",
+             "optimizer": tmp_path / "optimizer_model.onnx", "checkpoint": tmp_path / "checkpoint"}
+    batches = [(rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32))
+               for _ in range(3)]
+    theirs, mine = train(oc.ort_api(), files, batches), train(ours, files, batches)
+    np.testing.assert_allclose(mine[0], theirs[0], rtol=1e-5)
+    for n in theirs[2]:
+        np.testing.assert_allclose(mine[2][n], theirs[2][n], rtol=1e-5, atol=1e-7)
+
+
 def _batchnorm_cnn():
     """A CNN with BatchNormalization and Dropout exported by torch in training mode (as for training
     artifacts), with its module."""
