@@ -55,3 +55,18 @@ def test_every_kernel_is_checked_against_a_reference():
     unchecked = [f"{d or 'ai.onnx'}::{op}" for d, op in registered_ops() if (d, op) not in checked and op not in named]
     assert not unchecked, ("kernels that neither a passing onnx backend test nor an onnxruntime comparison in "
                            f"{', '.join(p.name for p in ORT_COMPARISONS)} checks: {', '.join(unchecked)}")
+
+
+def kernel_list() -> str:
+    """The README's list of kernels, by domain."""
+    by_domain = {}
+    for domain, op in registered_ops():
+        by_domain.setdefault(domain or "ai.onnx", []).append(op)
+    return "\n".join(f"- {d} ({len(ops)}): {', '.join(sorted(ops, key=str.lower))}"
+                     for d, ops in sorted(by_domain.items(), key=lambda item: (item[0] != "ai.onnx", item[0])))
+
+
+def test_readme_lists_exactly_the_kernel_table():
+    text = (TESTS.parent / "README.md").read_text()
+    listed = text.split("<!-- kernels -->\n")[1].split("<!-- /kernels -->")[0].strip()
+    assert listed == kernel_list(), "regenerate README's kernel list with tests/test_kernel_coverage.py::kernel_list"
