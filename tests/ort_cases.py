@@ -89,6 +89,21 @@ def linreg(n_in=13, seed=0):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
+def batchnorm_head(rng):
+    """A BatchNormalization in training mode (3 channels) whose updated running mean is also a model output;
+    returns the model and its (scale, bias, mean, var)."""
+    stats = [a.astype(np.float32) for a in (rng.random(3) + 0.5, rng.standard_normal(3), rng.standard_normal(3),
+                                            rng.random(3) + 0.5)]
+    inits = [numpy_helper.from_array(a, n) for n, a in zip(("scale", "bias", "mean", "var"), stats)]
+    node = helper.make_node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
+                            ["output", "running_mean", "running_var"], name="bn", training_mode=1)
+    f = TensorProto.FLOAT
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("input", f, ["batch", 3, 4])],
+                              [helper.make_tensor_value_info("output", f, ["batch", 3, 4]),
+                               helper.make_tensor_value_info("running_mean", f, [3])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), stats
+
+
 # ---- artifact cases ---------------------------------------------------------------------------------
 
 def make_loss(kind, onnxblock, artifacts):

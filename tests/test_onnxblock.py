@@ -77,25 +77,14 @@ def test_eval_model_batchnorm_running_statistics_read_downstream():
     (training_mode=0, so Y is its only output) that output is the unchanged running mean, and onnxruntime
     runs the eval model."""
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in
-             (("scale", rng.random(3) + 0.5), ("bias", rng.standard_normal(3)), ("mean", rng.standard_normal(3)),
-              ("var", rng.random(3) + 0.5))]
-    node = helper.make_node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
-                            ["output", "running_mean", "running_var"], name="bn", training_mode=1)
-    f = TensorProto.FLOAT
-    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("input", f, ["batch", 3, 4])],
-                              [helper.make_tensor_value_info("output", f, ["batch", 3, 4]),
-                               helper.make_tensor_value_info("running_mean", f, [3])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model, (scale, bias, mean, var) = oc.batchnorm_head(rng)
     out = artifacts.generate_artifacts(model, requires_grad=["scale", "bias"], loss=artifacts.LossType.MSELoss,
                                        loss_input_names=["output"], additional_output_names=["running_mean"])
     eval_model = ir.load(out["eval_model.onnx"])
     bn = next(n for n in eval_model.graph.nodes if n.op_type == "BatchNormalization")
     assert bn.outputs == ["output"] and bn.attr("training_mode") == 0
     x, target = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((2, 3, 4)).astype(np.float32)
-    scale, bias, mean, var = (numpy_helper.to_array(t) for t in inits)
     session = ort.InferenceSession(out["eval_model.onnx"], providers=["CPUExecutionProvider"])
     loss, running_mean = session.run(None, {"input": x, "target": target, "scale": scale, "bias": bias})
     np.testing.assert_array_equal(running_mean, mean)

@@ -62,18 +62,8 @@ def test_export_from_orts_batchnorm_eval_model(tmp_path):
     outputs with training_mode=0 (ORT refuses to load it; onnxtrain runs it).  The inference model onnxtrain
     exports from it has BatchNormalization with Y only, and the running mean, asked for as an output, is the
     unchanged running mean; onnxruntime runs it."""
-    from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(0)
-    scale, bias, mean, var = (rng.random(3) + 0.5, rng.standard_normal(3), rng.standard_normal(3), rng.random(3) + 0.5)
-    inits = [numpy_helper.from_array(a.astype(np.float32), n)
-             for n, a in (("scale", scale), ("bias", bias), ("mean", mean), ("var", var))]
-    node = helper.make_node("BatchNormalization", ["input", "scale", "bias", "mean", "var"],
-                            ["output", "running_mean", "running_var"], name="bn", training_mode=1)
-    f = TensorProto.FLOAT
-    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("input", f, ["batch", 3, 4])],
-                              [helper.make_tensor_value_info("output", f, ["batch", 3, 4]),
-                               helper.make_tensor_value_info("running_mean", f, [3])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model, (scale, bias, mean, var) = oc.batchnorm_head(rng)
     ort_artifacts = oc.ort_training().artifacts
     ort_artifacts.generate_artifacts(model, requires_grad=["scale", "bias"], loss=ort_artifacts.LossType.MSELoss,
                                      optimizer=ort_artifacts.OptimType.SGD, artifact_directory=str(tmp_path),
@@ -86,7 +76,7 @@ def test_export_from_orts_batchnorm_eval_model(tmp_path):
     assert list(bn.output) == ["output"]
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     y, running_mean = ort.InferenceSession(exported, providers=["CPUExecutionProvider"]).run(None, {"input": x})
-    np.testing.assert_array_equal(running_mean, mean.astype(np.float32))
+    np.testing.assert_array_equal(running_mean, mean)
     c = (slice(None), None)
     want = (x - mean[c]) / np.sqrt(var[c] + 1e-5) * scale[c] + bias[c]
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
