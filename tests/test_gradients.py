@@ -430,3 +430,24 @@ def test_the_gradient_model_holds_plain_names(row):
     graph = build_gradient_graph(ir.load(model.SerializeToString()), "loss", wrt).graph
     names = [v for n in graph.nodes for v in n.inputs + n.outputs] + [v.name for v in graph.value_info]
     assert {type(v) for v in names} == {str}
+
+
+@pytest.mark.parametrize("op, inputs, attrs", [
+    ("Add", [rnd(2, 3, 4), rnd(3)], {"broadcast": 1, "axis": 1}),
+    ("Sub", [rnd(2, 3, 4), rnd(2, 3)], {"broadcast": 1, "axis": 0}),
+    ("Mul", [rnd(2, 3, 4), rnd(3, 1)], {"broadcast": 1, "axis": -2}),
+    ("Mul", [rnd(2, 3, 4), rnd(3, 4)], {"broadcast": 1}),
+    ("Div", [rnd(2, 3, 4), rnd(3, low=0.5)], {"broadcast": 1, "axis": 1}),
+    ("Div", [rnd(2, 3), rnd(1, low=0.5)], {"broadcast": 1, "axis": 1}),
+    ("Mul", [rnd(2, 3), rnd(2, 3)], {}),
+])
+def test_legacy_broadcast_follows_axis(op, inputs, attrs):
+    """Opset 6's binary ops align B at ``axis``; onnxruntime has no opset-6 kernels for them, so finite
+    differences alone judge these."""
+    check(op, inputs, attrs, opset=6, ort_check=False)
+
+
+def test_prelu_6_per_channel_slope_is_refused():
+    model = op_model("PRelu", [rnd(2, 3, 4), rnd(3)], {}, opset=6, w_shape=[2, 3, 4])
+    with pytest.raises(NotImplementedError, match="PRelu-1/6's per-channel slope"):
+        build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0", "x1"])

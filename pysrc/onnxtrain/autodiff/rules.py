@@ -74,17 +74,33 @@ def reshape(c, v, dims: list, base: str = "shape"):
     return c.op("Reshape", v, c.b.ints(dims, base))
 
 
+def legacy_broadcast(c) -> dict:
+    """The ``broadcast``/``axis`` attributes of an opset-1/6 binary op that broadcasts its second input
+    (aligned at ``axis``, the trailing axes when unset), to pass on to the ops a rule emits; else {}."""
+    if c.opset >= 7 or not c.node.attr("broadcast", 0):
+        return {}
+    return {"broadcast": 1, **_copy_attrs(c.node, "axis")}
+
+
 def unbroadcast(c, grad, grad_shape, x):
     """``grad`` (of shape ``grad_shape``) summed over the axes along which ``x`` was broadcast."""
     x_shape = c.shape(x)
     if grad_shape is None or x_shape is None:
         raise NotImplementedError(f"{c.where()}: the shapes of '{x}' and its gradient must be known")
     lead = len(grad_shape) - len(x_shape)
-    axes = list(range(lead)) + [lead + i for i, d in enumerate(x_shape) if d == 1 and grad_shape[lead + i] != 1]
+    legacy = legacy_broadcast(c) if c.node is not None and x == c.node.inputs[-1] else {}
+    if "axis" in legacy and x_shape != [1]:  # x occupies grad's axes start .. start + rank(x)
+        start = legacy["axis"] + len(grad_shape) if legacy["axis"] < 0 else legacy["axis"]
+        outside = list(range(start)) + list(range(start + len(x_shape), len(grad_shape)))
+    else:
+        start, outside = lead, list(range(lead))
+    axes = outside + [start + i for i, d in enumerate(x_shape) if d == 1 and grad_shape[start + i] != 1]
     if not axes:
         return grad
-    summed = reduce_sum(c, grad, axes, keepdims=1)
-    return reshape_like(c, summed, x) if lead else summed
+    summed = reduce_sum(c, grad, sorted(axes), keepdims=1)
+    if not outside:
+        return summed
+    return c.op("Reshape", summed, shape=x_shape) if c.opset < 5 else reshape_like(c, summed, x)
 
 
 def text(v):
@@ -114,12 +130,13 @@ def _sub(c, x, y, dy):
 
 @rule("Mul", broadcasts=True)
 def _mul(c, x, y, dy):
-    return [dy[0] * x[1], dy[0] * x[0]]
+    return [c.op("Mul", dy[0], x[1], **legacy_broadcast(c)), dy[0] * x[0]]
 
 
 @rule("Div", broadcasts=True)
 def _div(c, x, y, dy):  # d(a/b)/db = -y/b
-    return [dy[0] / x[1], -(dy[0] * (y[0] / x[1]))]
+    legacy = legacy_broadcast(c)
+    return [c.op("Div", dy[0], x[1], **legacy), -(dy[0] * c.op("Div", y[0], x[1], **legacy))]
 
 
 @rule("Mean", broadcasts=True)
@@ -284,6 +301,10 @@ def _thresholded_relu(c, x, y, dy):  # 1 above alpha, else 0
 
 @rule("PRelu", broadcasts=True)
 def _prelu(c, x, y, dy):  # dx: 1 or slope; dslope: 0 or x
+    x_shape, slope_shape = c.shape(x[0]), c.shape(x[1])
+    if c.opset < 7 and len(slope_shape) == 1 and len(x_shape) > 2 and slope_shape[0] == x_shape[1] != 1:
+        raise NotImplementedError(f"{c.where()}: no gradient for PRelu-1/6's per-channel slope (one value per "
+                                  f"channel along axis 1); opset 7's PRelu broadcasts a slope of shape [C, 1, ...]")
     negative = x[0].lt(0.0)
     return [dy[0] * negative.where(x[1], 1.0), dy[0] * negative.where(x[0], 0.0)]
 

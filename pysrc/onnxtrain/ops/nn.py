@@ -10,7 +10,18 @@ from .matmul import matmul
 from .registry import kernel
 
 
-@kernel("Gemm")
+@kernel("Gemm", since=1)
+def Gemm_1(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
+    """Gemm-1 and -6: C broadcasts to the result only with ``broadcast``; without it C has the result's shape."""
+    if C is not None and not broadcast:
+        rows, cols = A.shape[1 if transA else 0], B.shape[0 if transB else 1]
+        if C.shape != (rows, cols):
+            raise ValueError(f"Gemm: C of shape {list(C.shape)} is not the result's shape {[rows, cols]} "
+                             f"and broadcast is not set")
+    return Gemm(A, B, C, alpha=alpha, beta=beta, transA=transA, transB=transB)
+
+
+@kernel("Gemm", since=7)
 def Gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     a = A.T if transA else A
     b = B.T if transB else B
