@@ -231,6 +231,14 @@ def LinearRegressor(X, *, coefficients=None, intercepts=None, post_transform="NO
     return _post_transform("LinearRegressor", y, post_transform).astype(np.float32)
 
 
+def _labels_at(labels, strings: bool, index):
+    """The class labels at ``index``: int64, or strings as bytes (as STRING tensors hold them)."""
+    if strings:
+        return np.array([v.encode("utf-8") if isinstance(v, str) else v for v in np.asarray(labels, object)[index]],
+                        dtype=object)
+    return np.asarray(labels, np.int64)[index]
+
+
 @kernel("LinearClassifier", domain=ML, since=1)
 def LinearClassifier(X, *, classlabels_ints=None, classlabels_strings=None, coefficients, intercepts=None,
                      multi_class=0, post_transform="NONE"):
@@ -247,10 +255,7 @@ def LinearClassifier(X, *, classlabels_ints=None, classlabels_strings=None, coef
         scores = np.concatenate([-scores, scores], axis=1)
     index = np.argmax(scores, axis=1)
     scores = _post_transform("LinearClassifier", scores, post_transform)
-    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
-    if classlabels_strings is not None:
-        label = np.array([s.encode("utf-8") if isinstance(s, str) else s for s in label], dtype=object)
-    return label, scores.astype(np.float32)
+    return _labels_at(labels, classlabels_strings is not None, index), scores.astype(np.float32)
 
 
 @kernel("Scaler", domain=ML, since=1)
@@ -539,10 +544,7 @@ def SVMClassifier(X, *, classlabels_ints=None, classlabels_strings=None, coeffic
         scores = x @ weights.T + (rho[0] if rho.size else 0)     # rho[0] for every class, as onnxruntime
         index = np.argmax(scores, axis=1)
         scores = _post_transform("SVMClassifier", scores, post_transform)
-    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
-    if classlabels_strings is not None:
-        label = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in label], dtype=object)
-    return label, scores.astype(np.float32)
+    return _labels_at(labels, classlabels_strings is not None, index), scores.astype(np.float32)
 
 
 def _sigmoid(x):
@@ -596,10 +598,7 @@ def TreeEnsembleClassifier(X, *, base_values=None, base_values_as_tensor=None, c
     else:
         raise ValueError(f"TreeEnsembleClassifier: {n_classes} labels with weights for classes "
                          f"{sorted(set(class_ids))} and {len(base)} base values are not supported")
-    label = np.asarray(labels, dtype=object if classlabels_strings is not None else np.int64)[index]
-    if classlabels_strings is not None:
-        label = np.array([v.encode("utf-8") if isinstance(v, str) else v for v in label], dtype=object)
-    return label, scores.astype(np.float32)
+    return _labels_at(labels, classlabels_strings is not None, index), scores.astype(np.float32)
 
 
 _S, _F, _T, _I = AttrType.STRINGS, AttrType.FLOATS, AttrType.TENSOR, AttrType.INTS
