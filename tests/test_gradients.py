@@ -286,6 +286,10 @@ CASES = [
     ("reducel1", "ReduceL1", [rnd(3, 4)], {"axes": [1]}),
     ("reducel1-18", "ReduceL1", [rnd(2, 3, 2), np.array([0, 2], np.int64)], {"keepdims": 0}, [1], 18),
     ("einsum-three", "Einsum", [rnd(2, 3), rnd(3, 4), rnd(4)], {"equation": "ij,jk,k->i"}),
+    ("lstm", "LSTM", [rnd(3, 2, 4), 0.5 * rnd(1, 8, 4), 0.5 * rnd(1, 8, 2), rnd(1, 16)], {"hidden_size": 2}),
+    ("gru", "GRU", [rnd(3, 2, 4), 0.5 * rnd(1, 6, 4), 0.5 * rnd(1, 6, 2), rnd(1, 12)], {"hidden_size": 2}),
+    ("gru-linear-before-reset-7", "GRU", [rnd(4, 2, 3), 0.5 * rnd(1, 9, 3), 0.5 * rnd(1, 9, 3), rnd(1, 18)],
+     {"hidden_size": 3, "linear_before_reset": 1}, (), 7),
 ]
 
 
@@ -451,3 +455,93 @@ def test_prelu_6_per_channel_slope_is_refused():
     model = op_model("PRelu", [rnd(2, 3, 4), rnd(3)], {}, opset=6, w_shape=[2, 3, 4])
     with pytest.raises(NotImplementedError, match="PRelu-1/6's per-channel slope"):
         build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x0", "x1"])
+
+
+def recurrent_model(op, inputs, attrs, n_outputs, opset=17, w_shapes=None):
+    """op over ``inputs`` (None: omitted), loss = sum over its outputs of ReduceSum(output * w_k)."""
+    w_shapes = w_shapes or [None] * n_outputs
+    names = ["" if v is None else f"x{i}" for i, v in enumerate(inputs)]
+    outs = [f"y{k}" for k in range(n_outputs)]
+    nodes = [helper.make_node(op, names, outs, name="op", **attrs)]
+    nodes += [n for k in range(n_outputs) for n in (
+        helper.make_node("Mul", [f"y{k}", f"w{k}"], [f"p{k}"]),
+        helper.make_node("ReduceSum", [f"p{k}"], [f"s{k}"], keepdims=0))]
+    nodes.append(helper.make_node("Sum", [f"s{k}" for k in range(n_outputs)], ["loss"]))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                         for n, v in zip(names, inputs) if n]
+        + [helper.make_tensor_value_info(f"w{k}", TensorProto.DOUBLE, w) for k, w in enumerate(w_shapes)],
+        [helper.make_tensor_value_info("loss", TensorProto.DOUBLE, [])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def recurrent_output_shapes(op, inputs, attrs, n_outputs, opset=17):
+    probe = ir.load(recurrent_model(op, inputs, attrs, n_outputs, opset).SerializeToString())
+    probe.graph.nodes = probe.graph.nodes[:1]
+    probe.graph.inputs = [v for v in probe.graph.inputs if v.name.startswith("x")]
+    probe.graph.outputs = [ir.ValueInfo(f"y{k}") for k in range(n_outputs)]
+    return [list(o.shape) for o in Session(probe).run({f"x{i}": v for i, v in enumerate(inputs) if v is not None})]
+
+
+def check_all_outputs(op, inputs, attrs, n_outputs, opset=17):
+    """Finite differences of a loss reading every output, then the same gradient graph in onnxruntime."""
+    feeds = {f"x{i}": v for i, v in enumerate(inputs) if v is not None}
+    shapes = recurrent_output_shapes(op, inputs, attrs, n_outputs, opset)
+    model = ir.load(recurrent_model(op, inputs, attrs, n_outputs, opset, shapes).SerializeToString())
+    forward = Session(model)
+    feeds.update({f"w{k}": R.standard_normal(s) for k, s in enumerate(shapes)})
+    wrt = [n for n in feeds if n.startswith("x")]
+    grad_model = build_gradient_graph(model, "loss", wrt)
+    got = dict(zip(Session(grad_model).output_names, Session(grad_model).run(feeds)))
+    for name in wrt:
+        x = feeds[name]
+        numeric = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            saved = x[idx]
+            x[idx] = saved + 1e-6
+            up = forward.run(feeds)[0]
+            x[idx] = saved - 1e-6
+            down = forward.run(feeds)[0]
+            x[idx] = saved
+            numeric[idx] = (up - down) / 2e-6
+        np.testing.assert_allclose(got[f"{name}_grad"], numeric, rtol=1e-6, atol=1e-8, err_msg=f"{op} d/d{name}")
+    run_in_onnxruntime(grad_model, feeds, got)
+
+
+@pytest.mark.parametrize("op, inputs, attrs, n_outputs", [
+    ("LSTM", [rnd(3, 2, 4), 0.5 * rnd(1, 12, 4), 0.5 * rnd(1, 12, 3), rnd(1, 24), None, rnd(1, 2, 3), rnd(1, 2, 3)],
+     {"hidden_size": 3}, 3),
+    ("LSTM", [rnd(2, 3, 2), 0.5 * rnd(1, 8, 2), 0.5 * rnd(1, 8, 2), None, None, None, rnd(1, 3, 2)],
+     {"hidden_size": 2}, 3),
+    ("LSTM", [rnd(4, 1, 3), 0.5 * rnd(1, 8, 3), 0.5 * rnd(1, 8, 2)], {"hidden_size": 2, "direction": "forward"}, 2),
+    ("GRU", [rnd(3, 2, 4), 0.5 * rnd(1, 9, 4), 0.5 * rnd(1, 9, 3), rnd(1, 18), None, rnd(1, 2, 3)],
+     {"hidden_size": 3}, 2),
+    ("GRU", [rnd(3, 2, 2), 0.5 * rnd(1, 6, 2), 0.5 * rnd(1, 6, 2), None, None, rnd(1, 2, 2)],
+     {"hidden_size": 2, "linear_before_reset": 1}, 2),
+])
+def test_recurrent_gradients_through_every_output_and_initial_state(op, inputs, attrs, n_outputs):
+    check_all_outputs(op, inputs, attrs, n_outputs)
+
+
+@pytest.mark.parametrize("op, inputs, attrs, message", [
+    ("LSTM", [rnd(2, 1, 2), rnd(2, 8, 2), rnd(2, 8, 2)], {"hidden_size": 2, "direction": "bidirectional"},
+     "direction 'bidirectional'"),
+    ("LSTM", [rnd(2, 1, 2), rnd(1, 8, 2), rnd(1, 8, 2)], {"hidden_size": 2, "direction": "reverse"},
+     "direction 'reverse'"),
+    ("LSTM", [rnd(2, 1, 2), rnd(1, 8, 2), rnd(1, 8, 2)], {"hidden_size": 2, "clip": 3.0}, "clip"),
+    ("LSTM", [rnd(2, 1, 2), rnd(1, 8, 2), rnd(1, 8, 2)], {"hidden_size": 2, "input_forget": 1}, "input_forget"),
+    ("LSTM", [rnd(1, 2, 2), rnd(1, 8, 2), rnd(1, 8, 2)], {"hidden_size": 2, "layout": 1}, "layout=1"),
+    ("LSTM", [rnd(2, 1, 2), rnd(1, 8, 2), rnd(1, 8, 2), None, None, None, None, rnd(1, 6)], {"hidden_size": 2},
+     "peephole weights P"),
+    ("LSTM", [rnd(2, 1, 2), rnd(1, 8, 2), rnd(1, 8, 2), None, np.array([2], np.int32)], {"hidden_size": 2},
+     "sequence_lens"),
+    ("GRU", [rnd(2, 1, 2), rnd(1, 6, 2), rnd(1, 6, 2)], {"hidden_size": 2, "activations": ["Sigmoid", "Relu"]},
+     "activations"),
+    ("GRU", [rnd(2, 1, 2), rnd(1, 6, 2), rnd(1, 6, 2)],
+     {"hidden_size": 2, "activations": ["HardSigmoid", "Tanh"], "activation_alpha": [0.3]}, "activations"),
+])
+def test_recurrent_gradients_outside_onnxruntimes_subset_are_refused(op, inputs, attrs, message):
+    model = recurrent_model(op, inputs, attrs, 1, w_shapes=recurrent_output_shapes(op, inputs, attrs, 1))
+    wrt = [f"x{i}" for i in (0, 1, 2)]
+    with pytest.raises(NotImplementedError, match=message):
+        build_gradient_graph(ir.load(model.SerializeToString()), "loss", wrt)
