@@ -94,6 +94,21 @@ class Statistics(nn.Module):
         return self.head(torch.cat(parts, 1))
 
 
+class Recurrent(nn.Module):
+    """One nn.LSTM or nn.GRU layer; the head reads every step's output, the final hidden state and (LSTM) the
+    final cell state."""
+
+    def __init__(self, cell, batch_first):
+        super().__init__()
+        self.rnn, self.batch_first = cell(4, 3, batch_first=batch_first), batch_first
+        self.steps, self.final = nn.Linear(3, 2), nn.Linear(3, 2)
+
+    def forward(self, x):
+        y, state = self.rnn(x)
+        finals = state if isinstance(state, tuple) else (state,)
+        return self.steps(y).sum(1 if self.batch_first else 0) + sum(self.final(f[0]) for f in finals)
+
+
 MODELS = {
     "mlp": (lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3)),
             lambda g: torch.randn(5, 6, generator=g)),
@@ -131,6 +146,10 @@ MODELS = {
         lambda g: torch.randn(2, 2, 6, 5, generator=g)),
     "multihead-attention": (MultiheadAttention, lambda g: torch.randint(0, 9, (2, 4), generator=g)),
     "reductions-and-indexing": (Statistics, lambda g: torch.randn(4, 5, generator=g)),
+    "lstm": (lambda: Recurrent(nn.LSTM, False), lambda g: torch.randn(5, 3, 4, generator=g)),
+    "lstm-batch-first": (lambda: Recurrent(nn.LSTM, True), lambda g: torch.randn(3, 5, 4, generator=g)),
+    "gru": (lambda: Recurrent(nn.GRU, False), lambda g: torch.randn(5, 3, 4, generator=g)),
+    "gru-batch-first": (lambda: Recurrent(nn.GRU, True), lambda g: torch.randn(3, 5, 4, generator=g)),
 }
 
 
@@ -212,3 +231,18 @@ def test_artifacts_train_alike_in_onnxtrain_and_onnxruntime(name, tmp_path):
     ours = losses(api)
     np.testing.assert_allclose(losses(ort_api()), ours, rtol=2e-5)
     assert ours[-1] < ours[0]
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU])
+def test_bidirectional_recurrent_gradient_is_refused_by_name(cell):
+    """onnxruntime-training's LSTMGrad and GRUGrad run the forward direction only, and so does onnxtrain."""
+    module = cell(4, 3, bidirectional=True).double()
+    model = export(nn.Sequential(module), torch.randn(5, 2, 4, dtype=torch.float64))
+    graph = model.graph
+    out = graph.outputs[0].name
+    graph.nodes.append(Node("ReduceSum", [out], ["loss"], name="loss_sum",
+                            attributes={"keepdims": ir.Attribute("keepdims", ir.AttrType.INT, 0)}))
+    graph.outputs = [ValueInfo("loss", TensorType(11, []))]
+    params = [t.name for t in graph.initializers if "weight" in t.name]
+    with pytest.raises(NotImplementedError, match="direction 'bidirectional'"):
+        build_gradient_graph(model, "loss", params)
