@@ -74,21 +74,28 @@ def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rt
         run_in_onnxruntime(grad_model, feeds, got)
 
 
-def run_in_onnxruntime(grad_model, feeds, got):
-    """The same gradient graph in float32 in onnxruntime: it must load, run and agree with ours."""
-    model32 = ir.load(ir.to_bytes(grad_model))
-    for t in model32.graph.initializers:
+def to_float32(graph):
+    """float64 -> float32 in ``graph`` and its subgraphs (initializers, types, Cast targets, tensor attributes)."""
+    for t in graph.initializers:
         if t.data.dtype == np.float64:
             t.data, t.data_type = t.data.astype(np.float32), TensorProto.FLOAT
-    for vi in list(model32.graph.inputs) + list(model32.graph.outputs) + list(model32.graph.value_info):
+    for vi in list(graph.inputs) + list(graph.outputs) + list(graph.value_info):
         if vi.type is not None and getattr(vi.type, "elem_type", None) == TensorProto.DOUBLE:
             vi.type.elem_type = TensorProto.FLOAT
-    for node in model32.graph.nodes:
+    for node in graph.nodes:
         for a in node.attributes.values():
             if a.name == "to" and a.value == TensorProto.DOUBLE:
                 a.value = TensorProto.FLOAT
             if a.type == ir.AttrType.TENSOR and a.value.data.dtype == np.float64:
                 a.value.data, a.value.data_type = a.value.data.astype(np.float32), TensorProto.FLOAT
+            if a.type == ir.AttrType.GRAPH:
+                to_float32(a.value)
+
+
+def run_in_onnxruntime(grad_model, feeds, got):
+    """The same gradient graph in float32 in onnxruntime: it must load, run and agree with ours."""
+    model32 = ir.load(ir.to_bytes(grad_model))
+    to_float32(model32.graph)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(ir.to_bytes(model32), so, providers=["CPUExecutionProvider"])
@@ -287,6 +294,7 @@ CASES = [
     ("reducel1-18", "ReduceL1", [rnd(2, 3, 2), np.array([0, 2], np.int64)], {"keepdims": 0}, [1], 18),
     ("einsum-three", "Einsum", [rnd(2, 3), rnd(3, 4), rnd(4)], {"equation": "ij,jk,k->i"}),
     ("lstm", "LSTM", [rnd(3, 2, 4), 0.5 * rnd(1, 8, 4), 0.5 * rnd(1, 8, 2), rnd(1, 16)], {"hidden_size": 2}),
+    ("rnn", "RNN", [rnd(3, 2, 4), 0.5 * rnd(1, 3, 4), 0.5 * rnd(1, 3, 3), rnd(1, 6)], {"hidden_size": 3}),
     ("gru", "GRU", [rnd(3, 2, 4), 0.5 * rnd(1, 6, 4), 0.5 * rnd(1, 6, 2), rnd(1, 12)], {"hidden_size": 2}),
     ("gru-linear-before-reset-7", "GRU", [rnd(4, 2, 3), 0.5 * rnd(1, 9, 3), 0.5 * rnd(1, 9, 3), rnd(1, 18)],
      {"hidden_size": 3, "linear_before_reset": 1}, (), 7),
@@ -518,6 +526,14 @@ def check_all_outputs(op, inputs, attrs, n_outputs, opset=17):
      {"hidden_size": 3}, 2),
     ("GRU", [rnd(3, 2, 2), 0.5 * rnd(1, 6, 2), 0.5 * rnd(1, 6, 2), None, None, rnd(1, 2, 2)],
      {"hidden_size": 2, "linear_before_reset": 1}, 2),
+    ("RNN", [rnd(3, 2, 4), 0.5 * rnd(1, 3, 4), 0.5 * rnd(1, 3, 3), rnd(1, 6), None, rnd(1, 2, 3)],
+     {"hidden_size": 3}, 2),
+    ("RNN", [rnd(4, 2, 3), 0.5 * rnd(1, 2, 3), 0.5 * rnd(1, 2, 2), None, None, rnd(1, 2, 2)],
+     {"hidden_size": 2, "direction": "reverse", "activations": ["Sigmoid"]}, 2),
+    ("RNN", [rnd(3, 2, 3), 0.5 * rnd(2, 2, 3), 0.5 * rnd(2, 2, 2), rnd(2, 4), None, rnd(2, 2, 2)],
+     {"hidden_size": 2, "direction": "bidirectional", "activations": ["Relu", "Tanh"]}, 2),
+    ("RNN", [rnd(1, 3, 2), 0.5 * rnd(2, 2, 2), 0.5 * rnd(2, 2, 2)], {"hidden_size": 2, "direction": "bidirectional"},
+     1),
 ])
 def test_recurrent_gradients_through_every_output_and_initial_state(op, inputs, attrs, n_outputs):
     check_all_outputs(op, inputs, attrs, n_outputs)
@@ -539,9 +555,23 @@ def test_recurrent_gradients_through_every_output_and_initial_state(op, inputs, 
      "activations"),
     ("GRU", [rnd(2, 1, 2), rnd(1, 6, 2), rnd(1, 6, 2)],
      {"hidden_size": 2, "activations": ["HardSigmoid", "Tanh"], "activation_alpha": [0.3]}, "activations"),
+    ("RNN", [rnd(2, 1, 2), rnd(1, 2, 2), rnd(1, 2, 2)], {"hidden_size": 2, "clip": 3.0}, "clip"),
+    ("RNN", [rnd(1, 2, 2), rnd(1, 2, 2), rnd(1, 2, 2)], {"hidden_size": 2, "layout": 1}, "layout=1"),
+    ("RNN", [rnd(2, 1, 2), rnd(1, 2, 2), rnd(1, 2, 2)], {"hidden_size": 2, "activations": ["Softsign"]},
+     "activation 'softsign'"),
+    ("RNN", [rnd(2, 1, 2), rnd(1, 2, 2), rnd(1, 2, 2), None, np.array([2], np.int32)], {"hidden_size": 2},
+     "sequence_lens"),
 ])
-def test_recurrent_gradients_outside_onnxruntimes_subset_are_refused(op, inputs, attrs, message):
+def test_recurrent_gradients_outside_their_subset_are_refused(op, inputs, attrs, message):
     model = recurrent_model(op, inputs, attrs, 1, w_shapes=recurrent_output_shapes(op, inputs, attrs, 1))
     wrt = [f"x{i}" for i in (0, 1, 2)]
     with pytest.raises(NotImplementedError, match=message):
         build_gradient_graph(ir.load(model.SerializeToString()), "loss", wrt)
+
+
+def test_rnn_gradient_needs_opset_11():
+    inputs = [rnd(2, 1, 2), rnd(1, 2, 2), rnd(1, 2, 2)]
+    model = recurrent_model("RNN", inputs, {"hidden_size": 2}, 1, opset=10,
+                            w_shapes=recurrent_output_shapes("RNN", inputs, {"hidden_size": 2}, 1, opset=10))
+    with pytest.raises(NotImplementedError, match="opset 11"):
+        build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x1"])

@@ -95,18 +95,18 @@ class Statistics(nn.Module):
 
 
 class Recurrent(nn.Module):
-    """One nn.LSTM or nn.GRU layer; the head reads every step's output, the final hidden state and (LSTM) the
-    final cell state."""
+    """One nn.LSTM, nn.GRU or nn.RNN layer; the head reads every step's output, the final hidden state (of the
+    first direction) and (LSTM) the final cell state."""
 
-    def __init__(self, cell, batch_first):
+    def __init__(self, cell, batch_first, width=3):
         super().__init__()
         self.rnn, self.batch_first = cell(4, 3, batch_first=batch_first), batch_first
-        self.steps, self.final = nn.Linear(3, 2), nn.Linear(3, 2)
+        self.steps, self.final = nn.Linear(width, 2), nn.Linear(3, 2)
 
     def forward(self, x):
         y, state = self.rnn(x)
         finals = state if isinstance(state, tuple) else (state,)
-        return self.steps(y).sum(1 if self.batch_first else 0) + sum(self.final(f[0]) for f in finals)
+        return self.steps(y).mean(1 if self.batch_first else 0) + sum(self.final(f[0]) for f in finals)
 
 
 MODELS = {
@@ -150,6 +150,11 @@ MODELS = {
     "lstm-batch-first": (lambda: Recurrent(nn.LSTM, True), lambda g: torch.randn(3, 5, 4, generator=g)),
     "gru": (lambda: Recurrent(nn.GRU, False), lambda g: torch.randn(5, 3, 4, generator=g)),
     "gru-batch-first": (lambda: Recurrent(nn.GRU, True), lambda g: torch.randn(3, 5, 4, generator=g)),
+    "rnn-tanh": (lambda: Recurrent(nn.RNN, False), lambda g: torch.randn(5, 3, 4, generator=g)),
+    "rnn-relu-bidirectional-batch-first": (
+        lambda: Recurrent(lambda i, h, batch_first: nn.RNN(i, h, nonlinearity="relu", bidirectional=True,
+                                                           batch_first=batch_first), True, 6),
+        lambda g: torch.randn(3, 5, 4, generator=g)),
 }
 
 

@@ -14,6 +14,8 @@ def _attribute(name: str, value) -> Attribute:
         return Attribute(name, AttrType.FLOAT, float(value))
     if isinstance(value, (str, bytes)):
         return Attribute(name, AttrType.STRING, value.encode() if isinstance(value, str) else value)
+    if isinstance(value, Graph):
+        return Attribute(name, AttrType.GRAPH, value)
     if isinstance(value, np.ndarray):
         return Attribute(name, AttrType.TENSOR, Tensor("", value, dtypes.from_numpy(value.dtype)))
     if isinstance(value, (list, tuple)):
