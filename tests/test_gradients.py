@@ -452,6 +452,9 @@ def test_the_gradient_model_holds_plain_names(row):
     ("Div", [rnd(2, 3, 4), rnd(3, low=0.5)], {"broadcast": 1, "axis": 1}),
     ("Div", [rnd(2, 3), rnd(1, low=0.5)], {"broadcast": 1, "axis": 1}),
     ("Mul", [rnd(2, 3), rnd(2, 3)], {}),
+    ("Gemm", [rnd(4, 3), rnd(3, 5), rnd(5)], {"broadcast": 1, "alpha": 0.5, "beta": 2.0}),
+    ("Gemm", [rnd(3, 4), rnd(5, 3), rnd(4, 5)], {"transA": 1, "transB": 1}),
+    ("PRelu", [rnd(2, 3, 4), rnd(4)], {}),
 ])
 def test_legacy_broadcast_follows_axis(op, inputs, attrs):
     """Opset 6's binary ops align B at ``axis``; onnxruntime has no opset-6 kernels for them, so finite

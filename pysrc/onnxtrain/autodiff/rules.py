@@ -302,7 +302,8 @@ def _thresholded_relu(c, x, y, dy):  # 1 above alpha, else 0
 @rule("PRelu", broadcasts=True)
 def _prelu(c, x, y, dy):  # dx: 1 or slope; dslope: 0 or x
     x_shape, slope_shape = c.shape(x[0]), c.shape(x[1])
-    if c.opset < 7 and len(slope_shape) == 1 and len(x_shape) > 2 and slope_shape[0] == x_shape[1] != 1:
+    if c.opset < 7 and (x_shape is None or slope_shape is None or len(slope_shape) == 1 and len(x_shape) > 2
+                        and slope_shape[0] == x_shape[1] != 1):
         raise NotImplementedError(f"{c.where()}: no gradient for PRelu-1/6's per-channel slope (one value per "
                                   f"channel along axis 1); opset 7's PRelu broadcasts a slope of shape [C, 1, ...]")
     negative = x[0].lt(0.0)
@@ -338,7 +339,8 @@ def _gemm(c, x, y, dy):
         c.op("Gemm", a, g, transA=1 - ta, transB=0, alpha=alpha)
     if len(x) < 3 or not x[2] or beta == 0.0 or not c.wants(2):
         return [da, db]
-    return [da, db, unbroadcast(c, g if beta == 1.0 else g * beta, c.shape(y[0]), x[2])]
+    scaled = g if beta == 1.0 else c.op("Mul", g, c.scalar(beta, g), **({"broadcast": 1} if c.opset < 7 else {}))
+    return [da, db, unbroadcast(c, scaled, c.shape(y[0]), x[2])]
 
 
 @rule("MatMul")
