@@ -394,6 +394,7 @@ def build_site() -> Path:
         digest.update(path.read_bytes())
     names["version"] = digest.hexdigest()[:16]
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
+    build_library(tmp)
     demo_artifacts(tmp / "artifacts" / "mlp")
     sample_data(tmp / "samples")
     pretrained_digits(tmp / "artifacts" / "digits")
@@ -408,6 +409,31 @@ def build_site() -> Path:
     return SITE
 
 
+LIBRARY = "onnxtrain"  # the JavaScript library's folder in the site (sources in web/lib/)
+
+
+def build_library(site: Path) -> None:
+    """site/onnxtrain/: the library (web/lib/, copied to site/lib/ with the rest of web/), its classic-script build
+    onnxtrain.js, and what its engine loads from beside it: Pyodide's core and numpy, the wheels, the kernels."""
+    lib = site / LIBRARY
+    (site / "lib").rename(lib)
+    source = (lib / "onnxtrain.mjs").read_text()
+    url_line = "const LIBRARY_URL = import.meta.url;"
+    exports = "export { Tensor, TrainingSession, env };"
+    if source.count(url_line) != 1 or source.count(exports) != 1 or source.count("import.meta") != 1:
+        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line and one export line")
+    classic = source.replace(url_line, "const LIBRARY_URL = document.currentScript.src;").replace(
+        exports, "globalThis.onnxtrain = { Tensor, TrainingSession, env };")
+    (lib / "onnxtrain.js").write_text(f"(() => {{\n{classic}}})();\n")
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    (lib / "pyodide").mkdir()
+    for name in ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide-lock.json",
+                 lock["packages"]["numpy"]["file_name"]]:
+        link_or_copy(site / "pyodide" / name, lib / "pyodide" / name)
+    for folder in ("wheels", "kernels"):
+        shutil.copytree(site / folder, lib / folder, copy_function=link_or_copy)
+
+
 def replace_file(path: Path, data: bytes) -> None:
     """Write ``path`` as a new file (the test site's files are hard links to site/'s: never write through one)."""
     path.unlink(missing_ok=True)
@@ -418,7 +444,8 @@ def write_precache(site: Path) -> None:
     """The service worker's manifest, precache.json: {"version", "files": {relative URL: sha256 of its bytes}}
     ("./" is index.html), and sw.js from web/ with that version, which changes with any file."""
     files = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
-             if p.is_file() and p.name not in ("sw.js", "precache.json")}
+             if p.is_file() and p.name not in ("sw.js", "precache.json")
+             and p.relative_to(site).parts[0] != LIBRARY}  # the app does not use the library (yet)
     files = {"./": files["index.html"], **files}
     version = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     replace_file(site / "precache.json", json.dumps({"version": version, "files": files}, indent=0).encode())
