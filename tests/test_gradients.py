@@ -578,3 +578,28 @@ def test_rnn_gradient_needs_opset_11():
                             w_shapes=recurrent_output_shapes("RNN", inputs, {"hidden_size": 2}, 1, opset=10))
     with pytest.raises(NotImplementedError, match="opset 11"):
         build_gradient_graph(ir.load(model.SerializeToString()), "loss", ["x1"])
+
+
+@pytest.mark.parametrize("op, gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
+def test_recurrent_gradient_when_the_model_omits_the_all_steps_output(op, gates):
+    """Only Y_h is read: the rule adds the hidden-states output the gradient needs."""
+    inputs = [rnd(3, 2, 2), 0.5 * rnd(1, gates * 2, 2), 0.5 * rnd(1, gates * 2, 2)]
+    model = recurrent_model(op, inputs, {"hidden_size": 2}, 2, w_shapes=[[3, 1, 2, 2], [1, 2, 2]])
+    node = model.graph.node[0]
+    node.output[0] = ""
+    model.graph.node.remove(model.graph.node[1])
+    model.graph.node.remove(model.graph.node[1])
+    model.graph.node[-1].input.remove("s0")
+    model.graph.input.remove(next(i for i in model.graph.input if i.name == "w0"))
+    ours = ir.load(model.SerializeToString())
+    grads = Session(build_gradient_graph(ours, "loss", ["x1"]))
+    feeds = {"x0": inputs[0], "x1": inputs[1].copy(), "x2": inputs[2], "w1": R.standard_normal((1, 2, 2))}
+    got = grads.run(feeds, ["x1_grad"])[0]
+    forward, numeric = Session(ours), np.zeros_like(feeds["x1"])
+    for idx in np.ndindex(numeric.shape):
+        feeds["x1"][idx] += 1e-6
+        up = forward.run(feeds)[0]
+        feeds["x1"][idx] -= 2e-6
+        numeric[idx] = (up - forward.run(feeds)[0]) / 2e-6
+        feeds["x1"][idx] += 1e-6
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)

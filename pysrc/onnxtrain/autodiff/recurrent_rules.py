@@ -13,6 +13,7 @@ from ..ir.model import Attribute, AttrType, Graph, Node, Tensor, TensorType, Val
 from ..ir.ort_names import MS_DOMAIN
 from ..ops.rnn_training import check_supported
 from .rules import reduce_sum, reshape, rule, text, unsqueeze
+from .values import Value
 
 _COMMON = ("activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size")
 
@@ -68,7 +69,8 @@ def _gru(c, x, y, dy):
 # ---- RNN: onnxruntime-training has no RNN gradient; this one is standard ONNX (a Scan back through time) ----
 
 #: d activation / d pre-activation, from the activation's output h
-_RNN_SLOPES = {"tanh": lambda one, h: ("Sub", one, ("Mul", h, h)), "sigmoid": lambda one, h: ("Mul", h, ("Sub", one, h)),
+_RNN_SLOPES = {"tanh": lambda one, h: ("Sub", one, ("Mul", h, h)),
+               "sigmoid": lambda one, h: ("Mul", h, ("Sub", one, h)),
                "relu": lambda one, h: ("Cast", ("Greater", h, "zero"))}
 
 
@@ -93,7 +95,9 @@ def _backward_body(elem: int, dtype, activation: str, batch, hidden: int) -> Gra
     nodes.append(Node("Identity", ["R"], ["R_next"], name="step_R"))
     nodes.append(Node("Identity", ["da"], ["da_t"], name="step_out"))
     batch = batch if isinstance(batch, int) else "batch"
-    typed = lambda name: ValueInfo(name, TensorType(elem, [hidden if name.startswith("R") else batch, hidden]))  # noqa: E731,E501
+
+    def typed(name):
+        return ValueInfo(name, TensorType(elem, [hidden if name.startswith("R") else batch, hidden]))
     return Graph(name="rnn_backward_step", nodes=nodes,
                  inputs=[typed(n) for n in ("dh_later", "R", "dy_t", "h_t")],
                  outputs=[typed(n) for n in ("dh_next", "R_next", "da_t")],
@@ -124,7 +128,7 @@ def _rnn(c, x, y, dy):
     x_shape, hidden = c.shape(X), c.shape(W)[1]
     if not isinstance(hidden, int) or not isinstance(x_shape[2], int):
         raise NotImplementedError(f"{c.where()}: the RNN gradient needs static hidden and input sizes")
-    Y = c.value(c.extra_output(0, "Y"))
+    Y = Value(c.extra_output(0, "Y"), c, c.dtype(X))  # a name the model may have left out
     elem, dtype = c.onnx_type(X), c.dtype(X)
     reverse = [False, True] if n_dirs == 2 else [direction == "reverse"]
     pick = lambda v, d, axis: c.op("Gather", v, c.b.const(np.array(d, np.int64), "direction"), axis=axis)  # noqa: E731
