@@ -13,7 +13,9 @@ from conftest import Page, build
 from onnxtrain import api
 
 SUB = "sub/dir/"
-CASES = {"mlp": "mlp_ce_adamw", "cnn": "cnn_ce_adamw"}
+CASES = {"mlp": "mlp_ce_adamw", "cnn": "cnn_ce_adamw", "mnist": "mlp_full_ce_adamw"}
+TWO = {k: CASES[k] for k in ("mlp", "cnn")}  # the two sessions at once
+ORT_WEB = ("onnxruntime-web", "1.19.2", "dist/ort.training.wasm.min.mjs")
 STEPS = 4
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>not the app</title>
@@ -33,6 +35,80 @@ window.encode = (view) => encode(new Uint8Array(view.buffer, view.byteOffset, vi
 window.decode = decode;
 window.feeds = (session, batch) => Object.fromEntries(session.trainingInputNames.map((n, i) => [n, tensor(batch[i])]));
 window.libraryLoaded = true;
+</script>
+"""
+
+
+# the classic-script build: globalThis.onnxtrain, no module import
+CLASSIC = """<!doctype html><meta charset="utf-8"><title>classic</title>
+<script src="onnxtrain/onnxtrain.js"></script>
+<script>
+window.firstLoss = (async () => {
+  const session = await onnxtrain.TrainingSession.create({ checkpointState: "mlp/checkpoint",
+    trainModel: "mlp/training", evalModel: "mlp/eval", optimizerModel: "mlp/optimizer" });
+  const x = new Float32Array(8 * 20).map((_, i) => Math.sin(i));
+  const labels = BigInt64Array.from({ length: 8 }, (_, i) => BigInt(i % 5));
+  const out = await session.runTrainStep({ input: new onnxtrain.Tensor("float32", x, [8, 20]),
+    labels: new onnxtrain.Tensor("int64", labels, [8]) });
+  await session.release();
+  return out[session.trainingOutputNames[0]].data[0];
+})();
+</script>
+"""
+
+# onnxruntime-web 1.19.2's documented training loop (its web example: create from URLs, runTrainStep on
+# ort.Tensor feeds, read the loss by its output name, runOptimizerStep, lazyResetGrad, runEvalStep), with only
+# the import line changed from `import * as ort from "onnxruntime-web/training";`.  LOSS_NAME and the batches
+# come from the test.
+EXAMPLE = """<!doctype html><meta charset="utf-8"><title>ORT-web example</title>
+<script type="module">
+import * as ort from "./onnxtrain/onnxtrain.mjs";
+
+ort.env.wasm.numThreads = 1;
+ort.env.wasm.wasmPaths = "/dist/";
+
+async function loadTrainingSession() {
+  const createOptions = {
+    checkpointState: "mnist/checkpoint",
+    trainModel: "mnist/training",
+    evalModel: "mnist/eval",
+    optimizerModel: "mnist/optimizer",
+  };
+  return ort.TrainingSession.create(createOptions);
+}
+
+async function runTrainingEpoch(session, batches, lossNodeName) {
+  const losses = [];
+  for (const batch of batches) {
+    const feeds = {
+      input: new ort.Tensor("float32", batch.data, [batch.size, 784]),
+      labels: new ort.Tensor("int64", batch.labels, [batch.size]),
+    };
+    const results = await session.runTrainStep(feeds);
+    const lossArray = results[lossNodeName].data;
+    losses.push(lossArray[0]);
+    await session.runOptimizerStep();
+    await session.lazyResetGrad();
+  }
+  return losses;
+}
+
+async function runTestingEpoch(session, batch, lossNodeName) {
+  const feeds = {
+    input: new ort.Tensor("float32", batch.data, [batch.size, 784]),
+    labels: new ort.Tensor("int64", batch.labels, [batch.size]),
+  };
+  const results = await session.runEvalStep(feeds);
+  return results[lossNodeName].data[0];
+}
+
+window.runExample = async (lossNodeName, evalLossNodeName, batches) => {
+  const session = await loadTrainingSession();
+  const losses = await runTrainingEpoch(session, batches, lossNodeName);
+  const evalLoss = await runTestingEpoch(session, batches[0], evalLossNodeName);
+  await session.release();
+  return { losses, evalLoss };
+};
 </script>
 """
 
@@ -69,6 +145,9 @@ def library_url(tmp_path_factory):
     page_dir.mkdir(parents=True)
     shutil.copytree(build.TEST_SITE / build.LIBRARY, page_dir / "onnxtrain", copy_function=build.link_or_copy)
     (page_dir / "index.html").write_text(PAGE)
+    (page_dir / "classic.html").write_text(CLASSIC)
+    (page_dir / "example.html").write_text(EXAMPLE)
+    shutil.copy2(build.npm_package(*ORT_WEB[:2]) / ORT_WEB[2], page_dir / "ort-web.mjs")
     for short, name in CASES.items():
         (page_dir / short).mkdir()
         for kind, path in oc.files(name).items():
@@ -94,7 +173,7 @@ def page(browser, library_url):
 
 def test_two_sessions_train_like_cpython(page):
     p = page.page
-    batches = {short: oc.batches(name, STEPS) for short, name in CASES.items()}
+    batches = {short: oc.batches(name, STEPS) for short, name in TWO.items()}
     # both at once: the MLP from URLs, the CNN from an ArrayBuffer and Uint8Arrays
     names = p.evaluate("""async () => {
         const cnnBytes = await Promise.all(["checkpoint", "training", "eval", "optimizer"].map(
@@ -109,7 +188,7 @@ def test_two_sessions_train_like_cpython(page):
             s.trainingInputNames, s.trainingOutputNames, s.evalInputNames, s.evalOutputNames,
             await s.getParametersSize()]])));
     }""")
-    for short, name in CASES.items():
+    for short, name in TWO.items():
         f = oc.files(name)
         module = api.Module(f["training"], api.CheckpointState.load_checkpoint(f["checkpoint"]), f["eval"])
         assert names[short][0] == names[short][2] == module.train().input_names()
@@ -132,7 +211,7 @@ def test_two_sessions_train_like_cpython(page):
         }
         return { losses, params };
     }""", {k: [[wire(a) for a in batch] for batch in v] for k, v in batches.items()})
-    for short, name in CASES.items():
+    for short, name in TWO.items():
         losses, params, _ = reference(name, batches[short])
         print(f"{short}: page {got['losses'][short]} cpython {losses}")
         # the page runs the SIMD kernels, CPython numpy: float32 results that differ only in rounding
@@ -216,3 +295,64 @@ def test_release_frees_one_session_and_leaves_the_other(page):
     }""")
     assert result["error"].startswith("no session with handle")
     assert result["mlp"] > 0
+
+
+def test_the_classic_script_build_defines_globalthis_onnxtrain(browser, library_url):
+    context = browser.new_context()
+    try:
+        raw = context.new_page()
+        wrapped = Page(context, raw, library_url)
+        raw.goto(library_url + SUB + "classic.html")
+        loss = raw.evaluate("() => window.firstLoss")
+        x = np.sin(np.arange(8 * 20, dtype=np.float64)).astype(np.float32).reshape(8, 20)
+        labels = np.arange(8, dtype=np.int64) % 5
+        expected, _, _ = reference(CASES["mlp"], [(x, labels)])
+        np.testing.assert_allclose(loss, expected[0], rtol=1e-6)
+        assert raw.evaluate("() => typeof onnxtrain.TrainingSession.create") == "function"
+        assert wrapped.off_origin() == []
+    finally:
+        context.close()
+
+
+def test_onnxruntime_web_example_runs_with_its_import_changed(browser, library_url):
+    name = CASES["mnist"]
+    batches = oc.batches(name, 5)
+    losses, _, module = reference(name, batches)
+    eval_name = module.eval().output_names()[0]
+    # the eval step after training, on the first batch, in CPython
+    module.eval()
+    eval_loss = float(np.asarray(module(*batches[0])).reshape(-1)[0])
+    train_name = module.train().output_names()[0]
+    context = browser.new_context()
+    try:
+        raw = context.new_page()
+        wrapped = Page(context, raw, library_url)
+        raw.goto(library_url + SUB + "example.html")
+        raw.wait_for_function("() => window.runExample !== undefined")
+        got = raw.evaluate("""async ([lossName, evalName, batches]) => {
+            const decode = (t) => Uint8Array.from(atob(t), (c) => c.charCodeAt(0)).buffer;
+            return runExample(lossName, evalName, batches.map(([x, y]) => ({
+                data: new Float32Array(decode(x[1])), labels: new BigInt64Array(decode(y[1])), size: y[2][0] })));
+        }""", [train_name, eval_name, [[wire(a) for a in batch] for batch in batches]])
+        print(f"example: page {got['losses']} cpython {losses}; eval {got['evalLoss']} / {eval_loss}")
+        np.testing.assert_allclose(got["losses"], losses, rtol=1e-6)
+        np.testing.assert_allclose(got["evalLoss"], eval_loss, rtol=1e-6)
+        assert wrapped.off_origin() == []
+    finally:
+        context.close()
+
+
+def test_onnxruntime_web_tensors_are_feeds(page):
+    """Tensors made by onnxruntime-web 1.19.2 itself (its module, loaded from the page's folder) as feeds."""
+    p = page.page
+    batch = oc.batches(CASES["mlp"], 1)[0]
+    result = p.evaluate("""async (batch) => {
+        const ortweb = await import("./ort-web.mjs");
+        const s = sessions.mlp;
+        const own = feeds(s, batch);
+        const theirs = Object.fromEntries(Object.entries(own).map(([n, t]) => [n, new ortweb.Tensor(t.type, t.data, t.dims)]));
+        const a = (await s.runEvalStep(own))[s.evalOutputNames[0]].data[0];
+        const b = (await s.runEvalStep(theirs))[s.evalOutputNames[0]].data[0];
+        return { a, b, isOrt: theirs.input instanceof ortweb.Tensor };
+    }""", [wire(a) for a in batch])
+    assert result["isOrt"] and result["a"] == result["b"] and np.isfinite(result["a"])
