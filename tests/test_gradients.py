@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onnxtrain import ir
-from onnxtrain.autodiff import GRADIENT_RULES, GradientNotRegisteredError, build_gradient_graph
+from onnxtrain.autodiff import GRADIENT_RULES, NO_GRADIENT, GradientNotRegisteredError, build_gradient_graph
 from onnxtrain.runtime import Session
 
 R = np.random.default_rng(0)
@@ -127,6 +127,9 @@ CASES = [
     ("identity", "Identity", [rnd(3)], {}),
     ("gemm", "Gemm", [rnd(4, 3), rnd(5, 3), rnd(5)], {"transB": 1}),
     ("gemm-transA-alpha-beta", "Gemm", [rnd(3, 4), rnd(3, 5), rnd(4, 5)], {"transA": 1, "alpha": 0.5, "beta": 2.0}),
+    # before opset 11 Gemm needs C: the gradient's Gemms get a zero C (onnxruntime refuses them without)
+    ("gemm-opset9", "Gemm", [rnd(4, 3), rnd(5, 3), rnd(5)], {"transB": 1}, (), 9),
+    ("gemm-opset10-transA", "Gemm", [rnd(3, 4), rnd(3, 5), rnd(4, 5)], {"transA": 1, "alpha": 0.5}, (), 10),
     ("matmul-2d", "MatMul", [rnd(4, 3), rnd(3, 2)], {}),
     ("matmul-batched-broadcast", "MatMul", [rnd(2, 4, 3), rnd(3, 5)], {}),
     ("reshape", "Reshape", [rnd(2, 6), np.array([3, 4], np.int64)], {}, [1]),
@@ -363,6 +366,8 @@ def test_readme_lists_exactly_the_rule_table():
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     listed = text.split("<!-- gradient-rules -->")[1].split("<!-- /gradient-rules -->")[0]
     assert [s.strip() for s in listed.split(",")] == sorted(GRADIENT_RULES)
+    listed = text.split("<!-- no-gradient -->")[1].split("<!-- /no-gradient -->")[0]
+    assert [s.strip() for s in listed.split(",")] == sorted(NO_GRADIENT)
 
 
 def test_dropout_training_gradient_uses_the_mask():

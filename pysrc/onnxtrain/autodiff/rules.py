@@ -333,10 +333,17 @@ def _gemm(c, x, y, dy):
     alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
     ta, tb = n.attr("transA", 0), n.attr("transB", 0)
     a, b, g = x[0], x[1], dy[0]
-    da = None if not c.wants(0) else c.op("Gemm", b, g, transA=tb, transB=1, alpha=alpha) if ta else \
-        c.op("Gemm", g, b, transA=0, transB=1 - tb, alpha=alpha)
-    db = None if not c.wants(1) else c.op("Gemm", g, a, transA=1, transB=ta, alpha=alpha) if tb else \
-        c.op("Gemm", a, g, transA=1 - ta, transB=0, alpha=alpha)
+
+    def gemm(p, q, **attrs):
+        if c.opset >= 11:
+            return c.op("Gemm", p, q, **attrs)
+        # C is required before opset 11 (and broadcast only with the attribute before opset 7)
+        return c.op("Gemm", p, q, c.scalar(0.0, g), beta=0.0, **attrs, **({"broadcast": 1} if c.opset < 7 else {}))
+
+    da = None if not c.wants(0) else gemm(b, g, transA=tb, transB=1, alpha=alpha) if ta else \
+        gemm(g, b, transA=0, transB=1 - tb, alpha=alpha)
+    db = None if not c.wants(1) else gemm(g, a, transA=1, transB=ta, alpha=alpha) if tb else \
+        gemm(a, g, transA=1 - ta, transB=0, alpha=alpha)
     if len(x) < 3 or not x[2] or beta == 0.0 or not c.wants(2):
         return [da, db]
     scaled = g if beta == 1.0 else c.op("Mul", g, c.scalar(beta, g), **({"broadcast": 1} if c.opset < 7 else {}))
