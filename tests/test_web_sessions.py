@@ -110,6 +110,16 @@ def test_parameters_checkpoint_learning_rate_and_export():
     registry.call("run_train_step", h, [feeds(info, batch)])
     registry.call("run_optimizer_step", h, [])
     assert not np.array_equal(as_array(registry.call("get_contiguous_parameters", h, [True])), before)
+    registry.call("set_property", h, ["epoch", 3])
+    registry.call("set_property", h, ["note", "<b>x</b>"])
+    with pytest.raises(TypeError, match="property 'bad' must be an int, float or str"):
+        registry.call("set_property", h, ["bad", [1]])
+    with_properties = registry.call("save_checkpoint", h, [False])
+    assert api.CheckpointState.load_checkpoint(with_properties).properties["note"] == "<b>x</b>"
+    registry.call("load_checkpoint", h, [saved])
+    assert "epoch" not in registry.call("get_properties", h, [])
+    registry.call("load_checkpoint", h, [with_properties])
+    assert {"epoch": 3, "note": "<b>x</b>"}.items() <= registry.call("get_properties", h, []).items()
     registry.call("load_checkpoint", h, [saved])
     np.testing.assert_array_equal(as_array(registry.call("get_contiguous_parameters", h, [True])), before)
     with pytest.raises(ValueError, match="the parameter buffer has 8 bytes"):

@@ -221,7 +221,7 @@ def test_two_sessions_train_like_cpython(page):
                                        rtol=1e-5, atol=1e-6)
 
 
-def test_export_checkpoint_and_learning_rate(page):
+def test_export_checkpoint_and_learning_rate(page, tmp_path):
     ort = pytest.importorskip("onnxruntime")
     p = page.page
     batches = oc.batches(CASES["mlp"], STEPS + 2)
@@ -246,8 +246,22 @@ def test_export_checkpoint_and_learning_rate(page):
         await s.runOptimizerStep();
         await s.lazyResetGrad();
         await s.setLearningRate(0.015625);
-        return { first, again, moved, back, rate: await s.getLearningRate(), savedBytes: saved.length };
+        await s.setProperty("epoch", 7);
+        await s.setProperty("note", "<img src=x>");
+        const withProperties = encode(await s.saveCheckpoint());
+        await s.loadCheckpoint(saved);
+        const cleared = await s.getProperties();
+        await s.loadCheckpoint(decode(withProperties));
+        return { first, again, moved, back, rate: await s.getLearningRate(), savedBytes: saved.length,
+                 withProperties, cleared, properties: await s.getProperties() };
     }""", [[wire(a) for a in batches[STEPS]], None])
+    assert "note" not in result["cleared"]
+    assert result["properties"]["epoch"] == 7 and result["properties"]["note"] == "<img src=x>"
+    # the checkpoint loads in onnxruntime-training, properties and parameters included
+    path = tmp_path / "checkpoint"
+    path.write_bytes(base64.b64decode(result["withProperties"]))
+    state = oc.ort_api().CheckpointState.load_checkpoint(str(path))
+    assert state.properties["epoch"] == 7 and state.properties["note"] == "<img src=x>"
     assert result["first"] == result["again"]
     next_losses, _, _ = reference(CASES["mlp"], batches[:STEPS + 1])
     np.testing.assert_allclose(result["first"], next_losses[-1], rtol=1e-5)

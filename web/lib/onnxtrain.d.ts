@@ -71,6 +71,9 @@ export class TrainingSession {
   /** onnxruntime-training's checkpoint format, parameters, optimizer state and properties. */
   saveCheckpoint(includeOptimizerState?: boolean): Promise<Uint8Array>;
   loadCheckpoint(checkpoint: URIorBuffer): Promise<void>;
+  /** The checkpoint state's properties, saved with it; a whole number is stored as an int. */
+  getProperties(): Promise<Record<string, number | string>>;
+  setProperty(name: string, value: number | string): Promise<void>;
   setLearningRate(learningRate: number): Promise<void>;
   getLearningRate(): Promise<number>;
 

@@ -183,6 +183,11 @@ class TrainingSession {
     await this._call("load_checkpoint", await bytesOf(checkpoint, "the checkpoint"));
   }
 
+  // The checkpoint's properties (int, float or str; a whole number is stored as an int).
+  async getProperties() { return this._call("get_properties"); }
+
+  async setProperty(name, value) { await this._call("set_property", String(name), value); }
+
   async setLearningRate(learningRate) { await this._call("set_learning_rate", Number(learningRate)); }
 
   async getLearningRate() { return this._call("get_learning_rate"); }

@@ -144,6 +144,14 @@ class Session:
     def load_checkpoint(self, data) -> None:
         self.run.load_checkpoint(data)
 
+    def get_properties(self) -> dict:
+        """The checkpoint state's properties (saved with it): name -> int, float or str."""
+        return dict(self.run.state.properties.items())
+
+    def set_property(self, name: str, value) -> None:
+        """A property saved with the next checkpoint; JavaScript's whole numbers arrive as ints."""
+        self.run.state.properties[name] = value
+
     def set_learning_rate(self, learning_rate: float) -> None:
         self._optimizer()
         self.run.set_learning_rate(learning_rate)
@@ -154,7 +162,7 @@ class Session:
 
 METHODS = {"run_train_step", "run_eval_step", "run_optimizer_step", "lazy_reset_grad", "get_parameters_size",
            "get_contiguous_parameters", "load_parameters_buffer", "export_model_for_inferencing", "save_checkpoint",
-           "load_checkpoint", "set_learning_rate", "get_learning_rate"}
+           "load_checkpoint", "get_properties", "set_property", "set_learning_rate", "get_learning_rate"}
 
 
 class Registry:
