@@ -106,8 +106,14 @@ window.runExample = async (lossNodeName, evalLossNodeName, batches) => {
   const session = await loadTrainingSession();
   const losses = await runTrainingEpoch(session, batches, lossNodeName);
   const evalLoss = await runTestingEpoch(session, batches[0], evalLossNodeName);
+  const stepMs = []; // timing, not part of the example: 20 more steps, one at a time
+  for (let i = 0; i < 20; i++) {
+    const t0 = performance.now();
+    await runTrainingEpoch(session, [batches[i % batches.length]], lossNodeName);
+    stepMs.push(performance.now() - t0);
+  }
   await session.release();
-  return { losses, evalLoss };
+  return { losses, evalLoss, stepMs };
 };
 </script>
 """
@@ -178,12 +184,14 @@ def test_two_sessions_train_like_cpython(page):
     names = p.evaluate("""async () => {
         const cnnBytes = await Promise.all(["checkpoint", "training", "eval", "optimizer"].map(
             async (kind) => new Uint8Array(await (await fetch(`cnn/${kind}`)).arrayBuffer())));
+        const t0 = performance.now();
         const [mlp, cnn] = await Promise.all([
             lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training",
                                          evalModel: "mlp/eval", optimizerModel: "mlp/optimizer" }),
             lib.TrainingSession.create({ checkpointState: cnnBytes[0].buffer, trainModel: cnnBytes[1],
                                          evalModel: cnnBytes[2], optimizerModel: cnnBytes[3] })]);
         Object.assign(sessions, { mlp, cnn });
+        window.createMs = performance.now() - t0;
         return Object.fromEntries(await Promise.all(Object.entries(sessions).map(async ([k, s]) => [k, [
             s.trainingInputNames, s.trainingOutputNames, s.evalInputNames, s.evalOutputNames,
             await s.getParametersSize()]])));
@@ -199,18 +207,24 @@ def test_two_sessions_train_like_cpython(page):
     got = p.evaluate("""async (batches) => {
         const losses = { mlp: [], cnn: [] };
         const params = { mlp: [], cnn: [] };
+        const ms = { mlp: [], cnn: [] };
         for (let step = 0; step < batches.mlp.length; step++) {
             for (const key of ["mlp", "cnn"]) {
                 const s = sessions[key];
-                const out = await s.runTrainStep(feeds(s, batches[key][step]));
+                const batch = feeds(s, batches[key][step]);
+                const t0 = performance.now();
+                const out = await s.runTrainStep(batch);
                 losses[key].push(out[s.trainingOutputNames[0]].data[0]);
                 await s.runOptimizerStep();
                 await s.lazyResetGrad();
+                ms[key].push(performance.now() - t0);
                 params[key].push(encode((await s.getContiguousParameters(true)).data));
             }
         }
-        return { losses, params };
+        return { losses, params, ms, createMs };
     }""", {k: [[wire(a) for a in batch] for batch in v] for k, v in batches.items()})
+    print(f"engine start and both sessions created: {got['createMs']:.0f} ms; ms per train+optimizer+reset step: "
+          f"{ {k: [round(v, 1) for v in ms] for k, ms in got['ms'].items()} }")
     for short, name in TWO.items():
         losses, params, _ = reference(name, batches[short])
         print(f"{short}: page {got['losses'][short]} cpython {losses}")
@@ -349,6 +363,8 @@ def test_onnxruntime_web_example_runs_with_its_import_changed(browser, library_u
                 data: new Float32Array(decode(x[1])), labels: new BigInt64Array(decode(y[1])), size: y[2][0] })));
         }""", [train_name, eval_name, [[wire(a) for a in batch] for batch in batches]])
         print(f"example: page {got['losses']} cpython {losses}; eval {got['evalLoss']} / {eval_loss}")
+        print(f"784-128-10 MLP, batch 64: ms per step (train, optimizer, reset; 3 requests), median of 20: "
+              f"{np.median(got['stepMs']):.1f} [{min(got['stepMs']):.1f}-{max(got['stepMs']):.1f}]")
         np.testing.assert_allclose(got["losses"], losses, rtol=1e-6)
         np.testing.assert_allclose(got["evalLoss"], eval_loss, rtol=1e-6)
         assert wrapped.off_origin() == []
