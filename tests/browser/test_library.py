@@ -2,6 +2,7 @@
 copied under a sub-path of a plain static server (no headers), two sessions at once, the losses, parameters,
 exported model and checkpoints checked against CPython onnxtrain and onnxruntime on the same artifacts and batches."""
 import base64
+import re
 import shutil
 import threading
 
@@ -159,6 +160,11 @@ def library_url(tmp_path_factory):
         for kind, path in oc.files(name).items():
             if path is not None:
                 shutil.copy2(path, page_dir / short / kind)
+    # a copy that lost the onnxtrain wheel, as a careless deploy might
+    broken = root / "broken"
+    shutil.copytree(page_dir, broken, copy_function=build.link_or_copy)
+    for wheel in (broken / "onnxtrain" / "wheels").glob("onnxtrain-*.whl"):
+        wheel.unlink()
     server = build.make_server(root, 0, isolate=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -386,3 +392,27 @@ def test_onnxruntime_web_tensors_are_feeds(page):
         return { a, b, isOrt: theirs.input instanceof ortweb.Tensor };
     }""", [wire(a) for a in batch])
     assert result["isOrt"] and result["a"] == result["b"] and np.isfinite(result["a"])
+
+
+def test_a_folder_that_lost_a_file_rejects_create_with_the_reason(browser, library_url):
+    context = browser.new_context()
+    try:
+        raw = context.new_page()
+        raw.goto(library_url + "broken/")
+        raw.wait_for_function("() => window.libraryLoaded === true")
+        errors = raw.evaluate("""async () => {
+            const errors = [];
+            for (let i = 0; i < 2; i++) {
+                try {
+                    await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training" });
+                    errors.push(null);
+                } catch (err) {
+                    errors.push([err instanceof Error, err.message]);
+                }
+            }
+            return errors;
+        }""")
+        for is_error, message in errors:
+            assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404$", message), message
+    finally:
+        context.close()
