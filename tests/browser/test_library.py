@@ -9,8 +9,9 @@ import threading
 import numpy as np
 import pytest
 
+import build
 import ort_cases as oc
-from conftest import Page, build
+from browser.conftest import Page
 from onnxtrain import api
 
 SUB = "sub/dir/"
