@@ -64,6 +64,7 @@ def _output_type(node, found: dict):
     if attr in attrs and attrs[attr].type == AttrType.INT and attrs[attr].value in dtypes.BIT_PATTERN_TYPES:
         return attrs[attr].value
     attr = {"Constant": "value", "ConstantOfShape": "value"}.get(op)
-    if attr in attrs and attrs[attr].type == AttrType.TENSOR and attrs[attr].value.data_type in dtypes.BIT_PATTERN_TYPES:
-        return attrs[attr].value.data_type
+    code = getattr(attrs[attr].value, "data_type", None) if attr in attrs else None   # checked by the planner later
+    if code in dtypes.BIT_PATTERN_TYPES:
+        return code
     return None
