@@ -80,26 +80,27 @@ class Session:
     def __init__(self, checkpoint, train_model, eval_model=None, optimizer_model=None):
         self.run = TrainingSession(train_model, checkpoint, eval_model, optimizer_model)
         module = self.run.module
-        self.train_inputs = _signature(self.run._training_model, module._train_user_inputs)
-        self.eval_inputs = None if self.run._eval_model is None else \
-            _signature(self.run._eval_model, module._eval_user_inputs)
+        self.train_inputs = _signature(self.run._training_model, module.train().input_names())
+        self.train_outputs = module.output_names()
+        self.eval_inputs = self.eval_outputs = None
+        if self.run._eval_model is not None:
+            self.eval_inputs = _signature(self.run._eval_model, module.eval().input_names())
+            self.eval_outputs = module.output_names()
+        module.train()
 
     @property
     def module(self):
         return self.run.module
 
     def names(self) -> dict:
-        module = self.module
-        return {"trainingInputNames": list(self.train_inputs), "trainingOutputNames": list(module._train_user_outputs),
-                "evalInputNames": list(self.eval_inputs or []),
-                "evalOutputNames": [] if module._eval is None else list(module._eval.output_names)}
+        return {"trainingInputNames": list(self.train_inputs), "trainingOutputNames": list(self.train_outputs),
+                "evalInputNames": list(self.eval_inputs or []), "evalOutputNames": list(self.eval_outputs or [])}
 
     def _step(self, training: bool, feeds: dict, fetches):
-        module = self.module
-        names = module._train_user_outputs if training else module._eval.output_names
+        names = self.train_outputs if training else self.eval_outputs
         inputs = _check_feeds("training model" if training else "eval model", feeds,
                               self.train_inputs if training else self.eval_inputs)
-        out = module.train(training)(*inputs)
+        out = self.module.train(training)(*inputs)
         return _fetch(dict(zip(names, out if isinstance(out, tuple) else (out,))), fetches)
 
     def run_train_step(self, feeds: dict, fetches=None) -> dict:
