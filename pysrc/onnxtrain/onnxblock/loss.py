@@ -63,13 +63,12 @@ class CrossEntropyLoss(blocks.Block):
     def build(self, scores_input_name: str, labels_name: str = "labels"):
         b = current()
         inputs = [scores_input_name, labels_name]
+        scores = b.value_info(scores_input_name)
         if self._weight is not None:
-            scores_info = b.value_info(scores_input_name)
-            elem = getattr(getattr(scores_info, "type", None), "elem_type", None)
+            elem = getattr(getattr(scores, "type", None), "elem_type", None)
             dtype = dtypes.to_numpy(elem) if elem in (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16) else np.float32
             inputs.append(_constant("celoss.weight", np.asarray(self._weight, dtype)))
         if not b.exists(labels_name):
-            scores = b.value_info(scores_input_name)
             if scores is None or scores.type is None or scores.type.shape is None:
                 raise ValueError(f"CrossEntropyLoss: the scores '{scores_input_name}' must be a graph output with a "
                                  f"known shape to create the '{labels_name}' input")
