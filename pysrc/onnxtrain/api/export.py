@@ -24,20 +24,24 @@ def _needed(graph: Graph, output_names: list) -> tuple:
     return needed, [n for n in graph.nodes if id(n) in kept]
 
 
+def inference_batchnorm(node: Node, read: set) -> list:
+    """A BatchNormalization with training_mode=0 as onnxruntime allows it, with only its output Y: a copy of
+    ``node`` (which stays unchanged), then Identity copies of the unchanged running statistics for those of its
+    running-statistics outputs (which ORT 1.19.2's own eval models keep) that are in ``read``."""
+    y_only = copy.copy(node)
+    y_only.outputs = node.outputs[:1]
+    return [y_only] + [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
+                       for i, name in enumerate(node.outputs[1:]) if name and name in read]
+
+
 def _inference_nodes(nodes: list, needed: set) -> list:
-    """``nodes``, where a BatchNormalization with training_mode=0 keeps only Y, the one output onnxruntime allows
-    it: its running-statistics outputs (which ORT 1.19.2's own eval models keep) become Identity copies of the
-    unchanged running statistics where the exported outputs need them, and go otherwise.  Nodes are copied
-    before they change: they belong to the eval model."""
+    """``nodes``, where a BatchNormalization with training_mode=0 keeps only Y (``inference_batchnorm``)."""
     out = []
     for node in nodes:
         if node.op_type != "BatchNormalization" or node.attr("training_mode", 1) != 0 or len(node.outputs) < 2:
             out.append(node)
-            continue
-        out.append(copy.copy(node))
-        out[-1].outputs = node.outputs[:1]
-        out += [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
-                for i, name in enumerate(node.outputs[1:]) if name and name in needed]
+        else:
+            out += inference_batchnorm(node, needed)
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from ..api.export import inference_batchnorm
 from ..autodiff import build_gradient_graph
 from ..ir import ort_names
 from ..ir.dtypes import DataType
@@ -28,11 +29,9 @@ def _inference_batchnorm(graph, node, read: set) -> list:
     outputs are dropped, or, where something reads them, become Identity copies of the unchanged running
     statistics.  (ORT 1.19.2's own eval model keeps them, and ORT then refuses to load it.)"""
     node.attributes["training_mode"].value = 0
-    extra, node.outputs = node.outputs[1:], node.outputs[:1]
-    dropped = {n for n in extra if n}
+    dropped = {n for n in node.outputs[1:] if n}
     graph.value_info = [v for v in graph.value_info if v.name not in dropped]
-    return [Node("Identity", [node.inputs[3 + i]], [out], name=f"{node.name}_{out}_Identity")
-            for i, out in enumerate(extra) if out and out in read]
+    return inference_batchnorm(node, read)
 
 
 def _eval_copy(model: Model) -> Model:
@@ -42,11 +41,12 @@ def _eval_copy(model: Model) -> Model:
     read = _read_names(graph)
     nodes = []
     for node in graph.nodes:
-        nodes.append(node)
         if node.op_type == "Dropout" and len(node.inputs) > 2:
             node.inputs[2] = ""
         if node.op_type == "BatchNormalization" and "training_mode" in node.attributes:
             nodes += _inference_batchnorm(graph, node, read)
+        else:
+            nodes.append(node)
     graph.nodes = nodes
     return model
 
