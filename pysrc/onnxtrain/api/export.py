@@ -59,8 +59,8 @@ def inference_model(eval_model: Model, output_names: list, parameters: dict) -> 
                      for vi in graph.inputs if vi.name in parameters and vi.name in needed]
     inputs = [vi for vi in graph.inputs if vi.name in needed and vi.name not in parameters]
     value_info = [vi for vi in graph.value_info if vi.name in needed and vi.name not in output_names]
-    new_graph = Graph(name=graph.name, nodes=_inference_nodes(nodes, needed), inputs=inputs, outputs=[], initializers=initializers,
-                      value_info=value_info, doc_string=graph.doc_string)
+    new_graph = Graph(name=graph.name, nodes=_inference_nodes(nodes, needed), inputs=inputs, outputs=[],
+                      initializers=initializers, value_info=value_info, doc_string=graph.doc_string)
     model = Model(graph=new_graph, ir_version=eval_model.ir_version, opset_imports=dict(eval_model.opset_imports),
                   producer_name=eval_model.producer_name, producer_version=eval_model.producer_version,
                   domain=eval_model.domain, model_version=eval_model.model_version,
