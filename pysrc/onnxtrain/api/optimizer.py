@@ -146,7 +146,8 @@ class Optimizer:
             self._group.step += 1
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError, a ValueError)."""
+        """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError,
+        a ValueError)."""
         value = check_learning_rate(learning_rate)
         self._lr = np.array([value], dtype=np.float32)
         self._state._learning_rate = float(self._lr[0])
