@@ -1,4 +1,4 @@
-"""python -m onnxtrain: generate artifacts, and inspect artifacts and checkpoints."""
+"""python -m onnxtrain: generate artifacts, inspect artifacts and checkpoints, train, and check training in a browser."""
 from __future__ import annotations
 
 import argparse
@@ -57,8 +57,14 @@ def inspect_file(path: str, out=sys.stdout) -> None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["browser-check"]:
+        from .browser_check import main as browser_check
+        return browser_check(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m onnxtrain", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("browser-check", add_help=False,
+                   help="train artifacts in headless Chromium and compare with CPython, step by step")
     gen = sub.add_parser("generate", help="training artifacts from a forward-only ONNX model")
     gen.add_argument("model")
     gen.add_argument("--requires-grad", nargs="+", required=True, metavar="NAME", help="parameters to train")
