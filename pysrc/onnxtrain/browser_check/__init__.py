@@ -1,0 +1,88 @@
+"""browser-check: train training artifacts in headless Chromium with the onnxtrain JavaScript library and compare
+the losses and parameters with CPython onnxtrain, step by step.
+
+``check(...)`` returns a Report; ``main(argv)`` is ``python -m onnxtrain browser-check``; the pytest plugin
+(``pytest_plugin``) offers the fixture ``onnxtrain_browser_check``.  Playwright (the optional extra
+``onnxtrain[browser]``) is imported only when a check runs the browser.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+from .compare import ATOL, RTOL, Mismatch, Report, compare
+from .errors import SetupError
+from .inputs import find_artifacts, load_data
+
+DEFAULT_STEPS = 20
+DEFAULT_TIMEOUT = 600.0
+
+__all__ = ["ATOL", "RTOL", "Mismatch", "Report", "SetupError", "check", "main"]
+
+
+def _positive(value, what: str, kind=float):
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or isinstance(value, bool) or not math.isfinite(number) or number <= 0 or number != value:
+        raise SetupError(f"{what} must be a {'whole ' if kind is int else ''}number > 0, got {value!r}")
+    return number
+
+
+def _tolerance(value, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not math.isfinite(number) or number < 0:
+        raise SetupError(f"{what} must be a number >= 0, got {value!r}")
+    return number
+
+
+def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=None, chromium=None,
+          rtol: float = RTOL, atol: float = ATOL, timeout: float = DEFAULT_TIMEOUT, learning_rate=None,
+          prefix=None, params_every: int = 1) -> Report:
+    """Train the artifacts in ``artifacts`` (a folder) for ``steps`` steps in CPython onnxtrain and in headless
+    Chromium (the library ``library``: a folder with onnxtrain.mjs or the npm package's .tgz), on the batches of
+    ``data`` (a .npz path or a mapping, one array per training-model input), and compare them.
+
+    The parameters are compared after every ``params_every``-th step and after the last.  SetupError when the check
+    cannot run (bad arguments, missing files, no Playwright or Chromium); otherwise a Report whose ``ok`` says
+    whether every value matched within ``atol + rtol * |cpython value|``.
+    """
+    from .browser import find_chromium, run_in_browser
+    from .reference import Reference
+    from .site import Server, find_library, stage
+
+    steps = _positive(steps, "the number of steps", int)
+    params_every = _positive(params_every, "params_every", int)
+    timeout = _positive(timeout, "the timeout")
+    rtol, atol = _tolerance(rtol, "rtol"), _tolerance(atol, "atol")
+    found = find_artifacts(artifacts, prefix)
+    reference = Reference(found, learning_rate)
+    batches = load_data(data, reference.model, reference.input_names(), steps, batch_size)
+    chromium = find_chromium(chromium)
+    compare_at = {s for s in range(1, steps + 1) if s % params_every == 0} | {steps}
+    with tempfile.TemporaryDirectory(prefix="onnxtrain-browser-check-") as scratch:
+        scratch = Path(scratch)
+        library_folder = find_library(library, scratch)
+        cpython = reference.run(batches, compare_at)
+        root = scratch / "site"
+        root.mkdir()
+        manifest = stage(root, library_folder, found, batches, sorted(compare_at),
+                         None if learning_rate is None else float(learning_rate), timeout)
+        with Server(root) as server:
+            browser, facts = run_in_browser(server.url, manifest, chromium)
+    start, stop = batches.batches[0]
+    info = {"artifacts": str(found.training.parent), "library": str(library_folder),
+            "browser": f"{facts['browser']} ({chromium or 'Playwright Chromium'})",
+            "batch size": stop - start, "learning rate": f"cpython {reference.learning_rate():g}, "
+            f"browser {facts['learningRate'] if facts['learningRate'] is None else format(facts['learningRate'], 'g')}"}
+    return compare(cpython, browser, reference.layout, rtol, atol, info)
+
+
+def main(argv=None) -> int:
+    from .cli import main as cli_main
+    return cli_main(argv)
