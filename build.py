@@ -166,19 +166,32 @@ def project_version() -> str:
 
 
 def build_wheel() -> Path:
-    """Write a py3-none-any wheel of pysrc/onnxtrain (pure Python, no build backend needed)."""
+    """Write a py3-none-any wheel of pysrc/onnxtrain (pure Python, no build backend needed): its modules and
+    package data (browser_check's runner page), with pyproject.toml's dependencies, extras and entry points."""
+    import tomllib
     version = project_version()
     name = f"onnxtrain-{version}"
     dist = ROOT / "dist"
     dist.mkdir(exist_ok=True)
     wheel = dist / f"{name}-py3-none-any.whl"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     files: list[tuple[str, bytes]] = []
-    for path in sorted((ROOT / "pysrc" / "onnxtrain").rglob("*.py")):
-        files.append((path.relative_to(ROOT / "pysrc").as_posix(), path.read_bytes()))
+    for path in sorted((ROOT / "pysrc" / "onnxtrain").rglob("*")):
+        if path.suffix in (".py", ".html", ".mjs") and path.is_file() and "__pycache__" not in path.parts:
+            files.append((path.relative_to(ROOT / "pysrc").as_posix(), path.read_bytes()))
     info = f"{name}.dist-info"
-    metadata = (f"Metadata-Version: 2.1\nName: onnxtrain\nVersion: {version}\n"
-                "Requires-Python: >=3.11\nRequires-Dist: numpy>=1.26\nRequires-Dist: flatbuffers>=23.5\n")
-    files.append((f"{info}/METADATA", metadata.encode()))
+    metadata = ["Metadata-Version: 2.1", "Name: onnxtrain", f"Version: {version}",
+                f"Requires-Python: {project['requires-python']}"]
+    metadata += [f"Requires-Dist: {d}" for d in project["dependencies"]]
+    for extra, requirements in project.get("optional-dependencies", {}).items():
+        metadata.append(f"Provides-Extra: {extra}")
+        metadata += [f'Requires-Dist: {d}; extra == "{extra}"' for d in requirements]
+    files.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
+    groups = project.get("entry-points", {})
+    if groups:
+        text = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
+                       for group, points in groups.items())
+        files.append((f"{info}/entry_points.txt", text.encode()))
     files.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: onnxtrain-build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
     record = []
     for arc, data in files:
