@@ -427,16 +427,21 @@ LIBRARY = "onnxtrain"  # the JavaScript library's folder in the site (sources in
 
 def build_library(site: Path) -> None:
     """site/onnxtrain/: the library (web/lib/, copied to site/lib/ with the rest of web/), its classic-script build
-    onnxtrain.js, and what its engine loads from beside it: Pyodide's core and numpy, the wheels, the kernels."""
+    onnxtrain.js, and what its engine loads from beside it: Pyodide's core and numpy, the wheels, the kernels; then
+    its npm package, package.json there and dist/onnxtrain-<version>.tgz."""
     lib = site / LIBRARY
     (site / "lib").rename(lib)
     source = (lib / "onnxtrain.mjs").read_text()
     url_line = "const LIBRARY_URL = import.meta.url;"
-    exports = "export { Tensor, TrainingSession, env };"
-    if source.count(url_line) != 1 or source.count(exports) != 1 or source.count("import.meta") != 1:
-        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line and one export line")
+    exports = [line for line in source.splitlines() if line.startswith("export {")]
+    if source.count(url_line) != 1 or len(exports) != 1 or source.count("import.meta") != 1 \
+            or not exports[0].endswith("};"):
+        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line and one `export { ... };` line")
+    names = exports[0][len("export"):-1].strip()
+    # the classic script: globalThis.onnxtrain, and globalThis.ort only where no onnxruntime-web defined it, so
+    # that a page written for onnxruntime-web's script tag runs with only its src changed
     classic = source.replace(url_line, "const LIBRARY_URL = document.currentScript.src;").replace(
-        exports, "globalThis.onnxtrain = { Tensor, TrainingSession, env };")
+        exports[0], f"globalThis.onnxtrain = {names};\nglobalThis.ort ??= globalThis.onnxtrain;")
     (lib / "onnxtrain.js").write_text(f"(() => {{\n{classic}}})();\n")
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     (lib / "pyodide").mkdir()
@@ -445,6 +450,38 @@ def build_library(site: Path) -> None:
         link_or_copy(site / "pyodide" / name, lib / "pyodide" / name)
     for folder in ("wheels", "kernels"):
         shutil.copytree(site / folder, lib / folder, copy_function=link_or_copy)
+    npm_pack_library(lib)
+
+
+def npm_pack_library(lib: Path) -> Path:
+    """``lib``/package.json (npm's package "onnxtrain" at the project's version, everything the engine loads
+    included) and its tarball by `npm pack`, dist/onnxtrain-<version>.tgz.  npm packs a local folder offline."""
+    version = project_version()
+    package = {
+        "name": "onnxtrain", "version": version, "license": "MIT",
+        "description": "On-device training in the page with onnxruntime-web's training API, plus export, "
+                       "checkpoints, an epoch loop and artifact generation (Pyodide and onnxtrain in a worker)",
+        "keywords": ["onnx", "training", "on-device", "onnxruntime-web", "pyodide"],
+        "main": "./onnxtrain.mjs", "module": "./onnxtrain.mjs", "types": "./onnxtrain.d.ts",
+        "exports": {".": {"types": "./onnxtrain.d.ts", "import": "./onnxtrain.mjs", "default": "./onnxtrain.mjs"},
+                    "./onnxtrain.js": "./onnxtrain.js", "./package.json": "./package.json"},
+        "files": ["onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts", "README.md",
+                  "pyodide/", "wheels/", "kernels/"],
+    }
+    missing = [name for name in package["files"] if not (lib / name.rstrip("/")).exists()]
+    if missing:
+        sys.exit(f"build.py: the library folder {lib} lacks {missing}")
+    (lib / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    dist = ROOT / "dist"
+    dist.mkdir(exist_ok=True)
+    tgz = dist / f"onnxtrain-{version}.tgz"
+    tgz.unlink(missing_ok=True)
+    run(["npm", "pack", "--offline", "--ignore-scripts", "--loglevel=error", "--pack-destination", dist], cwd=lib,
+        stdout=subprocess.DEVNULL)
+    if not tgz.is_file():
+        sys.exit(f"build.py: npm pack did not write {tgz}")
+    log(f"wrote {tgz.relative_to(ROOT)}")
+    return tgz
 
 
 def replace_file(path: Path, data: bytes) -> None:
