@@ -180,7 +180,7 @@ def test_checkpoint_refuses_a_non_finite_state():
     s.set_data(*overfitting_data())
     train_epoch(s)
     good = s.checkpoint()
-    s.epoch = 2
+    s.trainer.epoch = 2
     s.state.parameters["fc2.bias"] = np.array([1, np.nan, np.inf, 0, 0], np.float32)
     properties = dict(s.state._properties)
     with pytest.raises(NonFiniteStateError, match=r"^not saved: parameter 'fc2.bias' holds 2 nan or inf values of 5; "

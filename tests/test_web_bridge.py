@@ -165,7 +165,6 @@ def test_a_checkpointed_run_resumes_at_its_epoch_with_its_state(tmp_path):
     assert b.restore(saved) == 1 and b.epoch == 1
     for (name, pa), (_, pb) in zip(a.state.parameters, b.state.parameters):
         np.testing.assert_array_equal(pa.data, pb.data, err_msg=name)
-    a.rng, b.rng = np.random.default_rng(5), np.random.default_rng(5)  # the same shuffle for the next epoch
     np.testing.assert_allclose(a.step(8, 0.01)["loss"], b.step(8, 0.01)["loss"], rtol=0)
     with pytest.raises(ValueError, match="parameters do not match"):
         session("cnn_ce_adamw").restore(saved)
@@ -212,9 +211,9 @@ def test_validation_in_chunks_gives_the_whole_batch_loss_and_predictions():
 # ---- careless input: a clear error and the run as it was ----------------------------------------------------
 
 def run_state(s):
-    return ({n: p.data.copy() for n, p in s.state.parameters}, s.epoch, s.position,
-            None if s.order is None else s.order.copy(), s.rng.bit_generator.state, s.optimizer.get_learning_rate(),
-            s.optimizer._group.step)
+    return ({n: p.data.copy() for n, p in s.state.parameters}, s.epoch, s.trainer.position,
+            None if s.trainer.order is None else s.trainer.order.copy(), s.trainer.rng.bit_generator.state,
+            s.optimizer.get_learning_rate(), s.optimizer._group.step)
 
 
 def assert_run_state(s, before):
@@ -266,7 +265,7 @@ def test_a_non_finite_step_is_undone_with_the_run_as_it_was():
     x, y = oc.batches("mlp_ce_sgd", 1)[0]
     s.set_data([np.concatenate([x * 100] * 2), np.concatenate([y] * 2)])
     s.step(8, 0.01)
-    s.epoch = 2  # as after two finished epochs
+    s.trainer.epoch = 2  # as after two finished epochs
     before = run_state(s)
     with pytest.raises(NonFiniteStepError, match=r"^step 2 \(epoch 3\) was undone: parameter '[\w.]+' is not finite "
                                                  r"after the update .* lower than the current 3e\+38$"):

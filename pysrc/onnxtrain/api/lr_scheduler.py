@@ -12,6 +12,13 @@ def _step_count(name: str, value) -> int:
     return int(value)
 
 
+def linear_factor(step: int, warmup: int, total: int) -> float:
+    """LinearLRScheduler's multiplier of the initial rate at optimizer step ``step``."""
+    if step < warmup:
+        return step / max(1, warmup)
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
 class LinearLRScheduler:
     """lr = initial_lr * step / warmup while step < warmup, then initial_lr * (total - step) / (total - warmup),
     where step is the optimizer's step count.
@@ -29,11 +36,7 @@ class LinearLRScheduler:
         optimizer._group.initial_learning_rate = self._initial_lr
         self.step()
 
-    def _factor(self, step: int) -> float:
-        if step < self._warmup:
-            return step / max(1, self._warmup)
-        return max(0.0, (self._total - step) / max(1, self._total - self._warmup))
-
     def step(self) -> None:
         """Set the learning rate for the optimizer's current step count."""
-        self._optimizer.set_learning_rate(self._initial_lr * self._factor(self._optimizer._group.step))
+        factor = linear_factor(self._optimizer._group.step, self._warmup, self._total)
+        self._optimizer.set_learning_rate(self._initial_lr * factor)

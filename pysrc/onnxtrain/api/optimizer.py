@@ -96,21 +96,26 @@ class Optimizer:
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
-        state = module._state
+        self._session = Session(model)
+        self._module = module
+        self._state = module._state
+        self._names = module._trainable_names
+        self._momentum_names = MOMENTUMS[self._algorithm]
+        self._load_state()
+
+    def _load_state(self) -> None:
+        """Take the step count, moments and learning rate from the module's checkpoint state, as at creation (the
+        trainer calls this after it loads a checkpoint into that state)."""
+        state = self._state
         initial = state._optimizer.initial_learning_rate if state._optimizer is not None else DEFAULT_LEARNING_RATE
         if LEARNING_RATE_PROPERTY in state._properties:
             rate = check_learning_rate(state._properties[LEARNING_RATE_PROPERTY],
                                        f"checkpoint property '{LEARNING_RATE_PROPERTY}'")
         else:
             rate = check_learning_rate(initial, "checkpoint's initial learning rate")
-        self._session = Session(model)
-        self._module = module
-        self._state = state
-        self._names = module._trainable_names
         self._group = state._optimizer_group()
-        self._momentum_names = MOMENTUMS[self._algorithm]
         self.set_learning_rate(rate)
-        if not self._state.is_nominal:
+        if not state.is_nominal:
             self._ensure_moments()
 
     def _ensure_moments(self) -> None:

@@ -2,5 +2,7 @@
 from .best import BestEpoch
 from .data import DataError
 from .guard import NonFiniteError, NonFiniteStateError, NonFiniteStepError, StepGuard, bad_values
+from .trainer import Trainer
 
-__all__ = ["BestEpoch", "DataError", "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "StepGuard", "bad_values"]
+__all__ = ["BestEpoch", "DataError", "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "StepGuard",
+           "Trainer", "bad_values"]

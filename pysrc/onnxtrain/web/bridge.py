@@ -6,7 +6,6 @@ typed array arrives as a JsProxy, whose ``to_py()`` gives a memoryview.
 """
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import re
@@ -16,16 +15,12 @@ import numpy as np
 
 from .. import artifacts, ir
 from ..api import CheckpointState, Module, Optimizer
-from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
 from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
-from ..checkpoint import write_checkpoint
 from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..runtime import Session
-from ..train import BestEpoch, StepGuard, data as checks
-from ..train.best import PROPERTY as BEST_PROPERTY
-from ..train.guard import check_finite_state
+from ..train import Trainer, data as checks
 from ..train.npz import load_npz
 
 DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int32": np.int32, "uint8": np.uint8,
@@ -125,39 +120,17 @@ def signature(model) -> str:
     return f"Inputs: {values(g.inputs)}. Outputs: {values(g.outputs)}." + (f" {g.doc_string}" if g.doc_string else "")
 
 
-def _out_of_memory(error: BaseException) -> bool:
-    """A MemoryError, or numpy's refusal of an array larger than the address space (wasm32: 2 GiB), anywhere
-    in the chain of causes."""
-    while error is not None:
-        if isinstance(error, MemoryError) or (isinstance(error, ValueError) and "array is too big" in str(error)):
-            return True
-        error = error.__cause__
-    return False
-
-
 def _describe(value) -> dict:
     value = np.asarray(value)
     return {"shape": list(value.shape), "dtype": value.dtype.name, "data": value.ravel().tolist()}
 
 
-def _epoch_property(properties: dict) -> int:
-    """The checkpoint's ``epoch`` property (0 when absent); ValueError naming it when it is not a count."""
-    value = properties.get("epoch", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"the checkpoint's property 'epoch' must be an integer >= 0, got {value!r} "
-                         f"({type(value).__name__})")
-    return value
-
-
 class TrainingSession:
-    """Module + Optimizer over a CheckpointState, built from the four artifacts' bytes.
+    """Module + Optimizer over a CheckpointState, built from the four artifacts' bytes, and the Trainer that runs
+    it on data held here, batch by batch, as the page asks.
 
     Steps are checked for non-finite values and undone (NonFiniteStepError) unless ``set_finite_check(False)``.
     """
-
-    epoch = 0
-    train_data = validation_data = order = None
-    position = 0
 
     def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None):
         self.state = CheckpointState.load_checkpoint(_bytes(checkpoint))
@@ -166,8 +139,27 @@ class TrainingSession:
         self.module = Module(self._training_model, self.state, self._eval_model)
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
-        self.guard = StepGuard(self.module, self.optimizer)
-        self.best = BestEpoch()
+        self.trainer = Trainer(self.module, self.optimizer, epochs=None, patience=10, evaluate_epochs=False)
+
+    @property
+    def guard(self):
+        return self.trainer.guard
+
+    @property
+    def best(self):
+        return self.trainer.best
+
+    @property
+    def epoch(self) -> int:
+        return self.trainer.epoch
+
+    @property
+    def train_data(self):
+        return self.trainer.train_data
+
+    @property
+    def validation_data(self):
+        return self.trainer.validation_data
 
     def set_finite_check(self, enabled: bool = True) -> None:
         """Check each step for a non-finite loss or update and undo it (on by default)."""
@@ -199,18 +191,7 @@ class TrainingSession:
 
     def set_data(self, train: list, validation: list = None, seed: int = 0) -> None:
         """Arrays (one per training-model user input, rows along axis 0) to draw batches from."""
-        names = self.module.train().input_names()
-        for what, arrays in (("training", train), ("validation", validation)):
-            if arrays is None or (what == "validation" and not len(arrays)):
-                continue
-            if len(arrays) != len(names):
-                raise checks.DataError(f"the training model takes {len(names)} inputs {names}, but {len(arrays)} "
-                                       f"{what} arrays came")
-            checks.rows(names, arrays, f"{what} data")
-            checks.finite(names, arrays, f"{what} data")
-        self.train_data, self.validation_data = list(train), list(validation) if validation else None
-        self.rng, self.order, self.position, self.epoch = np.random.default_rng(seed), None, 0, 0
-        self.best.reset()
+        self.trainer.set_data(list(train), list(validation) if validation else None, seed)
 
     def input_types(self) -> dict:
         """The training model's user inputs: name -> (numpy dtype, shape with None for a free axis)."""
@@ -230,69 +211,26 @@ class TrainingSession:
 
     def set_named(self, arrays: dict, validation: float = 0.1, seed: int = 0) -> dict:
         """Data as one array per training-model input (by name), split into training and validation rows."""
-        names = self.module.train().input_names()
-        validation = checks.fraction(validation)
-        missing = [n for n in names if n not in arrays]
-        if missing:
-            raise checks.DataError(f"the data needs arrays named {names}; missing {missing}")
-        arrays = [np.asarray(arrays[n]) for n in names]
-        n = checks.rows(names, arrays)
-        order = np.random.default_rng(seed).permutation(n)
-        n_val = min(int(round(n * validation)), n - 1) if n >= 10 else 0
-        val, train = order[:n_val], order[n_val:]
-        self.set_data([a[train] for a in arrays], [a[val] for a in arrays] if n_val else None, seed)
-        return {"rows": n, "train_rows": len(train), "validation_rows": int(n_val),
-                "inputs": {k: [list(a.shape), a.dtype.name] for k, a in zip(names, arrays)}}
+        checks.fraction(validation)
+        self.trainer.set_data(arrays, float(validation), seed)
+        train, val = self.trainer.train_data, self.trainer.validation_data
+        n_val = len(val[0]) if val else 0
+        return {"rows": len(train[0]) + n_val, "train_rows": len(train[0]), "validation_rows": n_val,
+                "inputs": {n: [list(np.shape(arrays[n])), np.asarray(arrays[n]).dtype.name] for n in self.trainer.names}}
 
     def step(self, batch_size: int, learning_rate: float) -> dict:
         """One batch of the held data; ``epoch_done`` is set on an epoch's last batch.  A step that fails
         (bad arguments, out of memory, a non-finite loss or update) leaves the run as it was."""
-        batch_size = checks.batch_size(batch_size)
-        learning_rate = check_learning_rate(learning_rate)
-        if self.train_data is None:
+        if self.trainer.train_data is None:
             raise checks.DataError("there is no training data: give it with set_data, set_named or set_npz first")
-        n = len(self.train_data[0])
-        order, position, rng_state = self.order, self.position, None
-        if order is None:
-            rng_state = self.rng.bit_generator.state
-            order, position = self.rng.permutation(n), 0
-        rows = order[position:position + batch_size]
-        previous_rate = None if self.optimizer is None else self.optimizer.get_learning_rate()
-        self.set_learning_rate(learning_rate)
-        try:
-            loss = self.guard.step([a[rows] for a in self.train_data], epoch=self.epoch + 1)
-        except Exception as e:
-            if rng_state is not None:
-                self.rng.bit_generator.state = rng_state
-            if previous_rate is not None:
-                self.optimizer.set_learning_rate(previous_rate)
-            if _out_of_memory(e):
-                raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
-                                  f"size (nothing was changed, training can go on)") from e
-            raise
-        self.order, self.position = order, position + len(rows)
-        done = self.position >= n
-        if done:
-            self.epoch += 1
-            self.order = None
-        return {"loss": loss, "epoch": self.epoch, "epoch_done": done, "examples": len(rows),
-                "batches_per_epoch": -(-n // batch_size), "progress": self.epoch + (0 if done else self.position / n)}
+        record = self.trainer.step(checks.batch_size(batch_size), check_learning_rate(learning_rate))
+        return {"loss": record["loss"], "epoch": record["epoch"], "epoch_done": record["epoch_done"],
+                "examples": record["examples"], "batches_per_epoch": record["steps_per_epoch"],
+                "progress": record["progress"]}
 
     def validation_loss(self, chunk: int = None):
-        """The eval model's loss on the held validation data (None without validation data).  With ``chunk``,
-        the data goes through ``chunk`` rows at a time and the losses are averaged by rows, which is the same
-        for a loss that is a mean over rows, in less memory."""
-        if not self.validation_data:
-            return None
-        self.module.eval()
-        n = len(self.validation_data[0])
-        chunk = int(chunk or n)
-        total = 0.0
-        for start in range(0, n, chunk):
-            out = self.module(*[a[start:start + chunk] for a in self.validation_data])
-            rows = min(chunk, n - start)
-            total += rows * float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
-        return total / n
+        """The eval model's loss on the held validation data (None without validation data)."""
+        return self.trainer.validation_loss(chunk)
 
     def predict(self, x: np.ndarray, output: str = "output", chunk: int = 256) -> np.ndarray:
         """The inference model's ``output`` for the rows of ``x``, ``chunk`` rows at a time."""
@@ -318,51 +256,17 @@ class TrainingSession:
         return CheckpointState.save_checkpoint(self.state, None, include_optimizer_state=include_optimizer_state)
 
     def checkpoint(self, properties: dict = None) -> bytes:
-        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``), the best-epoch
-        tracker's counters and ``properties`` (values that are not int, float or str are stored as JSON).
-        NonFiniteStateError, and nothing written, when a trainable parameter or optimizer state is not finite."""
-        check_finite_state(self.module, self.optimizer)
-        extra = {key: value if isinstance(value, (int, float, str)) and not isinstance(value, bool)
-                 else json.dumps(value) for key, value in (properties or {}).items()}
-        props = self.state.properties
-        props["epoch"] = self.epoch
-        props[BEST_PROPERTY] = self.best.to_property()
-        for key, value in extra.items():
-            props[key] = value
-        return self.save_checkpoint(True)
+        """The run so far (Trainer.checkpoint): state, epoch, best-epoch counters and ``properties``."""
+        return self.trainer.checkpoint(properties)
 
     def restore(self, data, best=None) -> int:
-        """Continue a run saved by ``checkpoint`` (same model): its state, at the start of its next epoch, and
-        its best-epoch counters; with ``best``, the bytes of its ``best_checkpoint()``, the best parameters too.
-        On any error the session is left as it was."""
-        loaded = self._checked_checkpoint(data, "checkpoint")
-        props = loaded._properties
-        epoch = _epoch_property(props)
-        if BEST_PROPERTY in props:
-            tracker = BestEpoch.from_property(props[BEST_PROPERTY])
-        else:
-            tracker = BestEpoch(self.best.keep_best, self.best.patience)
-        if best is not None:
-            tracker.params = self._best_parameters(best, tracker)
-        elif tracker.keep_best and tracker.best_epoch is not None and tracker.best_epoch == epoch:
-            tracker.params = {n: loaded._entries[n].data.copy() for n in self.module._trainable_names}
-        self._commit(loaded)
-        self.epoch, self.order, self.position, self.best = epoch, None, 0, tracker
-        return self.epoch
+        """Continue a run saved by ``checkpoint`` (same model); with ``best``, the bytes of its
+        ``best_checkpoint()``.  On any error the session is left as it was."""
+        return self.trainer.restore(_bytes(data), None if best is None else _bytes(best))
 
     def restore_best(self, best) -> int:
-        """After ``restore(data)`` (as a wrapper such as TabularSession does it), the best parameters from the bytes
-        of the run's ``best_checkpoint()``; returns the best epoch.  On an error nothing changes."""
-        self.best.params = self._best_parameters(best, self.best)
-        return self.best.best_epoch
-
-    def _best_parameters(self, data, tracker: BestEpoch) -> dict:
-        kept = self._checked_checkpoint(data, "best-epoch checkpoint")
-        epoch = _epoch_property(kept._properties)
-        if tracker.best_epoch is None or epoch != tracker.best_epoch or not tracker.keep_best:
-            raise ValueError(f"the best-epoch checkpoint is of epoch {epoch}, but the run's best epoch is "
-                             f"{tracker.best_epoch} (keep_best {tracker.keep_best}): they are not from the same run")
-        return {n: kept._entries[n].data.copy() for n in self.module._trainable_names}
+        """After ``restore(data)``, the best parameters from the bytes of the run's ``best_checkpoint()``."""
+        return self.trainer.restore_best(_bytes(best))
 
     # ---- the best epoch and early stopping -------------------------------------------------------------
 
@@ -371,39 +275,18 @@ class TrainingSession:
         epochs without a lower one (0: never stop).  The counters so far stay."""
         self.best.configure(keep_best, patience)
 
-    def _trainable(self) -> dict:
-        entries = self.state._entries
-        return {n: entries[n].data for n in self.module._trainable_names}
-
     def end_epoch(self, validation_loss) -> dict:
         """Record the finished epoch's validation loss (None without validation data): best_epoch, best_loss,
         improved, stop, epochs_without_improvement."""
-        if self.epoch < 1:
-            raise ValueError("end_epoch is for after an epoch: no epoch has finished yet")
-        return self.best.end_epoch(self.epoch, validation_loss, self._trainable())
+        return self.trainer.end_epoch(validation_loss)["best"]
 
     def use_best(self):
-        """Put the best epoch's parameters back (the optimizer state stays); the best epoch, or None when the
-        session does not hold its parameters (no validation loss, keep_best off, or not kept)."""
-        best = self.best
-        if best.best_epoch is None:
-            return None
-        if best.put_back(self._trainable()):
-            return best.best_epoch
-        current = best.best_epoch == self.epoch and self.order is None
-        return best.best_epoch if current else None
+        """Put the best epoch's parameters back (the optimizer state stays); the best epoch, or None."""
+        return self.trainer.use_best()
 
     def best_checkpoint(self):
         """A checkpoint (no optimizer state) of the kept best parameters, its ``epoch`` the best epoch, or None."""
-        best = self.best
-        if best.params is None:
-            return None
-        data = self.state._to_data(False)
-        properties = dict(data.properties, epoch=best.best_epoch)
-        properties[BEST_PROPERTY] = best.to_property()
-        data = dataclasses.replace(data, trainable={n: best.params.get(n, a) for n, a in data.trainable.items()},
-                                   properties=properties)
-        return write_checkpoint(data, None, layout="runtime")
+        return self.trainer.best_checkpoint()
 
     def artifacts_zip(self) -> bytes:
         """The artifact set with the current state as its checkpoint, so training can go on elsewhere
@@ -421,37 +304,7 @@ class TrainingSession:
 
     def load_checkpoint(self, data) -> None:
         """Replace parameters and optimizer state with a checkpoint's (same model)."""
-        self._commit(self._checked_checkpoint(data, "checkpoint"))
-
-    def _checked_checkpoint(self, data, what: str) -> CheckpointState:
-        """A checkpoint's state, checked to fit this model (and its learning rate to be one) before it is used."""
-        loaded = CheckpointState.load_checkpoint(_bytes(data))
-        if loaded.is_nominal:
-            raise ValueError(f"the {what} is nominal (it holds no parameter values)")
-        mine = {n: p.data for n, p in self.state.parameters}
-        theirs = {n: p.data for n, p in loaded.parameters}
-        if {n: (a.shape, a.dtype) for n, a in mine.items()} != {n: (a.shape, a.dtype) for n, a in theirs.items()}:
-            raise ValueError(f"the {what}'s parameters do not match this model's: "
-                             f"{sorted(theirs)} vs {sorted(mine)}")
-        if LEARNING_RATE_PROPERTY in loaded._properties:
-            check_learning_rate(loaded._properties[LEARNING_RATE_PROPERTY],
-                                f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
-        if loaded._optimizer is not None:
-            check_learning_rate(loaded._optimizer.initial_learning_rate, f"{what}'s initial learning rate")
-        return loaded
-
-    def _commit(self, loaded: CheckpointState) -> None:
-        mine = {n: p.data for n, p in self.state.parameters}
-        for name, p in loaded.parameters:
-            mine[name][...] = p.data
-        self.state._optimizer = loaded._optimizer
-        self.state._properties.clear()
-        self.state._properties.update(loaded._properties)
-        if self.optimizer is not None:
-            self.optimizer = Optimizer(self._optimizer_model, self.module)
-        check = self.guard.check
-        self.guard = StepGuard(self.module, self.optimizer)
-        self.guard.check = check
+        self.trainer.load_checkpoint(_bytes(data))
 
     def export_model(self, output_names) -> bytes:
         return self.module.export_model_for_inferencing(None, [str(n) for n in _buffer(output_names)])

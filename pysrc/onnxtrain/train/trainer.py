@@ -1,0 +1,398 @@
+"""Trainer: the epoch loop over a Module and its Optimizer, with batching, validation, the best epoch, a learning-rate
+schedule and checkpoints a run resumes from exactly.
+
+Every step is guarded (guard.StepGuard): a step that fails, for bad data, for lack of memory or for a non-finite
+loss or update, leaves the run as it was, so the caller can change the batch size or the rate and go on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from ..api import CheckpointState
+from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
+from ..api.lr_scheduler import linear_factor
+from ..api.optimizer import check_learning_rate
+from ..checkpoint import write_checkpoint
+from . import data as checks
+from .best import PROPERTY as BEST_PROPERTY, BestEpoch
+from .guard import StepGuard, check_finite_state
+
+#: Checkpoint property with where the run is: steps done, the position in the epoch and the shuffling state.
+PROPERTY = "onnxtrain.trainer"
+SCHEDULES = ("constant", "linear")
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """A MemoryError, or numpy's refusal of an array larger than the address space (wasm32: 2 GiB), anywhere
+    in the chain of causes."""
+    while error is not None:
+        if isinstance(error, MemoryError) or (isinstance(error, ValueError) and "array is too big" in str(error)):
+            return True
+        error = error.__cause__
+    return False
+
+
+def epoch_property(properties: dict) -> int:
+    """The checkpoint's ``epoch`` property (0 when absent); ValueError naming it when it is not a count."""
+    value = properties.get("epoch", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"the checkpoint's property 'epoch' must be an integer >= 0, got {value!r} "
+                         f"({type(value).__name__})")
+    return value
+
+
+def _epochs(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or \
+            (isinstance(value, float) and not value.is_integer()) or value < 1:
+        raise ValueError(f"epochs must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def split(arrays: list, fraction: float, seed: int) -> tuple:
+    """(training arrays, validation arrays or None): a seeded ``fraction`` of the rows held out, none when there
+    are fewer than 10 rows, and always at least one row left to train on."""
+    fraction = checks.fraction(fraction)
+    n = len(arrays[0])
+    order = np.random.default_rng(seed).permutation(n)
+    n_val = min(int(round(n * fraction)), n - 1) if n >= 10 else 0
+    val, train = order[:n_val], order[n_val:]
+    return [a[train] for a in arrays], ([a[val] for a in arrays] if n_val else None)
+
+
+class Trainer:
+    """Trains ``module`` with ``optimizer`` on ``data`` (input name -> array, or a list in the training model's
+    input order, rows along axis 0).
+
+    ``validation`` is data of the same form, or a fraction of ``data`` to hold out (seeded by ``seed``).
+    ``epochs=None`` trains until early stopping or the caller stops.  ``schedule="linear"`` is LinearLRScheduler's
+    rate over the run's ``epochs * steps_per_epoch`` steps, the first ``warmup`` fraction of them warming up.
+    ``evaluate(trainer) -> dict`` adds metrics at each epoch's end.  With ``evaluate_epochs=False`` the caller
+    ends epochs itself with ``end_epoch(validation_loss)`` (a page that computes its own metrics does).
+    """
+
+    def __init__(self, module, optimizer, data=None, *, validation=None, batch_size: int = 32, epochs=1,
+                 learning_rate=None, schedule: str = "constant", warmup: float = 0.0, shuffle: bool = True,
+                 seed: int = 0, keep_best: bool = True, patience: int = 0, evaluate=None,
+                 check_finite: bool = True, evaluate_epochs: bool = True):
+        self.module, self.optimizer = module, optimizer
+        self.names = module.train().input_names()
+        self.batch_size = checks.batch_size(batch_size)
+        self.epochs = _epochs(epochs)
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {schedule!r}")
+        if schedule == "linear" and self.epochs is None:
+            raise ValueError("the linear schedule needs a number of epochs to decay over")
+        self.schedule, self.warmup = schedule, checks.fraction(warmup, "warmup fraction")
+        if learning_rate is not None:
+            learning_rate = check_learning_rate(learning_rate)
+        elif optimizer is not None:
+            learning_rate = optimizer.get_learning_rate()
+        self.learning_rate = learning_rate
+        self.shuffle, self.evaluate, self.evaluate_epochs = bool(shuffle), evaluate, bool(evaluate_epochs)
+        self.guard = StepGuard(module, optimizer)
+        self.guard.check = bool(check_finite)
+        self.best = BestEpoch(keep_best, patience)
+        self.train_data = self.validation_data = None
+        self.set_data(data, validation, seed)
+
+    # ---- data ------------------------------------------------------------------------------------------
+
+    def _arrays(self, data, what: str) -> list:
+        if isinstance(data, dict):
+            missing = [n for n in self.names if n not in data]
+            unknown = [n for n in data if n not in self.names]
+            if missing or unknown:
+                raise checks.DataError(f"the {what} needs arrays named {self.names}; " + "; ".join(
+                    p for p in (missing and f"missing {missing}", unknown and f"unknown {unknown}") if p))
+            data = [data[n] for n in self.names]
+        arrays = [np.asarray(a) for a in data]
+        if len(arrays) != len(self.names):
+            raise checks.DataError(f"the training model takes {len(self.names)} inputs {self.names}, but "
+                                   f"{len(arrays)} {what} arrays came")
+        checks.rows(self.names, arrays, what)
+        return arrays
+
+    def set_data(self, data, validation=None, seed: int = 0) -> None:
+        """New data for a new run: the epoch count, the shuffling and the best-epoch counters start over."""
+        if data is None:
+            train = val = None
+        else:
+            fraction = isinstance(validation, (float, int)) and not isinstance(validation, bool)
+            train = self._arrays(data, "data" if fraction else "training data")
+            if fraction:
+                train, val = split(train, validation, seed)
+            else:
+                val = None if validation is None or not len(validation) else \
+                    self._arrays(validation, "validation data")
+            for what, arrays in (("training data", train), ("validation data", val)):
+                if arrays is not None:
+                    checks.finite(self.names, arrays, what)
+        self.train_data, self.validation_data = train, val
+        self.rng = np.random.default_rng(seed)
+        self.order, self.position, self.epoch, self.steps = None, 0, 0, 0
+        self._epoch_rng = None  # the shuffling state the current epoch's order came from
+        self.history = []
+        self.best.reset()
+
+    @property
+    def rows(self) -> int:
+        return 0 if self.train_data is None else len(self.train_data[0])
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-self.rows // self.batch_size)
+
+    @property
+    def done(self) -> bool:
+        return (self.epochs is not None and self.epoch >= self.epochs) or (
+            bool(self.history) and self.history[-1]["best"]["stop"])
+
+    # ---- steps -----------------------------------------------------------------------------------------
+
+    def rate(self, step: int = None) -> float:
+        """The scheduled learning rate of the run's step ``step`` (0-based; the next step by default)."""
+        step = self.steps if step is None else step
+        if self.schedule == "constant" or self.learning_rate is None:
+            return self.learning_rate
+        total = self.epochs * self.steps_per_epoch
+        return self.learning_rate * linear_factor(step, int(round(self.warmup * total)), total)
+
+    def step(self, batch_size: int = None, learning_rate: float = None) -> dict:
+        """One batch; ``batch_size`` and ``learning_rate`` override the run's for this step.  On an epoch's last
+        batch the epoch ends (validation, metrics, best epoch) unless epochs are ended by the caller."""
+        size = self.batch_size if batch_size is None else checks.batch_size(batch_size)
+        rate = self.rate() if learning_rate is None else check_learning_rate(learning_rate)
+        if self.train_data is None:
+            raise checks.DataError("there is no training data: give it to Trainer() or set_data first")
+        n = self.rows
+        order, position, epoch_rng = self.order, self.position, self._epoch_rng
+        rng_state = self.rng.bit_generator.state
+        if order is None:
+            epoch_rng = rng_state
+            order, position = (self.rng.permutation(n) if self.shuffle else np.arange(n)), 0
+        rows = order[position:position + size]
+        previous_rate = None if self.optimizer is None else self.optimizer.get_learning_rate()
+        if self.optimizer is not None and rate is not None:
+            self.optimizer.set_learning_rate(rate)
+        try:
+            loss = self.guard.step([a[rows] for a in self.train_data], epoch=self.epoch + 1)
+        except Exception as e:
+            self.rng.bit_generator.state = rng_state
+            if previous_rate is not None:
+                self.optimizer.set_learning_rate(previous_rate)
+            if out_of_memory(e):
+                raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
+                                  f"size (nothing was changed, training can go on)") from e
+            raise
+        self.order, self.position, self._epoch_rng = order, position + len(rows), epoch_rng
+        self.steps += 1
+        epoch_done = self.position >= n
+        if epoch_done:
+            self.epoch += 1
+            self.order, self.position, self._epoch_rng = None, 0, None
+        record = {"epoch": self.epoch, "step": self.steps, "steps_per_epoch": -(-n // size), "epochs": self.epochs,
+                  "loss": loss, "learning_rate": rate, "examples": len(rows), "epoch_done": epoch_done,
+                  "progress": self.epoch + self.position / n}
+        if epoch_done and self.evaluate_epochs:
+            record.update(self.end_epoch(self.validation_loss(), self.evaluate(self) if self.evaluate else None))
+        record["done"] = self.done
+        return record
+
+    def run(self, on_progress=None, should_stop=None) -> list:
+        """Steps until ``done`` or ``should_stop()``; ``on_progress(record)`` after each step.  Returns the
+        records of the epochs that ended in this call."""
+        if self.epochs is None:
+            raise ValueError("run() needs a number of epochs; with epochs=None call step() yourself")
+        ended = []
+        while not self.done and not (should_stop is not None and should_stop()):
+            record = self.step()
+            if record["epoch_done"]:
+                ended.append(record)
+            if on_progress is not None:
+                on_progress(record)
+        return ended
+
+    # ---- validation and the best epoch ---------------------------------------------------------------
+
+    def validation_loss(self, chunk: int = None):
+        """The eval model's loss on the validation data (None without it).  With ``chunk``, the data goes through
+        ``chunk`` rows at a time and the losses are averaged by rows, which is the same for a loss that is a mean
+        over rows, in less memory."""
+        if not self.validation_data:
+            return None
+        module = self.module.eval()
+        n = len(self.validation_data[0])
+        chunk = int(chunk or n)
+        total = 0.0
+        try:
+            for start in range(0, n, chunk):
+                out = module(*[a[start:start + chunk] for a in self.validation_data])
+                rows = min(chunk, n - start)
+                total += rows * float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
+        finally:
+            self.module.train()
+        return total / n
+
+    def _trainable(self) -> dict:
+        entries = self.module._state._entries
+        return {n: entries[n].data for n in self.module._trainable_names}
+
+    def end_epoch(self, validation_loss, metrics: dict = None) -> dict:
+        """Record the finished epoch's validation loss (None without validation data) and metrics:
+        {"validation_loss", "metrics", "best"}, also appended to ``history``."""
+        if self.epoch < 1:
+            raise ValueError("end_epoch is for after an epoch: no epoch has finished yet")
+        best = self.best.end_epoch(self.epoch, validation_loss, self._trainable())
+        record = {"epoch": self.epoch, "validation_loss": validation_loss, "metrics": dict(metrics or {}),
+                  "best": best}
+        if self.history and self.history[-1]["epoch"] == self.epoch:
+            self.history[-1] = record
+        else:
+            self.history.append(record)
+        return {k: record[k] for k in ("validation_loss", "metrics", "best")}
+
+    def use_best(self):
+        """Put the best epoch's parameters back (the optimizer state stays); the best epoch, or None when they
+        are not held (no validation loss, keep_best off, or not kept)."""
+        best = self.best
+        if best.best_epoch is None:
+            return None
+        if best.put_back(self._trainable()):
+            return best.best_epoch
+        current = best.best_epoch == self.epoch and self.order is None
+        return best.best_epoch if current else None
+
+    def best_checkpoint(self):
+        """A checkpoint (no optimizer state) of the kept best parameters, its ``epoch`` the best epoch, or None."""
+        best = self.best
+        if best.params is None:
+            return None
+        data = self.module._state._to_data(False)
+        properties = dict(data.properties, epoch=best.best_epoch)
+        properties[BEST_PROPERTY] = best.to_property()
+        data = dataclasses.replace(data, trainable={n: best.params.get(n, a) for n, a in data.trainable.items()},
+                                   properties=properties)
+        return write_checkpoint(data, None, layout="runtime")
+
+    # ---- checkpoints -----------------------------------------------------------------------------------
+
+    def checkpoint(self, properties: dict = None) -> bytes:
+        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``), where in the
+        epoch the run is, the best-epoch counters and ``properties`` (values that are not int, float or str are
+        stored as JSON).  NonFiniteStateError, and nothing written, when a trainable parameter or optimizer state
+        is not finite."""
+        check_finite_state(self.module, self.optimizer)
+        state = self.module._state
+        props = state._properties
+        for key, value in (properties or {}).items():
+            props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
+                else json.dumps(value)
+        props["epoch"] = self.epoch
+        props[BEST_PROPERTY] = self.best.to_property()
+        props[PROPERTY] = json.dumps({"steps": self.steps, "position": self.position,
+                                      "shuffle": self._epoch_rng if self.order is not None
+                                      else self.rng.bit_generator.state})
+        return CheckpointState.save_checkpoint(state, None, include_optimizer_state=True)
+
+    def restore(self, data, best=None) -> int:
+        """Continue a run saved by ``checkpoint`` (same model and data) where it was: its state, its place in the
+        epoch and its shuffling, so the steps that follow are those the run would have taken.  With ``best``, the
+        bytes of its ``best_checkpoint()``, the best parameters too.  On any error nothing changes."""
+        loaded = self.checked_checkpoint(data, "checkpoint")
+        props = loaded._properties
+        epoch = epoch_property(props)
+        tracker = BestEpoch.from_property(props[BEST_PROPERTY]) if BEST_PROPERTY in props else \
+            BestEpoch(self.best.keep_best, self.best.patience)
+        if best is not None:
+            tracker.params = self._best_parameters(best, tracker)
+        elif tracker.keep_best and tracker.best_epoch is not None and tracker.best_epoch == epoch:
+            tracker.params = {n: loaded._entries[n].data.copy() for n in self.module._trainable_names}
+        where = self._where(props.get(PROPERTY), epoch)
+        self._commit(loaded)
+        self.epoch, self.steps, self.best = epoch, where["steps"], tracker
+        self.history = [h for h in self.history if h["epoch"] <= epoch]
+        self.position, self.order, self._epoch_rng = where["position"], None, None
+        if where["shuffle"] is not None:
+            self.rng.bit_generator.state = where["shuffle"]
+        if self.position:  # mid-epoch: draw the epoch's order again, from the state it was drawn from
+            self._epoch_rng = where["shuffle"]
+            self.order = self.rng.permutation(self.rows) if self.shuffle else np.arange(self.rows)
+        return self.epoch
+
+    def _where(self, text, epoch: int) -> dict:
+        """The trainer property's fields, checked; a checkpoint without it resumes at the start of an epoch."""
+        if text is None:
+            return {"steps": epoch * self.steps_per_epoch, "position": 0, "shuffle": None}
+
+        def bad(why):
+            return ValueError(f"the checkpoint's property '{PROPERTY}' is corrupt: {why}")
+        try:
+            fields = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            fields = None
+        if not isinstance(fields, dict):
+            raise bad(f"expected a JSON object, got {str(text)[:80]!r}")
+        for key in ("steps", "position"):
+            value = fields.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise bad(f"'{key}' must be an integer >= 0, got {value!r}")
+        if fields["position"] and fields["position"] >= self.rows:
+            raise bad(f"it is {fields['position']} rows into an epoch, but the data has {self.rows} rows: "
+                      f"it is not from a run on this data")
+        shuffle = fields.get("shuffle")
+        try:
+            np.random.default_rng().bit_generator.state = shuffle
+        except (TypeError, ValueError, KeyError) as e:
+            raise bad(f"'shuffle' is not a generator state ({e})") from None
+        return {"steps": fields["steps"], "position": fields["position"], "shuffle": shuffle}
+
+    def restore_best(self, best) -> int:
+        """After ``restore(data)``, the best parameters from the bytes of the run's ``best_checkpoint()``; returns
+        the best epoch.  On an error nothing changes."""
+        self.best.params = self._best_parameters(best, self.best)
+        return self.best.best_epoch
+
+    def _best_parameters(self, data, tracker: BestEpoch) -> dict:
+        kept = self.checked_checkpoint(data, "best-epoch checkpoint")
+        epoch = epoch_property(kept._properties)
+        if tracker.best_epoch is None or epoch != tracker.best_epoch or not tracker.keep_best:
+            raise ValueError(f"the best-epoch checkpoint is of epoch {epoch}, but the run's best epoch is "
+                             f"{tracker.best_epoch} (keep_best {tracker.keep_best}): they are not from the same run")
+        return {n: kept._entries[n].data.copy() for n in self.module._trainable_names}
+
+    def load_checkpoint(self, data) -> None:
+        """Replace parameters and optimizer state with a checkpoint's (same model); the run's counters stay."""
+        self._commit(self.checked_checkpoint(data, "checkpoint"))
+
+    def checked_checkpoint(self, data, what: str) -> CheckpointState:
+        """A checkpoint's state (from a path or bytes), checked to fit this model before it is used."""
+        loaded = CheckpointState.load_checkpoint(data)
+        if loaded.is_nominal:
+            raise ValueError(f"the {what} is nominal (it holds no parameter values)")
+        mine = {n: p.data for n, p in self.module._state.parameters}
+        theirs = {n: p.data for n, p in loaded.parameters}
+        if {n: (a.shape, a.dtype) for n, a in mine.items()} != {n: (a.shape, a.dtype) for n, a in theirs.items()}:
+            raise ValueError(f"the {what}'s parameters do not match this model's: "
+                             f"{sorted(theirs)} vs {sorted(mine)}")
+        if LEARNING_RATE_PROPERTY in loaded._properties:
+            check_learning_rate(loaded._properties[LEARNING_RATE_PROPERTY],
+                                f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
+        if loaded._optimizer is not None:
+            check_learning_rate(loaded._optimizer.initial_learning_rate, f"{what}'s initial learning rate")
+        return loaded
+
+    def _commit(self, loaded: CheckpointState) -> None:
+        state = self.module._state
+        mine = {n: p.data for n, p in state.parameters}
+        for name, p in loaded.parameters:
+            mine[name][...] = p.data
+        state._optimizer = loaded._optimizer
+        state._properties.clear()
+        state._properties.update(loaded._properties)
+        if self.optimizer is not None:
+            self.optimizer._load_state()
