@@ -465,10 +465,10 @@ def npm_pack_library(lib: Path) -> Path:
         "main": "./onnxtrain.mjs", "module": "./onnxtrain.mjs", "types": "./onnxtrain.d.ts",
         "exports": {".": {"types": "./onnxtrain.d.ts", "import": "./onnxtrain.mjs", "default": "./onnxtrain.mjs"},
                     "./onnxtrain.js": "./onnxtrain.js", "./package.json": "./package.json"},
-        "files": ["onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts", "README.md",
-                  "pyodide/", "wheels/", "kernels/"],
+        "files": sorted(p.name + "/" * p.is_dir() for p in lib.iterdir() if p.name != "package.json"),
     }
-    missing = [name for name in package["files"] if not (lib / name.rstrip("/")).exists()]
+    missing = [name for name in ("onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts", "README.md",
+                                 "pyodide/", "wheels/", "kernels/") if name not in package["files"]]
     if missing:
         sys.exit(f"build.py: the library folder {lib} lacks {missing}")
     (lib / "package.json").write_text(json.dumps(package, indent=2) + "\n")

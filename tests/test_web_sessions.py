@@ -5,6 +5,7 @@ import pytest
 
 import ort_cases as oc
 from onnxtrain import api
+from onnxtrain.train import NonFiniteStepError, Trainer
 from onnxtrain.web.sessions import Registry
 
 
@@ -143,3 +144,252 @@ def test_parameters_checkpoint_learning_rate_and_export():
     expected = ort.InferenceSession(reference_model, providers=["CPUExecutionProvider"]).run(["output"],
                                                                                                {"input": x})[0]
     np.testing.assert_array_equal(got, expected)
+
+
+# ---- beyond onnxruntime-web: generate_artifacts, the LinearLRScheduler, train() -----------------------------
+
+def dataset(name, batches_, seed=0):
+    """``batches_`` of the case's batches as one dataset: input name -> rows."""
+    parts = oc.batches(name, batches_, seed)
+    f = oc.files(name)
+    names = api.Module(f["training"], api.CheckpointState.load_checkpoint(f["checkpoint"])).input_names()
+    return {n: np.concatenate([b[i] for b in parts]) for i, n in enumerate(names)}
+
+
+def fresh(name):
+    f = oc.files(name)
+    state = api.CheckpointState.load_checkpoint(f["checkpoint"])
+    module = api.Module(f["training"], state, f["eval"])
+    return module, api.Optimizer(f["optimizer"], module)
+
+
+def plain_step(module, optimizer, batch):
+    loss = float(module(*batch))
+    optimizer.step()
+    module.lazy_reset_grad()
+    return loss
+
+
+def drive(registry, h, data, options, budget=50):
+    """train() as the library runs it: begin, chunks until done, end; the records and the summary."""
+    registry.call("train_begin", h, [data, options])
+    records = []
+    while True:
+        out = registry.call("train_continue", h, [budget])
+        assert out["records"], "a chunk trains one step at least"
+        records += out["records"]
+        if out["done"]:
+            return records, registry.call("train_end", h, [True])
+
+
+def test_generate_artifacts_through_the_registry_train_like_onnxruntime(tmp_path):
+    registry = Registry()
+    forward = oc.mlp(n_in=20, hidden=16, n_out=5).SerializeToString()
+    made = registry.call("generate_artifacts", None, [forward, {"requiresGrad": oc.MLP_ALL, "loss": "CrossEntropyLoss",
+                                                                "optimizer": "AdamW"}])
+    assert sorted(made) == ["checkpointState", "evalModel", "optimizerModel", "trainModel"]
+    assert all(isinstance(v, bytes) for v in made.values())
+    info = registry.call("create", None, [made["checkpointState"], made["trainModel"], made["evalModel"],
+                                          made["optimizerModel"]])
+    batches = oc.batches("mlp_ce_adamw", 3)
+    got = []
+    for batch in batches:
+        out = registry.call("run_train_step", info["handle"], [feeds(info, batch)])
+        got.append(as_array(out[info["trainingOutputNames"][0]]).item())
+        registry.call("run_optimizer_step", info["handle"], [])
+        registry.call("lazy_reset_grad", info["handle"], [])
+    # the same bytes in onnxruntime-training
+    ort = oc.ort_api()
+    for key, file in (("checkpointState", "checkpoint"), ("trainModel", "training"), ("evalModel", "eval"),
+                      ("optimizerModel", "optimizer")):
+        (tmp_path / file).write_bytes(made[key])
+    state = ort.CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    module = ort.Module(str(tmp_path / "training"), state, str(tmp_path / "eval"))
+    optimizer = ort.Optimizer(str(tmp_path / "optimizer"), module)
+    expected = []
+    for batch in batches:
+        expected.append(float(module(*batch)))
+        optimizer.step()
+        module.lazy_reset_grad()
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # a frozen layer, no optimizer, the forward output added
+    made = registry.call("generate_artifacts", None, [forward, {
+        "requiresGrad": ["fc2.weight", "fc2.bias"], "frozenParams": ["fc1.weight", "fc1.bias"], "optimizer": None,
+        "additionalOutputNames": ["output"]}])
+    assert "optimizerModel" not in made
+    state = api.CheckpointState.load_checkpoint(made["checkpointState"])
+    assert {n: p.requires_grad for n, p in state.parameters} == {"fc1.weight": False, "fc1.bias": False,
+                                                                "fc2.weight": True, "fc2.bias": True}
+    assert api.Module(made["trainModel"], state, made["evalModel"]).output_names()[1:] == ["output"]
+
+
+def test_generate_artifacts_errors_name_the_problem():
+    registry = Registry()
+    forward = oc.mlp(n_in=20, hidden=16, n_out=5).SerializeToString()
+    with pytest.raises(ValueError, match=r"'fc3\.weight' is not an initializer of the model"):
+        registry.call("generate_artifacts", None, [forward, {"requiresGrad": ["fc3.weight"]}])
+    with pytest.raises(ValueError, match=r"unknown LossType 'Hinge'; choose one of \['MSELoss'"):
+        registry.call("generate_artifacts", None, [forward, {"requiresGrad": oc.MLP_ALL, "loss": "Hinge"}])
+    with pytest.raises(ValueError, match=r"unknown OptimType 'Adam'"):
+        registry.call("generate_artifacts", None, [forward, {"requiresGrad": oc.MLP_ALL, "optimizer": "Adam"}])
+    with pytest.raises(ValueError, match="generateArtifacts has no option 'requires_grad'"):
+        registry.call("generate_artifacts", None, [forward, {"requires_grad": oc.MLP_ALL}])
+    with pytest.raises(TypeError, match="option requiresGrad must be a list of names"):
+        registry.call("generate_artifacts", None, [forward, {"requiresGrad": "fc1.weight"}])
+    with pytest.raises(ValueError, match="not an ONNX model|truncated|decode"):
+        registry.call("generate_artifacts", None, [b"not a model", {"requiresGrad": oc.MLP_ALL}])
+
+
+def test_train_equals_a_trainer_run():
+    registry = Registry()
+    info = create(registry, "mlp_ce_adamw")
+    data = dataset("mlp_ce_adamw", 6)  # 48 rows
+    options = {"epochs": 3, "batchSize": 10, "learningRate": 0.01, "schedule": "linear", "warmup": 0.25,
+               "validation": 0.25, "seed": 3, "keepBest": True, "patience": 0}
+    records, summary = drive(registry, info["handle"], data, options, budget=0)
+    module, optimizer = fresh("mlp_ce_adamw")
+    trainer = Trainer(module, optimizer, dict(data), epochs=3, batch_size=10, learning_rate=0.01, schedule="linear",
+                      warmup=0.25, validation=0.25, seed=3, keep_best=True, patience=0)
+    expected = []
+    trainer.run(on_progress=expected.append)
+    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert [r["learningRate"] for r in records] == [r["learning_rate"] for r in expected]
+    assert [r["stepsPerEpoch"] for r in records] == [4] * 12 and records[-1]["done"]
+    ends = [r for r in records if r["epochDone"]]
+    assert [r["validationLoss"] for r in ends] == [h["validation_loss"] for h in trainer.history]
+    assert ends[-1]["best"]["bestEpoch"] == trainer.best.best_epoch
+    assert summary["epochs"] == 3 and summary["steps"] == 12
+    assert summary["validationLoss"] == trainer.history[-1]["validation_loss"]
+    for epoch, h in enumerate(summary["history"]):
+        steps = records[4 * epoch:4 * epoch + 4]
+        assert h["loss"] == pytest.approx(sum(r["loss"] * r["examples"] for r in steps) / 36, rel=1e-12)
+    assert summary["loss"] == summary["history"][-1]["loss"]
+    trainer.use_best()
+    assert summary["best"]["restored"] and summary["best"]["bestEpoch"] == trainer.best.best_epoch
+    np.testing.assert_array_equal(as_array(registry.call("get_contiguous_parameters", info["handle"], [False])),
+                                  module.get_contiguous_parameters(False))
+
+
+def test_train_without_shuffle_equals_the_plain_loop():
+    registry = Registry()
+    info = create(registry, "mlp_ce_sgd")
+    data = dataset("mlp_ce_sgd", 5)
+    records, summary = drive(registry, info["handle"], data, {"epochs": 2, "batchSize": 8, "shuffle": False})
+    expected, module = reference("mlp_ce_sgd", oc.batches("mlp_ce_sgd", 5) * 2)
+    assert [r["loss"] for r in records] == expected
+    assert summary["validationLoss"] is None and summary["best"] == {
+        "bestEpoch": None, "bestLoss": None, "stop": False, "epochsWithoutImprovement": 0, "restored": False}
+    np.testing.assert_array_equal(as_array(registry.call("get_contiguous_parameters", info["handle"], [True])),
+                                  module.get_contiguous_parameters(True))
+
+
+def test_an_aborted_run_keeps_its_last_whole_step_and_a_second_run_works():
+    registry = Registry()
+    mlp, cnn = create(registry, "mlp_ce_sgd"), create(registry, "cnn_ce_sgd")
+    h = mlp["handle"]
+    data = dataset("mlp_ce_sgd", 5)
+    registry.call("train_begin", h, [data, {"epochs": 2, "batchSize": 8, "shuffle": False}])
+    done = []
+    for _ in range(2):  # budget 0: one step per chunk
+        done += registry.call("train_continue", h, [0])["records"]
+    for method, args in (("run_train_step", [feeds(mlp, oc.batches("mlp_ce_sgd", 1)[0])]), ("save_checkpoint", []),
+                         ("train_begin", [data, {}]), ("release", [])):
+        with pytest.raises(RuntimeError, match=r"this session is training: \w+\(\) has to wait until train\(\) ends"):
+            registry.call(method, h, args)
+    assert registry.call("get_parameters_size", cnn["handle"], [True]) > 0  # the other session is not busy
+    registry.call("train_end", h, [False])  # the abort
+    with pytest.raises(RuntimeError, match="not training"):
+        registry.call("train_continue", h, [50])
+    module, optimizer = fresh("mlp_ce_sgd")
+    batches = oc.batches("mlp_ce_sgd", 5)
+    expected = [plain_step(module, optimizer, batch) for batch in batches[:2]]
+    assert [r["loss"] for r in done] == expected
+    np.testing.assert_array_equal(as_array(registry.call("get_contiguous_parameters", h, [True])),
+                                  module.get_contiguous_parameters(True))
+    records, summary = drive(registry, h, data, {"epochs": 1, "batchSize": 8, "shuffle": False})
+    assert [r["loss"] for r in records] == [plain_step(module, optimizer, batch) for batch in batches]
+    assert summary["steps"] == 5
+
+
+def test_train_errors_leave_the_session_usable():
+    registry = Registry()
+    info = create(registry, "mlp_ce_adamw")
+    h = info["handle"]
+    data = dataset("mlp_ce_adamw", 2)
+    before = as_array(registry.call("get_contiguous_parameters", h, [True])).copy()
+    with pytest.raises(TypeError, match="input 'labels' of the training data must be a int64 tensor, got float32"):
+        registry.call("train_begin", h, [{**data, "labels": data["labels"].astype(np.float32)}, {}])
+    with pytest.raises(ValueError, match=r"input 'input' of the training data must have dims \['\?', 20\]"):
+        registry.call("train_begin", h, [{**data, "input": data["input"][:, :4].copy()}, {}])
+    with pytest.raises(ValueError, match=r"the training data takes inputs \['input', 'labels'\]: missing \['labels'\]"):
+        registry.call("train_begin", h, [{"input": data["input"]}, {}])
+    with pytest.raises(ValueError, match="train has no option 'batch_size'"):
+        registry.call("train_begin", h, [data, {"batch_size": 4}])
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        registry.call("train_begin", h, [data, {"schedule": "cosine"}])
+    with pytest.raises(ValueError, match="rows"):
+        registry.call("train_begin", h, [{**data, "labels": data["labels"][:3]}, {}])
+    with pytest.raises(RuntimeError, match="not training"):
+        registry.call("train_end", h, [True])
+    # a step that fails mid-run: the records before it first, then the error; the run ends, the session works
+    registry.call("train_begin", h, [data, {"epochs": 1, "batchSize": 4, "learningRate": 1e38, "shuffle": False}])
+    first = registry.call("train_continue", h, [10_000])
+    assert len(first["records"]) == 1 and not first["done"]
+    with pytest.raises(NonFiniteStepError, match=r"step 2 \(epoch 1\) was undone: the loss is nan"):
+        registry.call("train_continue", h, [10_000])
+    registry.call("train_end", h, [False])
+    assert not np.array_equal(as_array(registry.call("get_contiguous_parameters", h, [True])), before)
+    registry.call("load_parameters_buffer", h, [before.tobytes(), True])
+    registry.call("set_learning_rate", h, [0.001])
+    records, _ = drive(registry, h, data, {"epochs": 1, "batchSize": 4})
+    assert len(records) == 4 and all(np.isfinite(r["loss"]) for r in records)
+
+
+def test_linear_lr_scheduler_rates_equal_the_api_and_onnxruntime():
+    registry = Registry()
+    info = create(registry, "mlp_ce_sgd")
+    h = info["handle"]
+    batches = oc.batches("mlp_ce_sgd", 6)
+    key = registry.call("create_lr_scheduler", h, [2, 5, 0.05])
+    rates = [registry.call("get_learning_rate", h, [])]
+    for batch in batches:
+        registry.call("run_train_step", h, [feeds(info, batch)])
+        registry.call("run_optimizer_step", h, [])
+        registry.call("lazy_reset_grad", h, [])
+        rates.append(registry.call("lr_scheduler_step", h, [key]))
+        assert rates[-1] == registry.call("get_learning_rate", h, [])
+    module, optimizer = fresh("mlp_ce_sgd")
+    scheduler = api.LinearLRScheduler(optimizer, 2, 5, 0.05)
+    expected = [optimizer.get_learning_rate()]
+    for batch in batches:
+        module(*batch)
+        optimizer.step()
+        module.lazy_reset_grad()
+        scheduler.step()
+        expected.append(optimizer.get_learning_rate())
+    assert rates == expected
+    np.testing.assert_allclose(rates, [0.0, 0.025, 0.05, 0.05 * 2 / 3, 0.05 / 3, 0.0, 0.0], rtol=1e-6)
+    # onnxruntime-training's wrapper takes the counts swapped
+    ort = oc.ort_api()
+    f = oc.files("mlp_ce_sgd")
+    module = ort.Module(str(f["training"]), ort.CheckpointState.load_checkpoint(str(f["checkpoint"])))
+    optimizer = ort.Optimizer(str(f["optimizer"]), module)
+    scheduler = ort.LinearLRScheduler(optimizer, 5, 2, 0.05)
+    theirs = [optimizer.get_learning_rate()]
+    for batch in batches:
+        module(*batch)
+        optimizer.step()
+        module.lazy_reset_grad()
+        scheduler.step()
+        theirs.append(optimizer.get_learning_rate())
+    np.testing.assert_allclose(rates, theirs, rtol=1e-6)
+    # bad settings set nothing; an unknown scheduler is named
+    with pytest.raises(ValueError, match="total_step_count must be an integer >= 0"):
+        registry.call("create_lr_scheduler", h, [2, -1, 0.05])
+    with pytest.raises(ValueError, match="no learning-rate scheduler 7"):
+        registry.call("lr_scheduler_step", h, [7])
+    assert registry.call("get_learning_rate", h, []) == rates[-1]
+    # after a checkpoint is loaded the scheduler goes on from that checkpoint's step count
+    saved = registry.call("save_checkpoint", h, [True])
+    registry.call("load_checkpoint", h, [saved])
+    assert registry.call("lr_scheduler_step", h, [key]) == rates[-1]

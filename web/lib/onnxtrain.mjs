@@ -1,7 +1,8 @@
 // onnxtrain: on-device training in the page with onnxruntime-web 1.19.2's training API (TrainingSession, Tensor,
-// env), plus exportModelForInferencing, checkpoints and the learning rate.  The work happens in one module worker
-// (engine.mjs, next to this file) that holds every session by handle; this file only converts and forwards.
-// build.py also writes onnxtrain.js from this file, a classic script that defines globalThis.onnxtrain.
+// env), plus exportModelForInferencing, checkpoints, the learning rate and its LinearLRScheduler, an epoch loop
+// (session.train) and generateArtifacts.  The work happens in one module worker (engine.mjs, next to this file)
+// that holds every session by handle; this file only converts and forwards.  build.py also writes onnxtrain.js
+// from this file, a classic script that defines globalThis.onnxtrain (and globalThis.ort when there is none).
 const LIBRARY_URL = import.meta.url;
 
 // onnxruntime-web's settings, accepted so that code written for it runs; onnxtrain needs none of them.
@@ -53,10 +54,10 @@ class Tensor {
 }
 
 // A tensor (this library's, onnxruntime-web's, or any {type, data, dims}) as the engine takes it.
-function plainTensor(name, value) {
+function plainTensor(name, value, what = "feed") {
   const data = value && (value.cpuData ?? value.data);
   if (!value || typeof value.type !== "string" || !ArrayBuffer.isView(data) || !value.dims) {
-    throw new TypeError(`feed '${name}' is not a tensor: give a Tensor, or an object with type, data and dims`);
+    throw new TypeError(`${what} '${name}' is not a tensor: give a Tensor, or an object with type, data and dims`);
   }
   return { type: value.type, data, dims: Array.from(value.dims, Number) };
 }
@@ -108,9 +109,9 @@ async function bytesOf(source, what) {
   throw new TypeError(`${what} must be a URL, an ArrayBuffer or a Uint8Array`);
 }
 
-function feedsOf(feeds) {
-  if (!feeds || typeof feeds !== "object") throw new TypeError("feeds must be an object of input name -> Tensor");
-  return Object.fromEntries(Object.entries(feeds).map(([name, value]) => [name, plainTensor(name, value)]));
+function feedsOf(feeds, what = "feed") {
+  if (!feeds || typeof feeds !== "object") throw new TypeError(`${what}s must be an object of input name -> Tensor`);
+  return Object.fromEntries(Object.entries(feeds).map(([name, value]) => [name, plainTensor(name, value, what)]));
 }
 
 // onnxruntime-web's fetches: a list of output names, an object whose keys are output names, or run options.
@@ -125,6 +126,21 @@ function fetchesOf(fetchesOrOptions, outputNames) {
 
 function tensorsOf(result) {
   return Object.fromEntries(Object.entries(result).map(([name, t]) => [name, tensorOf(t)]));
+}
+
+// The options of generateArtifacts and train as the engine takes them: undefined left out, lists of names as
+// strings.  Python checks the names and values and says what is wrong.
+function optionsOf(options, what) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== "object" || Array.isArray(options)) throw new TypeError(`${what}'s options must be an object`);
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : v]));
+}
+
+const TRAIN_CHUNK_MS = 50; // the engine trains whole steps for about this long per request
+
+function abortReason(signal) {
+  return signal.reason ?? new DOMException("train() was aborted", "AbortError");
 }
 
 class TrainingSession {
@@ -192,7 +208,70 @@ class TrainingSession {
 
   async getLearningRate() { return this._call("get_learning_rate"); }
 
+  // The epoch loop, in the engine (onnxtrain.train.Trainer), a chunk of whole steps per request.  Between chunks
+  // it calls onProgress(record) for each step and checks signal: an aborted signal rejects with signal.reason (an
+  // AbortError unless abort() was given one) and leaves the session at its last whole step.  Other calls on the
+  // session are rejected while train() runs.  The session stays usable after any failure.
+  async train(dataset, options = {}) {
+    const { onProgress, signal, validation, ...rest } = options ?? {};
+    if (onProgress !== undefined && typeof onProgress !== "function") {
+      throw new TypeError("train's onProgress must be a function");
+    }
+    if (signal !== undefined && (typeof signal !== "object" || typeof signal?.aborted !== "boolean")) {
+      throw new TypeError("train's signal must be an AbortSignal");
+    }
+    if (signal?.aborted) throw abortReason(signal);
+    const settings = optionsOf(rest, "train");
+    if (validation !== undefined && validation !== null) {
+      settings.validation = typeof validation === "number" ? validation : feedsOf(validation, "validation input");
+    }
+    await this._call("train_begin", feedsOf(dataset, "dataset input"), settings);
+    try {
+      for (;;) {
+        const { records, done } = await this._call("train_continue", TRAIN_CHUNK_MS);
+        if (onProgress) records.forEach((record) => onProgress(record));
+        if (done) break;
+        if (signal?.aborted) throw abortReason(signal);
+      }
+    } catch (err) {
+      await this._call("train_end", false).catch(() => {});
+      throw err;
+    }
+    return this._call("train_end", true);
+  }
+
   async release() { await this._call("release"); }
 }
 
-export { Tensor, TrainingSession, env };
+// onnxruntime-training's LinearLRScheduler on a session's optimizer: a linear warm-up from 0 over
+// warmupStepCount optimizer steps to initialLr, then linear decay to 0 at totalStepCount.  The constructor sets
+// the rate for the current step count; step() sets it for the optimizer's step count now and returns it.  Bad
+// arguments reject `ready` and every step().
+class LinearLRScheduler {
+  constructor(session, warmupStepCount, totalStepCount, initialLr) {
+    if (!(session instanceof TrainingSession)) throw new TypeError("LinearLRScheduler needs a TrainingSession");
+    this._session = session;
+    this._id = session._call("create_lr_scheduler", warmupStepCount, totalStepCount, initialLr);
+    this.ready = this._id.then(() => {});
+    this.ready.catch(() => {});
+  }
+
+  async step() {
+    return this._session._call("lr_scheduler_step", await this._id);
+  }
+}
+
+// The four training artifacts of a forward-only ONNX model (URL, ArrayBuffer or Uint8Array), made in the engine:
+// {trainModel, evalModel, optimizerModel, checkpointState} as Uint8Arrays for TrainingSession.create.
+async function generateArtifacts(forwardModel, options = {}) {
+  const connection = connect();
+  const model = await bytesOf(forwardModel, "the forward model");
+  if (!model) throw new TypeError("generateArtifacts needs a forward model: a URL, an ArrayBuffer or a Uint8Array");
+  const settings = optionsOf(options, "generateArtifacts");
+  await connection.ready;
+  const made = await connection.call("generate_artifacts", null, [model, settings]);
+  return { trainModel: made.trainModel, evalModel: made.evalModel, optimizerModel: made.optimizerModel ?? null,
+    checkpointState: made.checkpointState };
+}
+
+export { LinearLRScheduler, Tensor, TrainingSession, env, generateArtifacts };

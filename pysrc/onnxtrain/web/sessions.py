@@ -8,9 +8,16 @@ Tensors cross the boundary as numpy arrays in and {"type", "dims", "data": bytes
 """
 from __future__ import annotations
 
+import re
+import time
+
 import numpy as np
 
-from .. import ir
+from .. import artifacts, ir
+from ..api import LinearLRScheduler
+from ..ir import ort_names
+from ..train import Trainer
+from . import bridge
 from .bridge import TrainingSession, _buffer, _bytes
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
@@ -61,6 +68,33 @@ def _check_feeds(what: str, feeds: dict, signature: dict) -> list:
     return out
 
 
+def _check_dataset(what: str, data, signature: dict) -> dict:
+    """A dataset (input name -> array, rows along axis 0) checked like feeds, its first axis free."""
+    if not isinstance(_buffer(data), dict):
+        raise TypeError(f"the {what} must map each training input name to its array, got {type(data).__name__}")
+    rows = {n: (dtype, None if shape is None else [None, *shape[1:]]) for n, (dtype, shape) in signature.items()}
+    return dict(zip(rows, _check_feeds(what, dict(_buffer(data)), rows)))
+
+
+#: session.train's options (camelCase, as JavaScript names them) -> Trainer's keyword arguments
+TRAIN_OPTIONS = {"epochs": "epochs", "batchSize": "batch_size", "learningRate": "learning_rate",
+                 "schedule": "schedule", "warmup": "warmup", "shuffle": "shuffle", "seed": "seed",
+                 "validation": "validation", "keepBest": "keep_best", "patience": "patience",
+                 "checkFinite": "check_finite"}
+
+
+def _camel(value):
+    """A progress record for JavaScript: keys in camelCase (a metric's name as it is), numpy numbers as floats."""
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): (dict(v) if k == "metrics" else _camel(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_camel(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def _fetch(outputs: dict, fetches) -> dict:
     """The outputs asked for (all with ``fetches`` None), by name, as tensors."""
     if fetches is None:
@@ -71,6 +105,42 @@ def _fetch(outputs: dict, fetches) -> dict:
         if unknown:
             raise ValueError(f"no outputs named {unknown}; the outputs are {list(outputs)}")
     return {n: tensor(outputs[n]) for n in names}
+
+
+#: generate_artifacts' file names as the keys of TrainingSession.create's argument
+ARTIFACT_KEYS = {ort_names.TRAINING_MODEL: "trainModel", ort_names.EVAL_MODEL: "evalModel",
+                 ort_names.OPTIMIZER_MODEL: "optimizerModel", ort_names.CHECKPOINT: "checkpointState"}
+
+
+def generate_artifacts(model, options=None) -> dict:
+    """The library's generateArtifacts: the four artifacts of a forward model (bytes) as TrainingSession.create
+    takes them.  ``options``: requiresGrad, frozenParams, loss (a LossType name, default CrossEntropyLoss; None for
+    none, the model's first output being the loss), optimizer (an OptimType name, default AdamW; None for none),
+    additionalOutputNames."""
+    options = dict(_buffer(options) or {})
+    known = {"requiresGrad", "frozenParams", "loss", "optimizer", "additionalOutputNames"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"generateArtifacts has no option {unknown[0]!r}; the options are {sorted(known)}")
+    names = {key: options.get(key) for key in ("requiresGrad", "frozenParams", "additionalOutputNames")}
+    for key, value in names.items():
+        if value is not None and (isinstance(value, str) or not hasattr(_buffer(value), "__iter__")):
+            raise TypeError(f"generateArtifacts' option {key} must be a list of names, got {value!r}")
+    loss = options.get("loss", "CrossEntropyLoss")
+    optimizer = options.get("optimizer", "AdamW")
+    if loss is None:
+        made = artifacts.generate_artifacts(
+            _bytes(model), requires_grad=_names(names["requiresGrad"]), frozen_params=_names(names["frozenParams"]),
+            optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
+            additional_output_names=_names(names["additionalOutputNames"]))
+    else:
+        made = bridge.generate_artifacts(model, names["requiresGrad"], names["frozenParams"], loss, optimizer,
+                                         names["additionalOutputNames"])
+    return {ARTIFACT_KEYS[name]: data for name, data in made.items() if name in ARTIFACT_KEYS}
+
+
+def _names(value):
+    return None if value is None else [str(n) for n in _buffer(value)]
 
 
 class Session:
@@ -87,6 +157,8 @@ class Session:
             self.eval_inputs = _signature(self.run._eval_model, module.eval().input_names())
             self.eval_outputs = module.output_names()
         module.train()
+        self.trainer = None  # the run of train(), while it goes on
+        self.schedulers = {}  # id -> [(warmup, total, initial rate), its optimizer, LinearLRScheduler]
 
     @property
     def module(self):
@@ -160,10 +232,105 @@ class Session:
     def get_learning_rate(self) -> float:
         return float(self._optimizer().get_learning_rate())
 
+    def create_lr_scheduler(self, warmup_step_count, total_step_count, initial_lr) -> int:
+        """onnxtrain.api.LinearLRScheduler on this session's optimizer (it sets the rate for the current step
+        count at once); returns the scheduler's id for ``lr_scheduler_step``."""
+        settings = (warmup_step_count, total_step_count, initial_lr)
+        optimizer = self._optimizer()
+        scheduler = LinearLRScheduler(optimizer, *settings)
+        key = max(self.schedulers, default=0) + 1
+        self.schedulers[key] = [settings, optimizer, scheduler]
+        return key
 
+    def lr_scheduler_step(self, key) -> float:
+        """The scheduler's step: the learning rate for the optimizer's step count, set and returned."""
+        entry = self.schedulers.get(key)
+        if entry is None:
+            raise ValueError(f"no learning-rate scheduler {key!r} on this session")
+        optimizer = self._optimizer()
+        if entry[1] is not optimizer:  # load_checkpoint made a new Optimizer
+            entry[1:] = [optimizer, LinearLRScheduler(optimizer, *entry[0])]
+        entry[2].step()
+        return float(optimizer.get_learning_rate())
+
+
+    # ---- train(): the epoch loop, driven chunk by chunk ------------------------------------------------------
+
+    def train_begin(self, dataset, options=None) -> dict:
+        """Start a run of onnxtrain.train.Trainer over ``dataset`` (input name -> array); ``options`` as
+        TRAIN_OPTIONS names them.  Nothing changes when the data or an option is wrong."""
+        if self.trainer is not None:
+            raise RuntimeError("this session is already training: wait for train() to end, or abort it")
+        options = dict(_buffer(options) or {})
+        unknown = sorted(set(options) - set(TRAIN_OPTIONS))
+        if unknown:
+            raise ValueError(f"train has no option {unknown[0]!r}; the options are {sorted(TRAIN_OPTIONS)}")
+        kwargs = {TRAIN_OPTIONS[k]: v for k, v in options.items()}
+        if kwargs.get("validation") is not None and not isinstance(kwargs["validation"], (int, float)):
+            kwargs["validation"] = _check_dataset("validation data", kwargs["validation"], self.train_inputs)
+        data = _check_dataset("training data", dataset, self.train_inputs)
+        self._optimizer()
+        trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
+        self.module.train()
+        self.trainer, self.epoch_losses, self.failure = trainer, {}, None
+        return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
+                "validationRows": 0 if trainer.validation_data is None else len(trainer.validation_data[0])}
+
+    def _run(self) -> Trainer:
+        if self.trainer is None:
+            raise RuntimeError("this session is not training: call train() first")
+        return self.trainer
+
+    def train_continue(self, budget_ms=50) -> dict:
+        """Whole steps for about ``budget_ms`` milliseconds (one at least): their progress records, and whether
+        the run is done.  A step that fails is reported by the next call, after the records of those before it."""
+        trainer = self._run()
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise failure
+        deadline = time.perf_counter() + float(budget_ms) / 1000
+        records = []
+        while not trainer.done:
+            try:
+                record = trainer.step()
+            except Exception as e:
+                if not records:
+                    raise
+                self.failure = e
+                break
+            total = self.epoch_losses.setdefault(record["epoch"] - record["epoch_done"], [0.0, 0])
+            total[0] += float(record["loss"]) * record["examples"]
+            total[1] += record["examples"]
+            records.append(_camel(record))
+            if time.perf_counter() >= deadline:
+                break
+        return {"records": records, "done": trainer.done and self.failure is None}
+
+    def train_end(self, finished=True) -> dict:
+        """End the run: its summary.  A finished run with keepBest and a validation loss puts the best epoch's
+        parameters back; an aborted or failed one (``finished`` false) leaves the session at its last step."""
+        trainer = self._run()
+        self.trainer = self.failure = None
+        restored = trainer.use_best() if finished and trainer.best.keep_best else None
+        history = [{**_camel(h), "loss": self._epoch_loss(h["epoch"])} for h in trainer.history]
+        best = _camel(trainer.best.summary())
+        del best["improved"]
+        return {"epochs": trainer.epoch, "steps": trainer.steps,
+                "loss": self._epoch_loss(trainer.epoch) if trainer.epoch else None,
+                "validationLoss": trainer.history[-1]["validation_loss"] if trainer.history else None,
+                "best": {**best, "restored": restored is not None}, "history": history}
+
+    def _epoch_loss(self, epoch: int):
+        """The mean training loss of a finished epoch's steps, weighted by their rows."""
+        total, rows = self.epoch_losses.get(epoch - 1, (0.0, 0))
+        return total / rows if rows else None
+
+
+TRAINING_METHODS = {"train_continue", "train_end"}
 METHODS = {"run_train_step", "run_eval_step", "run_optimizer_step", "lazy_reset_grad", "get_parameters_size",
            "get_contiguous_parameters", "load_parameters_buffer", "export_model_for_inferencing", "save_checkpoint",
-           "load_checkpoint", "get_properties", "set_property", "set_learning_rate", "get_learning_rate"}
+           "load_checkpoint", "get_properties", "set_property", "set_learning_rate", "get_learning_rate",
+           "create_lr_scheduler", "lr_scheduler_step", "train_begin", *TRAINING_METHODS}
 
 
 class Registry:
@@ -180,13 +347,18 @@ class Registry:
             handle, self.next_handle = self.next_handle, self.next_handle + 1
             self.sessions[handle] = session
             return {"handle": handle, **session.names()}
+        if method == "generate_artifacts":
+            return generate_artifacts(*args)
+        if method != "release" and method not in METHODS:
+            raise ValueError(f"unknown method {method!r}")
+        session = self._session(handle)
+        if session.trainer is not None and method not in TRAINING_METHODS:
+            name = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), method)
+            raise RuntimeError(f"this session is training: {name}() has to wait until train() ends (or is aborted)")
         if method == "release":
-            self._session(handle)
             del self.sessions[handle]
             return None
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}")
-        return getattr(self._session(handle), method)(*args)
+        return getattr(session, method)(*args)
 
     def _session(self, handle) -> Session:
         session = self.sessions.get(handle)
