@@ -10,6 +10,7 @@ import pytest
 from sklearn.datasets import load_wine
 
 from onnxtrain import api, artifacts, ir
+from onnxtrain.tasks import tabular as tabular_task
 from onnxtrain.web import tabular
 from onnxtrain.web import signature
 
@@ -271,7 +272,7 @@ def test_a_word_in_a_numeric_column_of_a_try_it_file_names_row_column_and_value(
 def test_try_it_caps_the_rows(monkeypatch):
     session = tabular.TabularSession(b"x,y\n" + b"".join(b"%d,%s\n" % (i, b"ab"[i % 2:i % 2 + 1]) for i in range(20)))
     session.setup("y", "classification", [4])
-    monkeypatch.setattr(tabular, "MAX_PREDICT_ROWS", 10)
+    monkeypatch.setattr(tabular_task, "MAX_PREDICT_ROWS", 10)
     with pytest.raises(tabular.DataError, match="the CSV file to predict has 11 rows; at most 10 are predicted at "
                                                 "once: split the file"):
         session.predict_csv(b"x\n" + b"1\n" * 11)
@@ -453,7 +454,7 @@ def test_classification_splits_are_stratified_and_seeded():
 def test_oversized_files_are_refused_with_the_cap(monkeypatch):
     with pytest.raises(tabular.DataError, match=r"the CSV file has 67,108,865 bytes; at most 67,108,864 \(64 MiB\)"):
         tabular.parse_csv(b"a" * (64 * 2**20 + 1))
-    monkeypatch.setattr(tabular, "MAX_CELLS", 100)
+    monkeypatch.setattr(tabular_task, "MAX_CELLS", 100)
     with pytest.raises(tabular.DataError, match=r"data.csv has more than 100 cells \(rows × columns\)"):
         tabular.parse_csv(b"a,b\n" + b"1,2\n" * 50, "data.csv")
     assert len(tabular.parse_csv(b"a,b\n" + b"1,2\n" * 49).rows) == 49

@@ -1,210 +1,25 @@
-"""Personalising a pretrained digit classifier: 8x8 drawings (values 0..16, as scikit-learn's digits), new
-classes added to the head, fine-tuning of the head or the whole model, live predictions."""
+"""The drawing flow at the JavaScript boundary: buffers and JS arrays onto onnxtrain.tasks.handwriting."""
 from __future__ import annotations
 
-import io
-import unicodedata
-
-import numpy as np
-
-from .. import artifacts
-from ..ir import load as ir_load, to_bytes
-from ..ir.dtypes import DataType
-from ..ir.model import Attribute, AttrType, Node, Tensor, TensorType, ValueInfo
-from ..runtime import Session
-from .bridge import TrainingSession, _buffer, _bytes
-from .tabular import DataError, mlp_model, names_text, show, whole
-
-HEAD = ("fc2.weight", "fc2.bias")
-MAX_NAME = 40
-MAX_CLASSES = 50
+from ..tasks import handwriting
+from ..tasks.handwriting import pretrain  # noqa: F401  (build.py and tests)
+from .bridge import _buffer, _bytes
+from .tabular import training_run
 
 
-def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0) -> bytes:
-    """A 64-32-10 MLP trained with onnxtrain on digits ``x`` [n, 64] (0..16), ``y`` [n]; the forward model."""
-    forward = mlp_model(64, [32], 10, seed)
-    forward.graph.inputs[0].name = "features"
-    arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
-                                        loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW)
-    session = TrainingSession.from_artifacts(arts)
-    session.set_data([(x / 16).astype(np.float32), y.astype(np.int64)], None, seed)
-    while session.epoch < epochs:
-        session.step(32, 0.003)
-    return _with_weights(forward, session)
-
-
-def _with_weights(forward, session: TrainingSession) -> bytes:
-    values = {n: p.data.copy() for n, p in session.state.parameters}
-    for i, t in enumerate(forward.graph.initializers):
-        if t.name in values:
-            forward.graph.initializers[i] = Tensor(t.name, values[t.name], DataType.FLOAT)
-    return to_bytes(forward)
-
-
-class DigitsSession:
-    """The pretrained model plus the user's examples."""
+class DigitsSession(handwriting.DigitsSession):
+    """tasks.handwriting.DigitsSession for the worker."""
 
     def __init__(self, model, replay=None, classes=None):
-        self.model = ir_load(_bytes(model))
-        self.classes = [str(c) for c in _buffer(classes)] if classes is not None else [str(i) for i in range(10)]
-        head = {t.name: t.data.shape for t in self.model.graph.initializers}.get(HEAD[1])
-        if head is None or len(head) != 1:
-            raise DataError(f"the model has no classifier head ({HEAD[1]} of one axis)")
-        if head[0] != len(self.classes):
-            raise DataError(f"the model's head has {head[0]} outputs but there are {len(self.classes)} class names")
-        self.examples, self.labels = [], []
-        self.training = None  # the last fine-tuning run
-        self.replay = None
-        if replay is not None:
-            archive = np.load(io.BytesIO(_bytes(replay)))
-            self.replay = (archive["x"].astype(np.float32), archive["y"].astype(np.int64))
-        self._session = Session(self.model)
-
-    def snapshot(self) -> bytes:
-        """Everything the user made (the model, its classes, the drawn examples) as .npz bytes, for ``restore``."""
-        buffer = io.BytesIO()
-        np.savez(buffer, model=np.frombuffer(to_bytes(self.model), np.uint8), classes=np.array(self.classes, dtype=str),
-                 examples=np.array(self.examples, np.float32).reshape(-1, 64), labels=np.array(self.labels, np.int64))
-        return buffer.getvalue()
+        super().__init__(_bytes(model), None if replay is None else _bytes(replay),
+                         None if classes is None else list(_buffer(classes)), run=training_run)
 
     @classmethod
     def restore(cls, snapshot, replay=None) -> "DigitsSession":
-        """The session a ``snapshot`` was taken of."""
-        try:
-            archive = np.load(io.BytesIO(_bytes(snapshot)), allow_pickle=False)
-            model, classes = archive["model"].tobytes(), archive["classes"].tolist()
-            examples, labels = archive["examples"], archive["labels"]
-        except Exception as e:
-            raise DataError(f"the saved drawings cannot be read ({e})") from None
-        if examples.ndim != 2 or examples.shape[1] != 64 or len(labels) != len(examples) \
-                or not np.isfinite(examples).all() or ((labels < 0) | (labels >= len(classes))).any():
-            raise DataError(f"the saved drawings cannot be read (examples {list(examples.shape)}, "
-                            f"{len(labels)} labels, {len(classes)} classes)")
-        session = cls(model, replay, classes)
-        session.examples, session.labels = list(examples.astype(np.float32)), [int(v) for v in labels]
-        return session
+        return super().restore(_bytes(snapshot), None if replay is None else _bytes(replay))
 
-    def add_class(self, name: str) -> int:
-        """A new class (an output of the head); its index."""
-        name = str(name).strip()
-        if not name:
-            raise DataError("a class needs a name")
-        if len(name) > MAX_NAME:
-            raise DataError(f"the class name {show(name)} has {len(name)} characters; at most {MAX_NAME}")
-        # control, format and separator characters, but the zero-width joiner that emoji sequences use
-        odd = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") and c != "\u200d"]
-        if odd:
-            raise DataError(f"the class name {show(name)} contains a control or invisible character "
-                            f"(U+{ord(odd[0]):04X})")
-        taken = [c for c in self.classes if c.casefold() == name.casefold()]
-        if taken:
-            raise DataError(f"the class name {show(name)} is taken (by {show(taken[0])}); choose another")
-        if len(self.classes) >= MAX_CLASSES:
-            raise DataError(f"there are {len(self.classes)} classes already; at most {MAX_CLASSES}")
-        inits = {t.name: t for t in self.model.graph.initializers}
-        w, b = inits["fc2.weight"], inits["fc2.bias"]
-        rng = np.random.default_rng(len(self.classes))
-        w.data = np.vstack([w.data, rng.normal(0, 0.01, (1, w.data.shape[1])).astype(np.float32)])
-        b.data = np.concatenate([b.data, np.float32([b.data.min()])])
-        self.classes.append(name)
-        self.model.graph.outputs[0].type.shape[-1] = len(self.classes)
-        self._session = Session(self.model)
-        return len(self.classes) - 1
-
-    def add_example(self, pixels, label: int) -> dict:
-        """One drawing of class ``label``; the counts per class."""
-        x = _drawing(pixels)
-        index = whole(label, 0, len(self.classes) - 1)
-        if index is None:
-            raise DataError(f"the label {show(label)} is not a class index from 0 to {len(self.classes) - 1}")
-        self.examples.append(x / 16)
-        self.labels.append(index)
-        return self.counts()
-
-    def counts(self) -> dict:
-        """The number of drawn examples per class name."""
-        return {c: self.labels.count(i) for i, c in enumerate(self.classes)}
+    def add_example(self, pixels, label) -> dict:
+        return super().add_example(_buffer(pixels), label)
 
     def predict(self, pixels) -> list:
-        """Class probabilities for one 8x8 drawing."""
-        x = _drawing(pixels).reshape(1, 64) / 16
-        logits = self._session.run([x])[0][0].astype(np.float64)
-        p = np.exp(logits - logits.max())
-        return (p / p.sum()).tolist()
-
-    def fine_tune(self, epochs: int = 20, learning_rate: float = 0.01, head_only: bool = True) -> dict:
-        self.start_fine_tune(head_only)
-        while self.epoch < int(epochs):
-            self.step(32, float(learning_rate))
-        return self.finish_fine_tune()
-
-    def start_fine_tune(self, head_only: bool = True) -> None:
-        """Artifacts for the head (or the whole model) and the examples as data; then ``step`` until done and
-        ``finish_fine_tune``."""
-        if not self.examples:
-            raise DataError("draw and add a few examples first")
-        x, y = np.stack(self.examples), np.array(self.labels, dtype=np.int64)
-        if self.replay is not None:  # keep the original digits in mind while learning the new examples
-            rx, ry = self.replay
-            x, y = np.concatenate([np.repeat(x, 8, axis=0), rx]), np.concatenate([np.repeat(y, 8), ry])
-        names = [t.name for t in self.model.graph.initializers]
-        trainable = list(HEAD) if head_only else names
-        arts = artifacts.generate_artifacts(self.model, requires_grad=trainable,
-                                            frozen_params=[n for n in names if n not in trainable],
-                                            loss=artifacts.LossType.CrossEntropyLoss,
-                                            optimizer=artifacts.OptimType.AdamW)
-        self.training = TrainingSession.from_artifacts(arts)
-        self.training.set_data([x, y], None, 0)
-        self.losses = []
-
-    @property
-    def epoch(self) -> int:
-        return self.training.epoch
-
-    def step(self, batch_size: int, learning_rate: float) -> dict:
-        result = self.training.step(batch_size, learning_rate)
-        self.losses.append(result["loss"])
-        return result
-
-    def finish_fine_tune(self) -> dict:
-        """The fine-tuned weights into the model that predicts and exports."""
-        self.model = ir_load(_with_weights(self.model, self.training))
-        self._session = Session(self.model)
-        return {"first_loss": self.losses[0], "last_loss": self.losses[-1], "examples": len(self.examples)}
-
-    def export_model(self) -> bytes:
-        """The classifier taking ``pixels`` float32 [batch, 64] (8x8, values 0..16) -> probabilities, label."""
-        g = self.model.graph
-        scale = Tensor("pre.scale", np.float32([16.0]), DataType.FLOAT)
-        nodes = [Node("Div", ["pixels", "pre.scale"], ["features"], name="pre.scale")] + list(g.nodes) + [
-            Node("Softmax", ["output"], ["probabilities"], name="post.softmax"),
-            Node("ArgMax", ["output"], ["label"], name="post.argmax",
-                 attributes={"axis": Attribute("axis", AttrType.INT, 1),
-                             "keepdims": Attribute("keepdims", AttrType.INT, 0)})]
-        model = ir_load(to_bytes(self.model))
-        model.graph.nodes = nodes
-        model.graph.initializers = [scale] + list(g.initializers)
-        model.graph.inputs = [ValueInfo("pixels", TensorType(DataType.FLOAT, ["batch", 64]))]
-        model.graph.outputs = list(g.outputs) + [
-            ValueInfo("probabilities", TensorType(DataType.FLOAT, ["batch", len(self.classes)])),
-            ValueInfo("label", TensorType(DataType.INT64, ["batch"]))]
-        model.metadata_props = {"onnxtrain.classes": names_text(self.classes)}
-        model.graph.doc_string = ("Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high). Output 'label' "
-                                  f"is the index of the class in {names_text(self.classes)}, 'probabilities' the "
-                                  f"probability of each.")
-        return to_bytes(model)
-
-
-def _drawing(pixels) -> np.ndarray:
-    """An 8x8 drawing as 64 float32 values in 0..16."""
-    try:
-        x = np.asarray(_buffer(pixels), dtype=np.float32).ravel()
-    except (TypeError, ValueError) as e:
-        raise DataError(f"a drawing is 64 numbers from 0 to 16 ({e})") from None
-    if x.size != 64:
-        raise DataError(f"a drawing is 8x8 = 64 values, not {x.size}")
-    if not np.isfinite(x).all():
-        raise DataError(f"a drawing has a non-finite value at pixel {int(np.flatnonzero(~np.isfinite(x))[0])}")
-    if x.min() < 0 or x.max() > 16:
-        raise DataError(f"a drawing's values run from 0 to 16; this one has {float(x.min()):g} to {float(x.max()):g}")
-    return x
+        return super().predict(_buffer(pixels))

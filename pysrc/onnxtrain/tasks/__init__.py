@@ -1,0 +1,12 @@
+"""Ready-made tasks on top of the trainer, usable from CPython and (through onnxtrain.web) from the page:
+
+- ``tabular``: a CSV file -> an MLP whose export takes the raw columns (preprocessing inside the graph);
+- ``images``: RGB(A) images with a class each -> a small CNN whose export normalises its input;
+- ``handwriting``: a pretrained digit classifier personalised with the user's 8x8 drawings and new classes;
+- ``head``: the export head they share (preprocessing in front, probabilities and label behind).
+
+Inputs are bytes, numpy arrays and plain Python values; errors the user can fix are DataError.
+"""
+from ..train.data import DataError
+
+__all__ = ["DataError"]

@@ -1,0 +1,74 @@
+"""What the tasks share to train: the artifacts of a forward model, a run over them (a Trainer), the trained
+weights, predictions and classification metrics.
+
+A task session makes its run with a factory ``run(artifacts, train, validation, seed)``, by default
+``trainer_run``; what it uses of the run is ``module``, ``optimizer``, ``epoch``, ``step(batch_size,
+learning_rate)``, ``validation_loss(chunk)``, ``checkpoint(properties)`` and ``restore(data)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import artifacts, ir
+from ..api import CheckpointState, Module, Optimizer
+from ..ir.dtypes import DataType
+from ..ir.model import Model, Tensor
+from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
+from ..runtime import Session
+from ..train import Trainer
+
+
+def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None) -> dict:
+    """``generate_artifacts``' dict of bytes for ``forward``, training the initializers named in ``trainable``
+    (default all; the others frozen); ``loss`` and ``optimizer`` are LossType and OptimType names."""
+    names = [t.name for t in forward.graph.initializers]
+    trainable = names if trainable is None else list(trainable)
+    return artifacts.generate_artifacts(forward, requires_grad=trainable,
+                                        frozen_params=[n for n in names if n not in trainable],
+                                        loss=artifacts.enum_member(artifacts.LossType, loss),
+                                        optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
+
+
+def trainer_run(arts: dict, train: list, validation=None, seed: int = 0, **options) -> Trainer:
+    """A Trainer over ``make_artifacts``' artifacts and the data (arrays in the training model's input order);
+    ``options`` are the Trainer's (epochs, batch_size, learning_rate, evaluate, ...), epochs None by default."""
+    state = CheckpointState.load_checkpoint(arts[CHECKPOINT])
+    module = Module(arts[TRAINING_MODEL], state, arts[EVAL_MODEL])
+    optimizer = Optimizer(arts[OPTIMIZER_MODEL], module)
+    options.setdefault("epochs", None)
+    return Trainer(module, optimizer, train, validation=validation, seed=seed, **options)
+
+
+def inference_model(module, output: str = "output") -> Model:
+    """The module's inference model (the eval graph with the current weights) giving ``output``."""
+    return ir.load(module.export_model_for_inferencing(None, [output]))
+
+
+def with_weights(forward: Model, module) -> Model:
+    """``forward`` with its initializers' values from the module's current parameters."""
+    trained = {t.name: t.data for t in inference_model(module).graph.initializers}
+    forward.graph.initializers = [Tensor(t.name, trained[t.name].copy(), DataType.FLOAT) if t.name in trained else t
+                                  for t in forward.graph.initializers]
+    return forward
+
+
+def predict(module, x: np.ndarray, output: str = "output", chunk: int = 256) -> np.ndarray:
+    """The inference model's ``output`` for the rows of ``x``, ``chunk`` rows at a time."""
+    session = Session(inference_model(module, output))
+    return np.concatenate([session.run([x[i:i + chunk]])[0] for i in range(0, len(x), chunk)])
+
+
+def probabilities(logits: np.ndarray) -> list:
+    """Softmax of one row of scores, as a list of floats."""
+    logits = np.asarray(logits, np.float64)
+    p = np.exp(logits - logits.max())
+    return (p / p.sum()).tolist()
+
+
+def classification_metrics(logits: np.ndarray, y: np.ndarray, n_classes: int) -> dict:
+    """Accuracy, the most-common-class baseline and the confusion matrix (rows: true class)."""
+    pred = logits.argmax(axis=1)
+    confusion = np.zeros((n_classes, n_classes), dtype=int)
+    np.add.at(confusion, (y.astype(np.intp), pred.astype(np.intp)), 1)
+    return {"accuracy": float(np.mean(pred == y)), "confusion": confusion.tolist(),
+            "baseline": float(np.max(np.bincount(y.astype(np.intp), minlength=n_classes)) / len(y))}
