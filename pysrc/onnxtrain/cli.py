@@ -1,14 +1,40 @@
-"""python -m onnxtrain: generate artifacts, inspect artifacts and checkpoints, train, and check training in a browser."""
+"""python -m onnxtrain: generate artifacts, inspect artifacts and checkpoints, train a task, and check training in a
+browser."""
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
+import io
+import json
+import os
 import sys
 
 import numpy as np
 
 from . import artifacts, ir
+from ._files import atomic_write
+from .api import CheckpointState
 from .checkpoint import CheckpointError, read_checkpoint
 from .ir.model import SequenceType, TensorType
+from .tasks import DataError, images, tabular
+from .tasks.checks import names_text, show
+from .tasks.training import trainer_run
+from .train import NonFiniteError
+
+TRAIN_HELP = """Trains a model in this process and writes its inference model (ONNX) to --out.
+
+A CSV file (UTF-8, a header row) trains an MLP to predict the --label column, as the page's CSV flow does: text
+columns are one-hot encoded, numbers standardised and missing values imputed, all inside the exported model, which
+takes the raw columns: 'numeric' (float32, NaN where missing) and 'categorical' (strings); the model's doc string
+lists them.
+
+Images come as a .npz file (CPython has no image decoder without extra packages): 'images' uint8
+[count, size, size, 3 or 4] (RGB or RGBA, square, 8 to 128 px), 'labels' [count] (class indices) and optionally
+'classes' (the class names). The exported model takes 'image', float32 [batch, 3, size, size] RGB in 0..1.
+
+With --checkpoint-dir the run's checkpoint is saved there after each epoch, and a run started again with the same
+data and settings goes on from it (more --epochs train further)."""
 
 
 def _type_text(t) -> str:
@@ -56,6 +82,171 @@ def inspect_file(path: str, out=sys.stdout) -> None:
     print(f"ops: {', '.join(ops)}", file=out)
 
 
+# ---- train ----------------------------------------------------------------------------------------------
+
+def _read(path: str) -> bytes:
+    if os.path.isdir(path):
+        raise DataError(f"{path} is a folder; give a CSV file, or images as a .npz file (see --help)")
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _npz_images(data: bytes, path: str) -> tuple:
+    """(images, labels, class names) from a .npz file's 'images', 'labels' and optional 'classes'."""
+    try:
+        archive = np.load(io.BytesIO(data), allow_pickle=False)
+        arrays = {name: archive[name] for name in archive.files}
+    except Exception as e:
+        raise DataError(f"{path} cannot be read as a .npz file ({e})") from None
+    missing = [n for n in ("images", "labels") if n not in arrays]
+    if missing:
+        raise DataError(f"{path} lacks the arrays {missing}; it has {sorted(arrays)} (see --help)")
+    labels = arrays["labels"]
+    if "classes" in arrays:
+        classes = [str(c) for c in arrays["classes"].tolist()]
+    else:
+        top = int(labels.max()) if labels.size and np.issubdtype(labels.dtype, np.integer) else 1
+        classes = [str(i) for i in range(max(top, 1) + 1)]
+    return arrays["images"], labels.tolist(), classes
+
+
+def _metrics_text(metrics: dict) -> str:
+    if "accuracy" in metrics:
+        return f"accuracy {metrics['accuracy']:.4f} (most common class {metrics['baseline']:.4f})"
+    return f"mean absolute error {metrics['mae']:.6g} (predicting the mean {metrics['baseline']:.6g})"
+
+
+def _confusion_text(metrics: dict, classes: list) -> str:
+    if "confusion" not in metrics:
+        return ""
+    width = max(len(json.dumps(c, ensure_ascii=False)) for c in classes)
+    lines = ["confusion matrix (rows: true class, columns: predicted, in the order of the rows):"]
+    for name, row in zip(classes, metrics["confusion"]):
+        lines.append(f"  {json.dumps(name, ensure_ascii=False):>{width}} " + " ".join(f"{v:5d}" for v in row))
+    return "\n".join(lines)
+
+
+def _fit(run, on_epoch) -> list:
+    """The training loop: the run's epochs; ``on_epoch(record, mean training loss)`` after each."""
+    seen = {"loss": 0.0, "examples": 0}
+
+    def progress(record):
+        seen["loss"] += record["loss"] * record["examples"]
+        seen["examples"] += record["examples"]
+        if record["epoch_done"]:
+            on_epoch(record, seen["loss"] / seen["examples"])
+            seen.update(loss=0.0, examples=0)
+    return run.run(on_progress=progress)
+
+
+def _resume(session, path: str, identity: dict, out) -> None:
+    """Go on from the checkpoint at ``path`` when there is one; it must be of a run with ``identity``."""
+    if not os.path.exists(path):
+        return
+    data = _read(path)
+    try:
+        properties = CheckpointState.load_checkpoint(data).properties
+        saved = json.loads(properties["onnxtrain.cli"]) if "onnxtrain.cli" in properties else None
+    except (CheckpointError, ValueError) as e:
+        raise DataError(f"{path} is not a checkpoint of a run ({e})") from None
+    if saved != identity:
+        changed = sorted(k for k in identity if not isinstance(saved, dict) or saved.get(k) != identity[k])
+        raise DataError(f"{path} is of a run with other data or settings ({', '.join(changed)}): remove it, or "
+                        f"choose another --checkpoint-dir")
+    epoch = session.restore(data)
+    print(f"resuming from {path} after epoch {epoch}", file=out)
+
+
+def _session(args, data: bytes, run, identity: dict, out) -> tuple:
+    """(the task's session, set up to train, and its class names or None) for the data file."""
+    if args.data.lower().endswith(".npz"):
+        if args.label is not None:
+            raise DataError(f"--label is for a CSV file; {args.data} holds images with their 'labels' array")
+        pixels, labels, classes = _npz_images(data, args.data)
+        session = images.ImageSession(pixels, labels, classes, args.validation, args.seed, args.optimizer, run=run)
+        info = session.info
+        print(f"{args.data}: {info['images']} images of {info['size']}x{info['size']} px in {len(classes)} classes "
+              f"({info['train']} to train on, {info['validation']} to validate); {info['parameters']:,} parameters",
+              file=out)
+        return session, classes
+    session = tabular.TabularSession(data, args.data, run=run)
+    if args.label is None:
+        raise DataError(f"choose the column to predict with --label; the columns of {args.data} are "
+                        f"{names_text(session.table.header)}")
+    task = args.task or session.detect_task(args.label)
+    info = session.setup(args.label, task, args.hidden, args.validation, args.seed, args.optimizer)
+    classes = info["classes"] if task == "classification" else None
+    identity.update(session.settings)
+    what = f"{task} into {names_text(classes)}" if classes else "regression"
+    dropped = f", {info['dropped_rows']} without a label left out" if info["dropped_rows"] else ""
+    print(f"{args.data}: {info['train_rows']} rows to train on, {info['validation_rows']} to validate{dropped}; "
+          f"{len(info['numeric'])} numeric and {len(info['categorical'])} text columns -> {info['features']} "
+          f"features; {what} of {show(args.label)}; {info['parameters']:,} parameters", file=out)
+    return session, classes
+
+
+def train(args, out=sys.stdout) -> int:
+    """``python -m onnxtrain train``: returns the exit code; DataError and ValueError for bad input."""
+    data = _read(args.data)
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise DataError(f"cannot write {args.out}: the folder {folder} does not exist")
+    run = functools.partial(trainer_run, epochs=args.epochs, batch_size=args.batch_size,
+                            learning_rate=args.learning_rate, evaluate=lambda trainer: session.metrics())
+    identity = {"data": hashlib.sha256(data).hexdigest(), "validation": args.validation, "seed": args.seed,
+                "optimizer": args.optimizer}
+    session, classes = _session(args, data, run, identity, out)
+    checkpoint = None
+    if args.checkpoint_dir:
+        if not os.path.isdir(args.checkpoint_dir):
+            raise DataError(f"the checkpoint folder {args.checkpoint_dir} does not exist")
+        checkpoint = os.path.join(args.checkpoint_dir, "checkpoint")
+        _resume(session, checkpoint, identity, out)
+
+    def on_epoch(record, loss):
+        validation = record.get("validation_loss")
+        print(f"epoch {record['epoch']}/{args.epochs}: loss {loss:.6g}"
+              + ("" if validation is None else f", validation loss {validation:.6g}")
+              + (f", {_metrics_text(record['metrics'])}" if record.get("metrics") else ""), file=out, flush=True)
+        if checkpoint:
+            atomic_write(checkpoint, session.checkpoint({"onnxtrain.cli": identity}))
+    try:
+        _fit(session.training, on_epoch)
+    except KeyboardInterrupt:
+        print(f"stopped after epoch {session.epoch}; nothing written to {args.out}", file=out)
+        return 130
+    metrics = session.evaluate()
+    print(f"validation after {session.epoch} epochs: loss {metrics['loss']:.6g}, {_metrics_text(metrics)}", file=out)
+    if classes:
+        print(_confusion_text(metrics, classes), file=out)
+    model = session.export_model()
+    atomic_write(args.out, model)
+    print(f"wrote {args.out} ({len(model):,} bytes). {ir.load(model).graph.doc_string}", file=out)
+    return 0
+
+
+def _train_parser(sub) -> None:
+    tr = sub.add_parser("train", help="train a model on a CSV file (or images in a .npz) and export it to ONNX",
+                        description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    tr.add_argument("data", help="a CSV file with a header row, or a .npz file of images")
+    tr.add_argument("--label", metavar="COLUMN", help="the CSV column to predict")
+    tr.add_argument("--out", required=True, metavar="MODEL", help="where to write the exported ONNX model")
+    tr.add_argument("--task", choices=tabular.TASKS, help="for a CSV; by default from the label column's values")
+    tr.add_argument("--hidden", default="32", metavar="SIZES",
+                    help="for a CSV: hidden layer sizes, such as 64,32 ('' for none); default 32")
+    tr.add_argument("--epochs", type=int, default=30, metavar="N", help="default 30")
+    tr.add_argument("--batch-size", type=int, default=32, metavar="N", help="default 32")
+    tr.add_argument("--learning-rate", type=float, default=0.01, metavar="X", help="default 0.01")
+    tr.add_argument("--validation", type=float, default=0.2, metavar="F",
+                    help="share of the rows held out to validate, above 0 and below 1; default 0.2")
+    tr.add_argument("--seed", type=int, default=0, metavar="N", help="for the split, the weights and the shuffling")
+    tr.add_argument("--optimizer", default="AdamW", choices=["AdamW", "SGD"], help="default AdamW")
+    tr.add_argument("--checkpoint-dir", metavar="DIR", help="save the run there after each epoch; resume from it")
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["browser-check"]:
@@ -77,7 +268,17 @@ def main(argv=None) -> int:
     gen.add_argument("--out", required=True, help="artifact directory")
     insp = sub.add_parser("inspect", help="print a model's or checkpoint's inputs, outputs and parameters")
     insp.add_argument("file")
+    _train_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "train":
+        try:
+            return train(args)
+        except (DataError, ValueError, FileNotFoundError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except (NonFiniteError, MemoryError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     try:
         if args.command == "generate":
             optimizer = None if args.optimizer.lower() == "none" else \

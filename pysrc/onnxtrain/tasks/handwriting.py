@@ -179,8 +179,8 @@ class DigitsSession:
         scale = Tensor("pre.scale", np.float32([16.0]), DataType.FLOAT)
         nodes = [Node("Div", ["pixels", "pre.scale"], [self.model.graph.inputs[0].name], name="pre.scale")]
         doc = f"Input 'pixels': 8x8 grayscale, row-major, values 0..16 (ink high). {classes_doc(self.classes)}"
-        return with_head(ir_load(to_bytes(self.model)), [ValueInfo("pixels", TensorType(DataType.FLOAT, ["batch", 64]))],
-                         nodes, [scale], doc, self.classes)
+        inputs = [ValueInfo("pixels", TensorType(DataType.FLOAT, ["batch", 64]))]
+        return with_head(ir_load(to_bytes(self.model)), inputs, nodes, [scale], doc, self.classes)
 
     def export_model(self) -> bytes:
         return to_bytes(self.exported())

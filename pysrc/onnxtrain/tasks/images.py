@@ -40,7 +40,8 @@ def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Mod
     weight = rng.uniform(-bound, bound, (n_classes, flat)).astype(np.float32)
     inits += [Tensor("fc.weight", weight, DataType.FLOAT),
               Tensor("fc.bias", np.zeros(n_classes, np.float32), DataType.FLOAT)]
-    nodes += [Node("Flatten", [prev], ["flat"], name="flatten", attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
+    nodes += [Node("Flatten", [prev], ["flat"], name="flatten",
+                   attributes={"axis": Attribute("axis", AttrType.INT, 1)}),
               Node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], name="fc",
                    attributes={"transB": Attribute("transB", AttrType.INT, 1)})]
     graph = Graph(name="image_cnn", nodes=nodes, initializers=inits,
@@ -138,10 +139,14 @@ class ImageSession:
     def step(self, batch_size: int, learning_rate: float) -> dict:
         return self.training.step(batch_size, learning_rate)
 
-    def evaluate(self) -> dict:
+    def metrics(self) -> dict:
+        """Accuracy, baseline and confusion matrix on the validation images."""
         x, y = self.validation
-        return {"loss": self.training.validation_loss(chunk=256),
-                **classification_metrics(predict(self.training.module, x), y, len(self.classes))}
+        return classification_metrics(predict(self.training.module, x), y, len(self.classes))
+
+    def evaluate(self) -> dict:
+        """The validation loss and ``metrics()``."""
+        return {"loss": self.training.validation_loss(chunk=256), **self.metrics()}
 
     def predict(self, image) -> list:
         """Class probabilities for one image of the session's size (uint8 [size, size, 3 or 4])."""
@@ -152,8 +157,9 @@ class ImageSession:
                             f"[{self.size}, {self.size}, 3 or 4]")
         return probabilities(predict(self.training.module, self._normalize(rgb(image[None])))[0])
 
-    def checkpoint(self) -> bytes:
-        return self.training.checkpoint({"onnxtrain.images": {"classes": self.classes, "size": self.size}})
+    def checkpoint(self, properties: dict = None) -> bytes:
+        return self.training.checkpoint({**(properties or {}),
+                                         "onnxtrain.images": {"classes": self.classes, "size": self.size}})
 
     def restore(self, data: bytes) -> int:
         """Continue a saved run of the same images: load its checkpoint; returns its epoch."""

@@ -528,10 +528,10 @@ class TabularSession:
             return [pre.classes[i] for i in out.argmax(axis=1)]
         return [float(v) for v in out.ravel()]
 
-    def checkpoint(self) -> bytes:
-        """Parameters, optimizer state, the finished epoch count and the run's settings."""
+    def checkpoint(self, properties: dict = None) -> bytes:
+        """Parameters, optimizer state, the finished epoch count, the run's settings and ``properties``."""
         self._ready()
-        return self.training.checkpoint({"onnxtrain.tabular": self.settings})
+        return self.training.checkpoint({**(properties or {}), "onnxtrain.tabular": self.settings})
 
     def restore(self, data: bytes) -> int:
         """Continue a saved run (set up with the same settings): load its checkpoint; returns its epoch."""

@@ -3,9 +3,8 @@ the page's run (a bridge TrainingSession, whose best-epoch and artifact calls th
 from __future__ import annotations
 
 from ..tasks import tabular
-from ..tasks.tabular import (  # noqa: F401  (the names the worker, tools and tests reach through this module)
-    DataError, Preprocessing, Table, _is_missing, check_hidden, describe, detect_task, mlp_model, parse_csv, prepare,
-    stratified_split, with_preprocessing)
+from ..tasks.tabular import (  # noqa: F401  (the names tools and tests reach through this module)
+    DataError, _is_missing, describe, detect_task, mlp_model, parse_csv, prepare, stratified_split, with_preprocessing)
 from .bridge import TrainingSession, _buffer, _bytes
 
 
