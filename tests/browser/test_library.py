@@ -2,8 +2,11 @@
 copied under a sub-path of a plain static server (no headers), two sessions at once, the losses, parameters,
 exported model and checkpoints checked against CPython onnxtrain and onnxruntime on the same artifacts and batches."""
 import base64
+import json
 import re
 import shutil
+import subprocess
+import tarfile
 import threading
 
 import numpy as np
@@ -13,9 +16,10 @@ import build
 import ort_cases as oc
 from browser.conftest import Page
 from onnxtrain import api
+from onnxtrain.train import Trainer
 
 SUB = "sub/dir/"
-CASES = {"mlp": "mlp_ce_adamw", "cnn": "cnn_ce_adamw", "mnist": "mlp_full_ce_adamw"}
+CASES = {"mlp": "mlp_ce_adamw", "cnn": "cnn_ce_adamw", "mnist": "mlp_full_ce_adamw", "sgd": "mlp_ce_sgd"}
 TWO = {k: CASES[k] for k in ("mlp", "cnn")}  # the two sessions at once
 ORT_WEB = ("onnxruntime-web", "1.19.2", "dist/ort.training.wasm.min.mjs")
 STEPS = 4
@@ -32,6 +36,9 @@ const encode = (bytes) => {
 };
 window.lib = onnxtrain;
 window.sessions = {};
+window.errorOf = async (promise) => {
+  try { await promise; return null; } catch (err) { return [err instanceof Error, err.name, err.message]; }
+};
 window.tensor = ([type, text, dims]) => new onnxtrain.Tensor(type, new ARRAYS[type](decode(text).buffer), dims);
 window.encode = (view) => encode(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
 window.decode = decode;
@@ -56,6 +63,12 @@ window.firstLoss = (async () => {
   return out[session.trainingOutputNames[0]].data[0];
 })();
 </script>
+"""
+
+# a page that has an `ort` of its own before the classic build loads: it is left alone
+WITH_ORT = """<!doctype html><meta charset="utf-8"><title>own ort</title>
+<script>window.ort = { mine: true };</script>
+<script src="onnxtrain/onnxtrain.js"></script>
 """
 
 # onnxruntime-web 1.19.2's documented training loop (its web example: create from URLs, runTrainStep on
@@ -156,6 +169,10 @@ def library_url(tmp_path_factory):
     (page_dir / "classic.html").write_text(CLASSIC)
     (page_dir / "example.html").write_text(EXAMPLE)
     shutil.copy2(build.npm_package(*ORT_WEB[:2]) / ORT_WEB[2], page_dir / "ort-web.mjs")
+    (page_dir / "forward").mkdir()
+    for short in ("mlp", "cnn"):  # the forward models of the cases, for generateArtifacts
+        (page_dir / "forward" / f"{short}.onnx").write_bytes(oc.CASES[CASES[short]].forward().SerializeToString())
+    (page_dir / "with-ort.html").write_text(WITH_ORT)
     for short, name in CASES.items():
         (page_dir / short).mkdir()
         for kind, path in oc.files(name).items():
@@ -344,6 +361,12 @@ def test_the_classic_script_build_defines_globalthis_onnxtrain(browser, library_
         expected, _, _ = reference(CASES["mlp"], [(x, labels)])
         np.testing.assert_allclose(loss, expected[0], rtol=1e-6)
         assert raw.evaluate("() => typeof onnxtrain.TrainingSession.create") == "function"
+        # every export of the module, and `ort` as the same object where the page had none
+        assert raw.evaluate("() => Object.keys(onnxtrain).sort()") == [
+            "LinearLRScheduler", "Tensor", "TrainingSession", "env", "generateArtifacts"]
+        assert raw.evaluate("() => globalThis.ort === globalThis.onnxtrain")
+        raw.goto(library_url + SUB + "with-ort.html")
+        assert raw.evaluate("() => [ort.mine, typeof onnxtrain.generateArtifacts]") == [True, "function"]
         assert wrapped.off_origin() == []
     finally:
         context.close()
@@ -417,3 +440,314 @@ def test_a_folder_that_lost_a_file_rejects_create_with_the_reason(browser, libra
             assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404$", message), message
     finally:
         context.close()
+
+
+# ---- beyond onnxruntime-web: generateArtifacts, train(), LinearLRScheduler, the npm package --------------------
+
+def dataset(name, batches, seed=0):
+    """``batches`` of the case's batches as one dataset, in the training model's input order."""
+    parts = oc.batches(name, batches, seed)
+    return [np.concatenate([b[i] for b in parts]) for i in range(len(parts[0]))]
+
+
+def trainer(name, data, options, artifacts=None):
+    """CPython onnxtrain's Trainer on the case's artifacts (or on ``artifacts``' bytes), set as train() sets it."""
+    from onnxtrain.web.sessions import TRAIN_OPTIONS
+    f = oc.files(name)
+    if artifacts is None:
+        artifacts = {k: f[k].read_bytes() for k in ("checkpoint", "training", "eval", "optimizer")}
+    state = api.CheckpointState.load_checkpoint(artifacts["checkpoint"])
+    module = api.Module(artifacts["training"], state, artifacts["eval"])
+    optimizer = api.Optimizer(artifacts["optimizer"], module)
+    run = Trainer(module, optimizer, data, **{TRAIN_OPTIONS[k]: v for k, v in options.items()})
+    run.state = state
+    return run
+
+
+def params_of(text):
+    return np.frombuffer(base64.b64decode(text), np.float32)
+
+
+def test_generate_artifacts_in_the_page_train_like_cpython(page):
+    p = page.page
+    batches = oc.batches(CASES["mlp"], STEPS)
+    got = p.evaluate("""async (batches) => {
+        const names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+        const made = await lib.generateArtifacts("forward/mlp.onnx", { requiresGrad: names, loss: "CrossEntropyLoss",
+                                                                        optimizer: "AdamW" });
+        const s = await lib.TrainingSession.create(made);
+        const losses = [];
+        for (const batch of batches) {
+            losses.push((await s.runTrainStep(feeds(s, batch)))[s.trainingOutputNames[0]].data[0]);
+            await s.runOptimizerStep();
+            await s.lazyResetGrad();
+        }
+        const forward = await (await fetch("forward/mlp.onnx")).arrayBuffer();
+        const frozen = await lib.generateArtifacts(forward, { requiresGrad: ["fc2.weight", "fc2.bias"],
+            frozenParams: ["fc1.weight", "fc1.bias"], loss: "MSELoss", optimizer: null });
+        const errors = [
+            await errorOf(lib.generateArtifacts(forward, { requiresGrad: ["fc3.weight"] })),
+            await errorOf(lib.generateArtifacts(forward, { requiresGrad: names, loss: "Hinge" })),
+            await errorOf(lib.generateArtifacts(forward, { requiresGrad: names, optimiser: "SGD" })),
+            await errorOf(lib.generateArtifacts(42)),
+        ];
+        const after = (await s.runEvalStep(feeds(s, batches[0])))[s.evalOutputNames[0]].data[0];
+        await s.release();
+        return { losses, errors, after, names: s.trainingInputNames, frozenOptimizer: frozen.optimizerModel,
+                 kinds: Object.values(made).map((v) => v instanceof Uint8Array),
+                 made: Object.fromEntries(Object.entries(made).map(([k, v]) => [k, encode(v)])),
+                 frozenState: encode(frozen.checkpointState) };
+    }""", [[wire(a) for a in batch] for batch in batches])
+    assert got["kinds"] == [True] * 4 and got["names"] == ["input", "labels"]
+    made = {k: base64.b64decode(v) for k, v in got["made"].items()}
+    f = {"checkpoint": made["checkpointState"], "training": made["trainModel"], "eval": made["evalModel"],
+         "optimizer": made["optimizerModel"]}
+    state = api.CheckpointState.load_checkpoint(f["checkpoint"])
+    module = api.Module(f["training"], state, f["eval"])
+    optimizer = api.Optimizer(f["optimizer"], module)
+    expected = []
+    for batch in batches:
+        expected.append(float(module(*batch)))
+        optimizer.step()
+        module.lazy_reset_grad()
+    print(f"generated in the page: losses {got['losses']}, cpython on the same bytes {expected}")
+    np.testing.assert_allclose(got["losses"], expected, rtol=1e-6)
+    # the page's artifacts train like onnxruntime-training's own of the same forward model
+    reference_losses, _, _ = reference(CASES["mlp"], batches)
+    np.testing.assert_allclose(got["losses"], reference_losses, rtol=1e-5)
+    frozen = api.CheckpointState.load_checkpoint(base64.b64decode(got["frozenState"]))
+    assert {n: q.requires_grad for n, q in frozen.parameters} == {
+        "fc1.weight": False, "fc1.bias": False, "fc2.weight": True, "fc2.bias": True}
+    assert got["frozenOptimizer"] is None
+    assert got["errors"][0][0] and got["errors"][0][2].startswith("'fc3.weight' is not an initializer of the model")
+    assert got["errors"][1][2].startswith("unknown LossType 'Hinge'; choose one of ['MSELoss', 'CrossEntropyLoss'")
+    assert got["errors"][2][2].startswith("generateArtifacts has no option 'optimiser'")
+    assert got["errors"][3][1:] == ["TypeError", "the forward model must be a URL, an ArrayBuffer or a Uint8Array"]
+    assert np.isfinite(got["after"])
+
+
+TRAIN_PAGE = """async ([data, options]) => {
+    const records = { mlp: [], cnn: [] };
+    const t0 = performance.now();
+    const summaries = await Promise.all(["mlp", "cnn"].map((key) => sessions["t" + key].train(
+        feeds(sessions["t" + key], data[key]), { ...options[key], onProgress: (r) => records[key].push(r) })));
+    const ms = performance.now() - t0;
+    const params = {};
+    for (const key of ["mlp", "cnn"]) {
+        params[key] = encode((await sessions["t" + key].getContiguousParameters(true)).data);
+    }
+    return { records, summaries: { mlp: summaries[0], cnn: summaries[1] }, params, ms };
+}"""
+
+
+def test_train_two_sessions_at_once_like_the_cpython_trainer(page, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    p = page.page
+    data = {"mlp": dataset(CASES["mlp"], 6), "cnn": dataset(CASES["cnn"], 3)}  # 48 and 24 rows
+    options = {"mlp": {"epochs": 3, "batchSize": 10, "learningRate": 0.01, "schedule": "linear", "warmup": 0.2,
+                       "validation": 0.25, "seed": 1, "keepBest": True},
+               "cnn": {"epochs": 2, "batchSize": 8, "seed": 2, "shuffle": True}}
+    p.evaluate("""async () => {
+        for (const key of ["mlp", "cnn"]) {
+            sessions["t" + key] = await lib.TrainingSession.create({ checkpointState: `${key}/checkpoint`,
+                trainModel: `${key}/training`, evalModel: `${key}/eval`, optimizerModel: `${key}/optimizer` });
+        }
+    }""")
+    got = p.evaluate(TRAIN_PAGE, [{k: [wire(a) for a in v] for k, v in data.items()}, options])
+    print(f"train() of both sessions at once: {got['ms']:.0f} ms for {len(got['records']['mlp'])} + "
+          f"{len(got['records']['cnn'])} steps")
+    runs = {}
+    for key in ("mlp", "cnn"):
+        run = runs[key] = trainer(CASES[key], data[key], options[key])
+        expected = []
+        run.run(on_progress=expected.append)
+        records = got["records"][key]
+        assert [r["step"] for r in records] == list(range(1, len(expected) + 1))
+        np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected], rtol=1e-6)
+        assert [r["learningRate"] for r in records] == [r["learning_rate"] for r in expected]
+        assert [r["epochDone"] for r in records] == [r["epoch_done"] for r in expected]
+        summary = got["summaries"][key]
+        assert summary["epochs"] == run.epoch and summary["steps"] == run.steps
+        if key == "mlp":
+            np.testing.assert_allclose([h["validationLoss"] for h in summary["history"]],
+                                       [h["validation_loss"] for h in run.history], rtol=1e-6)
+            assert summary["best"]["bestEpoch"] == run.best.best_epoch
+            assert summary["best"]["restored"] == (run.use_best() is not None)
+        else:
+            assert summary["validationLoss"] is None and not summary["best"]["restored"]
+        np.testing.assert_allclose(params_of(got["params"][key]), run.module.get_contiguous_parameters(True),
+                                   rtol=1e-5, atol=1e-6)
+    # after train(): the CNN's exported model and its checkpoint, saved and loaded into a new session
+    module, state = runs["cnn"].module, runs["cnn"].state
+    result = p.evaluate("""async () => {
+        const s = sessions.tcnn;
+        const exported = await s.exportModelForInferencing(["output"]);
+        const saved = await s.saveCheckpoint();
+        const again = await lib.TrainingSession.create({ checkpointState: saved, trainModel: "cnn/training",
+            evalModel: "cnn/eval", optimizerModel: "cnn/optimizer" });
+        const params = encode((await again.getContiguousParameters(true)).data);
+        const mine = encode((await s.getContiguousParameters(true)).data);
+        await again.release();
+        return { exported: encode(exported), saved: encode(saved), params, mine };
+    }""")
+    x = data["cnn"][0][:5]
+    got_out = ort.InferenceSession(base64.b64decode(result["exported"]), providers=["CPUExecutionProvider"]).run(
+        ["output"], {"input": x})[0]
+    expected_out = ort.InferenceSession(module.export_model_for_inferencing(None, ["output"]),
+                                        providers=["CPUExecutionProvider"]).run(["output"], {"input": x})[0]
+    np.testing.assert_allclose(got_out, expected_out, rtol=1e-5, atol=1e-5)
+    assert result["params"] == result["mine"]
+    path = tmp_path / "checkpoint"
+    path.write_bytes(base64.b64decode(result["saved"]))
+    loaded = oc.ort_api().CheckpointState.load_checkpoint(str(path))  # onnxruntime-training reads it
+    for name in ("conv1.weight", "fc.bias"):
+        np.testing.assert_allclose(np.asarray(loaded.parameters[name].data), state.parameters[name].data,
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_abort_mid_run_keeps_the_last_whole_step_and_train_runs_again(page):
+    p = page.page
+    data = dataset(CASES["mlp"], 6)
+    options = {"batchSize": 4, "learningRate": 0.005, "seed": 5}
+    got = p.evaluate("""async ([data, options]) => {
+        const s = await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training",
+            evalModel: "mlp/eval", optimizerModel: "mlp/optimizer" });
+        const controller = new AbortController();
+        const steps = [];
+        const run = s.train(feeds(s, data), { ...options, epochs: 1000, signal: controller.signal,
+            onProgress: (r) => { steps.push(r.step); if (r.step === 3) controller.abort(); } });
+        const busy = [await errorOf(s.getLearningRate()), await errorOf(s.train(feeds(s, data), options))];
+        const other = await sessions.tmlp.getParametersSize();  // another session is not busy
+        const aborted = await run.then(() => null, (err) => [err.name, err instanceof DOMException,
+                                                             err === controller.signal.reason]);
+        const params = encode((await s.getContiguousParameters(true)).data);
+        const again = [];
+        const summary = await s.train(feeds(s, data), { ...options, epochs: 1, onProgress: (r) => again.push(r.loss) });
+        // an already aborted signal rejects at once and leaves the session free
+        const early = new AbortController();
+        early.abort();
+        const before = await errorOf(s.train(feeds(s, data), { signal: early.signal }));
+        const rate = await s.getLearningRate();
+        await s.release();
+        return { steps, busy, other, aborted, params, again, summary, before, rate };
+    }""", [[wire(a) for a in data], options])
+    assert got["aborted"] == ["AbortError", True, True]
+    done = got["steps"][-1]
+    assert got["steps"] == list(range(1, done + 1)) and done >= 3
+    for error in got["busy"]:
+        assert error[0] and re.fullmatch(r"this session is training: \w+\(\) has to wait until train\(\) ends "
+                                         r"\(or is aborted\)", error[2]), error
+    assert got["other"] > 0
+    run = trainer(CASES["mlp"], data, {**options, "epochs": 1000})
+    for _ in range(done):
+        run.step()
+    np.testing.assert_allclose(params_of(got["params"]), run.module.get_contiguous_parameters(True),
+                               rtol=1e-5, atol=1e-6)
+    second = Trainer(run.module, run.optimizer, data, batch_size=4, learning_rate=0.005, seed=5, epochs=1)
+    expected = [second.step()["loss"] for _ in range(second.steps_per_epoch)]
+    np.testing.assert_allclose(got["again"], expected, rtol=1e-5)
+    assert got["summary"]["steps"] == len(expected) == 12
+    assert got["before"][1] == "AbortError" and got["rate"] == pytest.approx(0.005)
+
+
+def test_bad_training_data_is_a_clear_error_and_the_session_goes_on(page):
+    p = page.page
+    data = dataset(CASES["mlp"], 2)
+    got = p.evaluate("""async (data) => {
+        const s = sessions.tmlp;
+        const good = feeds(s, data);
+        const floatLabels = new lib.Tensor("float32", new Float32Array(good.labels.size), good.labels.dims);
+        const errors = [
+            await errorOf(s.train({ ...good, labels: floatLabels })),
+            await errorOf(s.train({ input: good.input })),
+            await errorOf(s.train({ ...good, labels: [1, 2, 3] })),
+            await errorOf(s.train(good, { batch_size: 4 })),
+            await errorOf(s.train(good, { onProgress: () => { throw new RangeError("from onProgress"); } })),
+            await errorOf(s.train(good, { onProgress: 3 })),
+        ];
+        const losses = [];
+        const summary = await s.train(good, { batchSize: 8, shuffle: false, onProgress: (r) => losses.push(r.loss) });
+        return { errors, losses, steps: summary.steps };
+    }""", [wire(a) for a in data])
+    errors = got["errors"]
+    assert errors[0] == [True, "Error", "input 'labels' of the training data must be a int64 tensor, got float32"]
+    assert errors[1][2] == "the training data takes inputs ['input', 'labels']: missing ['labels']"
+    assert errors[2][1:] == ["TypeError", "dataset input 'labels' is not a tensor: give a Tensor, or an object with "
+                                          "type, data and dims"]
+    assert errors[3][2].startswith("train has no option 'batch_size'")
+    assert errors[4][1:] == ["RangeError", "from onProgress"]
+    assert errors[5][1:] == ["TypeError", "train's onProgress must be a function"]
+    assert got["steps"] == 2 and len(got["losses"]) == 2 and np.all(np.isfinite(got["losses"]))
+
+
+def test_linear_lr_scheduler_rates_equal_onnxruntime_training(page):
+    p = page.page
+    batches = oc.batches(CASES["sgd"], 6)
+    got = p.evaluate("""async (batches) => {
+        const s = await lib.TrainingSession.create({ checkpointState: "sgd/checkpoint", trainModel: "sgd/training",
+            optimizerModel: "sgd/optimizer" });
+        const scheduler = new lib.LinearLRScheduler(s, 2, 5, 0.05);
+        await scheduler.ready;
+        const rates = [await s.getLearningRate()];
+        const losses = [];
+        for (const batch of batches) {
+            losses.push((await s.runTrainStep(feeds(s, batch)))[s.trainingOutputNames[0]].data[0]);
+            await s.runOptimizerStep();
+            await s.lazyResetGrad();
+            rates.push(await scheduler.step());
+        }
+        const bad = new lib.LinearLRScheduler(s, 2, -1, 0.05);
+        const errors = [await errorOf(bad.ready), await errorOf(bad.step())];
+        const rate = await s.getLearningRate();
+        await s.release();
+        return { rates, losses, errors, rate };
+    }""", [[wire(a) for a in batch] for batch in batches])
+    # onnxruntime-training 1.19.2 on the same settings: its Python wrapper takes (total, warmup)
+    ort = oc.ort_api()
+    f = oc.files(CASES["sgd"])
+    module = ort.Module(str(f["training"]), ort.CheckpointState.load_checkpoint(str(f["checkpoint"])))
+    optimizer = ort.Optimizer(str(f["optimizer"]), module)
+    scheduler = ort.LinearLRScheduler(optimizer, 5, 2, 0.05)
+    rates, losses = [optimizer.get_learning_rate()], []
+    for batch in batches:
+        losses.append(float(module(*batch)))
+        optimizer.step()
+        module.lazy_reset_grad()
+        scheduler.step()
+        rates.append(optimizer.get_learning_rate())
+    print(f"LinearLRScheduler(2, 5, 0.05): page {got['rates']}, onnxruntime-training {rates}")
+    np.testing.assert_allclose(got["rates"], rates, rtol=1e-6)
+    np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
+    for error in got["errors"]:
+        assert error[0] and error[2] == "total_step_count must be an integer >= 0, got -1"
+    assert got["rate"] == got["rates"][-1]
+
+
+def test_the_npm_package_holds_the_library_folder(tmp_path):
+    version = build.project_version()
+    tgz = build.ROOT / "dist" / f"onnxtrain-{version}.tgz"
+    library = build.TEST_SITE / build.LIBRARY
+    assert tgz.is_file(), f"{tgz}: run the tests through `python3 build.py test`"
+    with tarfile.open(tgz) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+        assert all(m.isfile() and m.name.startswith("package/") for m in members.values())
+        package = json.loads(tar.extractfile("package/package.json").read())
+        contents = {name[len("package/"):]: tar.extractfile(m).read() for name, m in members.items()}
+    folder = {p.relative_to(library).as_posix(): p.read_bytes() for p in library.rglob("*") if p.is_file()}
+    assert contents == folder  # the whole folder, byte for byte: the engine loads every part of it
+    assert package["name"] == "onnxtrain" and package["version"] == version
+    assert package["main"] == package["module"] == "./onnxtrain.mjs" and package["types"] == "./onnxtrain.d.ts"
+    assert package["exports"]["."]["import"] == "./onnxtrain.mjs"
+    # installed from the tarball (offline), "onnxtrain" resolves to the module and the classic build
+    (tmp_path / "package.json").write_text('{"name": "app", "version": "1.0.0", "private": true}')
+    subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
+                    str(tgz)], cwd=tmp_path, check=True, capture_output=True)
+    out = subprocess.run(["node", "--input-type=module", "-e", """
+        const lib = await import("onnxtrain");
+        const { createRequire } = await import("node:module");
+        const require = createRequire(process.cwd() + "/");
+        console.log(JSON.stringify([Object.keys(lib).sort(), require.resolve("onnxtrain/onnxtrain.js")]));"""],
+                         cwd=tmp_path, check=True, capture_output=True, text=True)
+    names, classic = json.loads(out.stdout)
+    assert names == ["LinearLRScheduler", "Tensor", "TrainingSession", "env", "generateArtifacts"]
+    assert classic == str(tmp_path / "node_modules" / "onnxtrain" / "onnxtrain.js")

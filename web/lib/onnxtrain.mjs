@@ -32,7 +32,10 @@ class Tensor {
     let data = typed ? dataOrDims : typeOrData;
     const dims = (typed ? maybeDims : dataOrDims) ?? [data.length];
     const Array_ = ARRAYS[type];
-    if (!Array_) throw new TypeError(`unsupported tensor type ${JSON.stringify(type)}: use one of ${Object.keys(ARRAYS).join(", ")}`);
+    if (!Array_) {
+      const types = Object.keys(ARRAYS).join(", ");
+      throw new TypeError(`unsupported tensor type ${JSON.stringify(type)}: use one of ${types}`);
+    }
     if (Array.isArray(data)) data = Array_.from(data, type.endsWith("int64") ? BigInt : Number);
     if (!(data instanceof Array_)) throw new TypeError(`a ${type} tensor needs its data in a ${Array_.name}`);
     const size = dims.reduce((n, d) => n * d, 1);
@@ -154,7 +157,9 @@ class TrainingSession {
   }
 
   static async create({ checkpointState, trainModel, evalModel, optimizerModel } = {}, _sessionOptions = {}) {
-    if (!checkpointState || !trainModel) throw new TypeError("TrainingSession.create needs checkpointState and trainModel");
+    if (!checkpointState || !trainModel) {
+      throw new TypeError("TrainingSession.create needs checkpointState and trainModel");
+    }
     const connection = connect();
     const bytes = await Promise.all([[checkpointState, "checkpointState"], [trainModel, "trainModel"],
       [evalModel, "evalModel"], [optimizerModel, "optimizerModel"]].map(([source, what]) => bytesOf(source, what)));
@@ -165,11 +170,13 @@ class TrainingSession {
   _call(method, ...args) { return this._engine.call(method, this._handle, args); }
 
   async runTrainStep(feeds, fetchesOrOptions, _options) {
-    return tensorsOf(await this._call("run_train_step", feedsOf(feeds), fetchesOf(fetchesOrOptions, this.trainingOutputNames)));
+    const fetches = fetchesOf(fetchesOrOptions, this.trainingOutputNames);
+    return tensorsOf(await this._call("run_train_step", feedsOf(feeds), fetches));
   }
 
   async runEvalStep(feeds, fetchesOrOptions, _options) {
-    return tensorsOf(await this._call("run_eval_step", feedsOf(feeds), fetchesOf(fetchesOrOptions, this.evalOutputNames)));
+    const fetches = fetchesOf(fetchesOrOptions, this.evalOutputNames);
+    return tensorsOf(await this._call("run_eval_step", feedsOf(feeds), fetches));
   }
 
   async runOptimizerStep(_options) { await this._call("run_optimizer_step"); }

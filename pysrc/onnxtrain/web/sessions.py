@@ -353,7 +353,7 @@ class Registry:
             raise ValueError(f"unknown method {method!r}")
         session = self._session(handle)
         if session.trainer is not None and method not in TRAINING_METHODS:
-            name = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), method)
+            name = "train" if method == "train_begin" else re.sub(r"_([a-z])", lambda m: m.group(1).upper(), method)
             raise RuntimeError(f"this session is training: {name}() has to wait until train() ends (or is aborted)")
         if method == "release":
             del self.sessions[handle]
