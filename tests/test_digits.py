@@ -8,7 +8,8 @@ import pytest
 from sklearn.datasets import load_digits
 
 from onnxtrain import ir
-from onnxtrain.web.digits import DigitsSession, pretrain
+from onnxtrain.tasks.handwriting import pretrain
+from onnxtrain.web.digits import DigitsSession
 from onnxtrain.web.tabular import DataError
 
 
