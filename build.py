@@ -443,6 +443,8 @@ def build_library(site: Path) -> None:
     classic = source.replace(url_line, "const LIBRARY_URL = document.currentScript.src;").replace(
         exports[0], f"globalThis.onnxtrain = {names};\nglobalThis.ort ??= globalThis.onnxtrain;")
     (lib / "onnxtrain.js").write_text(f"(() => {{\n{classic}}})();\n")
+    # the types again under the name TypeScript looks for when a page imports onnxtrain.mjs by its path
+    shutil.copy2(lib / "onnxtrain.d.ts", lib / "onnxtrain.d.mts")
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     (lib / "pyodide").mkdir()
     for name in ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide-lock.json",

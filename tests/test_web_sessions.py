@@ -270,6 +270,22 @@ def test_train_equals_a_trainer_run():
                                   module.get_contiguous_parameters(False))
 
 
+def test_train_with_a_validation_dataset_of_its_own():
+    registry = Registry()
+    h = create(registry, "mlp_ce_adamw")["handle"]
+    data, held = dataset("mlp_ce_adamw", 4), dataset("mlp_ce_adamw", 2, seed=9)
+    with pytest.raises(TypeError, match="train's validation must be a fraction of the rows in \\[0, 1\\) or a dataset"):
+        registry.call("train_begin", h, [data, {"validation": True}])
+    with pytest.raises(TypeError, match="input 'labels' of the validation data must be a int64 tensor"):
+        registry.call("train_begin", h, [data, {"validation": {**held, "labels": held["labels"].astype(np.float32)}}])
+    records, summary = drive(registry, h, data, {"epochs": 2, "batchSize": 8, "validation": held, "patience": 1})
+    module, optimizer = fresh("mlp_ce_adamw")
+    run = Trainer(module, optimizer, data, epochs=2, batch_size=8, validation=held, patience=1)
+    run.run()
+    assert [h["validationLoss"] for h in summary["history"]] == [h["validation_loss"] for h in run.history]
+    assert summary["best"]["bestEpoch"] == run.best.best_epoch
+
+
 def test_train_without_shuffle_equals_the_plain_loop():
     registry = Registry()
     info = create(registry, "mlp_ce_sgd")

@@ -536,7 +536,9 @@ TRAIN_PAGE = """async ([data, options]) => {
     for (const key of ["mlp", "cnn"]) {
         params[key] = encode((await sessions["t" + key].getContiguousParameters(true)).data);
     }
-    return { records, summaries: { mlp: summaries[0], cnn: summaries[1] }, params, ms };
+    const none = [summaries[1].validationLoss, summaries[1].best.bestEpoch, records.cnn.at(-1).validationLoss];
+    return { records, summaries: { mlp: summaries[0], cnn: summaries[1] }, params, ms,
+             nulls: none.map((v) => v === null) };
 }"""
 
 
@@ -575,6 +577,7 @@ def test_train_two_sessions_at_once_like_the_cpython_trainer(page, tmp_path):
             assert summary["best"]["restored"] == (run.use_best() is not None)
         else:
             assert summary["validationLoss"] is None and not summary["best"]["restored"]
+            assert got["nulls"] == [True] * 3  # Python's None is null in the page
         np.testing.assert_allclose(params_of(got["params"][key]), run.module.get_contiguous_parameters(True),
                                    rtol=1e-5, atol=1e-6)
     # after train(): the CNN's exported model and its checkpoint, saved and loaded into a new session
@@ -751,3 +754,57 @@ def test_the_npm_package_holds_the_library_folder(tmp_path):
     names, classic = json.loads(out.stdout)
     assert names == ["LinearLRScheduler", "Tensor", "TrainingSession", "env", "generateArtifacts"]
     assert classic == str(tmp_path / "node_modules" / "onnxtrain" / "onnxtrain.js")
+
+
+TYPESCRIPT = ("typescript", "5.6.3")
+USE_TS = """import * as ort from "%s";
+
+const session = await ort.TrainingSession.create({ checkpointState: "checkpoint", trainModel: "training_model.onnx" });
+const x = new ort.Tensor("float32", new Float32Array(8), [2, 4]);
+const out: ort.ReturnType = await session.runTrainStep({ input: x }, [session.trainingOutputNames[0]]);
+const summary: ort.TrainSummary = await session.train({ input: x, labels: { type: "int64", data: new BigInt64Array(2),
+  dims: [2] } }, { epochs: 2, schedule: "linear", validation: 0.1, signal: new AbortController().signal,
+  onProgress: (r: ort.TrainProgress) => console.log(r.loss, r.learningRate, r.best?.bestEpoch) });
+console.log(out, summary.best.restored, summary.history[0]?.validationLoss);
+const made = await ort.generateArtifacts(new Uint8Array(4), { requiresGrad: ["w"], loss: null, optimizer: "SGD" });
+await ort.TrainingSession.create(made);
+const scheduler = new ort.LinearLRScheduler(session, 2, 10, 0.1);
+const rate: number = await scheduler.step();
+console.log(rate);
+"""
+BAD_TS = """import * as ort from "onnxtrain";
+const session = await ort.TrainingSession.create({ checkpointState: "c", trainModel: "t" });
+await session.train({}, { schedule: "cosine" });
+await ort.generateArtifacts("m.onnx", { loss: "Hinge" });
+"""
+CLASSIC_TS = """/// <reference path="./node_modules/onnxtrain/onnxtrain.d.ts" />
+const t = new onnxtrain.Tensor("float32", [1, 2], [2]);
+onnxtrain.TrainingSession.create({ checkpointState: "c", trainModel: "t" }).then((s) => s.train({ x: t }));
+"""
+
+
+def test_the_type_declarations_check_a_program_with_typescript(tmp_path):
+    """onnxtrain.d.ts under TypeScript's strict checks: the package import, an import of onnxtrain.mjs by its path
+    (onnxtrain.d.mts), the classic script's global, and wrong options rejected."""
+    tsc = build.npm_package(*TYPESCRIPT) / "bin" / "tsc"
+    version = build.project_version()
+    (tmp_path / "package.json").write_text('{"name": "app", "version": "1.0.0", "private": true, "type": "module"}')
+    subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
+                    str(build.ROOT / "dist" / f"onnxtrain-{version}.tgz")], cwd=tmp_path, check=True,
+                   capture_output=True)
+    (tmp_path / "package.ts").write_text(USE_TS % "onnxtrain")
+    (tmp_path / "path.ts").write_text(USE_TS % "./node_modules/onnxtrain/onnxtrain.mjs")
+    (tmp_path / "classic.ts").write_text(CLASSIC_TS)
+    (tmp_path / "bad.ts").write_text(BAD_TS)
+    options = ["--noEmit", "--strict", "--target", "es2022", "--lib", "es2022,dom"]
+    modules = ["--module", "nodenext", "--moduleResolution", "nodenext"]
+
+    def tsc_run(*args):
+        return subprocess.run(["node", str(tsc), *options, *args], cwd=tmp_path, capture_output=True, text=True)
+    for args in (["package.ts", *modules], ["path.ts", *modules], ["classic.ts"]):
+        result = tsc_run(*args)
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+    bad = tsc_run("bad.ts", *modules)
+    assert bad.returncode != 0
+    assert re.search(r"bad\.ts\(3,\d+\): error TS2322: Type '\"cosine\"' is not assignable", bad.stdout), bad.stdout
+    assert re.search(r"bad\.ts\(4,\d+\): error TS2322: Type '\"Hinge\"' is not assignable", bad.stdout), bad.stdout

@@ -84,12 +84,14 @@ function toPython(value, made) {
   return value;
 }
 
-// A Python result as plain values; bytes become Uint8Arrays of their own (copied out of Pyodide's memory).
+// A Python result as plain values; bytes become Uint8Arrays of their own (copied out of Pyodide's memory), and a
+// None inside a dict or list null (as JSON has it; Pyodide gives undefined).
 function fromPython(result, transfer) {
   if (!result || typeof result.toJs !== "function") return result;
   const value = result.toJs({ dict_converter: Object.fromEntries });
   result.destroy();
   const own = (v) => {
+    if (v === undefined) return null;
     if (v instanceof Uint8Array) {
       const copy = v.slice();
       transfer.push(copy.buffer);

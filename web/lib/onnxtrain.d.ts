@@ -1,6 +1,10 @@
 // Type declarations of onnxtrain.mjs (and of globalThis.onnxtrain, which onnxtrain.js defines, and of
 // globalThis.ort, which it defines as the same object where no onnxruntime-web did).
 // The names and semantics follow onnxruntime-web 1.19.2's training API; what it lacks is marked "Beyond".
+// onnxtrain.d.mts is the same file, for TypeScript's resolution of an import of onnxtrain.mjs by its path.
+
+/** The classic script's global (a script that is not a module uses `onnxtrain.TrainingSession` and so on). */
+export as namespace onnxtrain;
 
 export type TensorType = "float32" | "float64" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16"
   | "uint32" | "uint64" | "bool";
@@ -39,8 +43,8 @@ export type URIorBuffer = string | URL | ArrayBuffer | Uint8Array;
 export interface TrainingSessionCreateOptions {
   checkpointState: URIorBuffer;
   trainModel: URIorBuffer;
-  evalModel?: URIorBuffer;
-  optimizerModel?: URIorBuffer;
+  evalModel?: URIorBuffer | null;
+  optimizerModel?: URIorBuffer | null;
 }
 
 export class TrainingSession {

@@ -266,8 +266,13 @@ class Session:
         if unknown:
             raise ValueError(f"train has no option {unknown[0]!r}; the options are {sorted(TRAIN_OPTIONS)}")
         kwargs = {TRAIN_OPTIONS[k]: v for k, v in options.items()}
-        if kwargs.get("validation") is not None and not isinstance(kwargs["validation"], (int, float)):
-            kwargs["validation"] = _check_dataset("validation data", kwargs["validation"], self.train_inputs)
+        validation = kwargs.get("validation")
+        if isinstance(validation, bool) or (validation is not None and not isinstance(validation, (int, float))
+                                            and not isinstance(_buffer(validation), dict)):
+            raise TypeError(f"train's validation must be a fraction of the rows in [0, 1) or a dataset (input name "
+                            f"-> tensor), got {validation!r}")
+        if isinstance(_buffer(validation), dict):
+            kwargs["validation"] = _check_dataset("validation data", validation, self.train_inputs)
         data = _check_dataset("training data", dataset, self.train_inputs)
         self._optimizer()
         trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
