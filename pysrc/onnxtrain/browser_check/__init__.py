@@ -11,14 +11,14 @@ import math
 import tempfile
 from pathlib import Path
 
-from .compare import ATOL, RTOL, Mismatch, Report, compare
+from .compare import ATOL_PER_LEARNING_RATE, RTOL, Mismatch, Report, compare
 from .errors import SetupError
 from .inputs import find_artifacts, load_data
 
 DEFAULT_STEPS = 20
 DEFAULT_TIMEOUT = 600.0
 
-__all__ = ["ATOL", "RTOL", "Mismatch", "Report", "SetupError", "check", "main"]
+__all__ = ["ATOL_PER_LEARNING_RATE", "RTOL", "Mismatch", "Report", "SetupError", "check", "main"]
 
 
 def _positive(value, what: str, kind=float):
@@ -42,7 +42,7 @@ def _tolerance(value, what: str) -> float:
 
 
 def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=None, chromium=None,
-          rtol: float = RTOL, atol: float = ATOL, timeout: float = DEFAULT_TIMEOUT, learning_rate=None,
+          rtol: float = RTOL, atol: float | None = None, timeout: float = DEFAULT_TIMEOUT, learning_rate=None,
           prefix=None, params_every: int = 1) -> Report:
     """Train the artifacts in ``artifacts`` (a folder) for ``steps`` steps in CPython onnxtrain and in headless
     Chromium (the library ``library``: a folder with onnxtrain.mjs or the npm package's .tgz), on the batches of
@@ -50,7 +50,8 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
 
     The parameters are compared after every ``params_every``-th step and after the last.  SetupError when the check
     cannot run (bad arguments, missing files, no Playwright or Chromium); otherwise a Report whose ``ok`` says
-    whether every value matched within ``atol + rtol * |cpython value|``.
+    whether every value matched within ``atol + rtol * |cpython value|``; ``atol=None`` is
+    ATOL_PER_LEARNING_RATE x the learning rate of the run.
     """
     from .browser import find_chromium, run_in_browser
     from .reference import Reference
@@ -59,9 +60,12 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
     steps = _positive(steps, "the number of steps", int)
     params_every = _positive(params_every, "params_every", int)
     timeout = _positive(timeout, "the timeout")
-    rtol, atol = _tolerance(rtol, "rtol"), _tolerance(atol, "atol")
+    rtol = _tolerance(rtol, "rtol")
+    atol = None if atol is None else _tolerance(atol, "atol")
     found = find_artifacts(artifacts, prefix)
     reference = Reference(found, learning_rate)
+    if atol is None:
+        atol = ATOL_PER_LEARNING_RATE * reference.learning_rate()
     batches = load_data(data, reference.model, reference.input_names(), steps, batch_size)
     chromium = find_chromium(chromium)
     compare_at = {s for s in range(1, steps + 1) if s % params_every == 0} | {steps}

@@ -7,7 +7,7 @@ import json
 import sys
 
 from . import DEFAULT_STEPS, DEFAULT_TIMEOUT, check
-from .compare import ATOL, RTOL
+from .compare import ATOL_PER_LEARNING_RATE, RTOL
 from .errors import SetupError
 
 MATCH, MISMATCH, SETUP = 0, 1, 2
@@ -35,7 +35,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--chromium", default=None, metavar="PATH",
                    help="a Chromium executable (default: $ONNXTRAIN_CHROMIUM, else Playwright's own Chromium)")
     p.add_argument("--rtol", type=float, default=RTOL, help=f"relative tolerance (default {RTOL:g})")
-    p.add_argument("--atol", type=float, default=ATOL, help=f"absolute tolerance (default {ATOL:g})")
+    p.add_argument("--atol", type=float, default=None,
+                   help=f"absolute tolerance (default {ATOL_PER_LEARNING_RATE:g} x the learning rate)")
     p.add_argument("--params-every", type=int, default=1, metavar="N",
                    help="compare the parameters after every N-th step and the last (default 1)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
