@@ -223,6 +223,34 @@ def test_generate_artifacts_through_the_registry_train_like_onnxruntime(tmp_path
     assert api.Module(made["trainModel"], state, made["evalModel"]).output_names()[1:] == ["output"]
 
 
+def test_generate_artifacts_without_a_loss_trains_the_models_own_output():
+    """loss None: the forward model's first output is the loss (here mean((x @ W)^2)), checked by its gradient."""
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.array([[0.5], [-1.0], [2.0]], np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"]), helper.make_node("Mul", ["y", "y"], ["sq"]),
+         helper.make_node("ReduceMean", ["sq"], ["loss"], keepdims=0)], "own_loss",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [numpy_helper.from_array(w, "W")])
+    forward = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    registry = Registry()
+    made = registry.call("generate_artifacts", None, [forward.SerializeToString(), {
+        "requiresGrad": ["W"], "loss": None, "optimizer": "SGD"}])
+    info = registry.call("create", None, [made["checkpointState"], made["trainModel"], made["evalModel"],
+                                          made["optimizerModel"]])
+    assert info["trainingInputNames"] == ["x"]
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    h = info["handle"]
+    loss = as_array(registry.call("run_train_step", h, [{"x": x}])[info["trainingOutputNames"][0]]).item()
+    np.testing.assert_allclose(loss, np.mean((x @ w) ** 2), rtol=1e-6)
+    registry.call("set_learning_rate", h, [0.25])
+    registry.call("run_optimizer_step", h, [])
+    expected = w - np.float32(0.25) * (2 / len(x)) * x.T @ (x @ w)
+    assert not np.allclose(expected, w)
+    np.testing.assert_allclose(as_array(registry.call("get_contiguous_parameters", h, [True])), expected.ravel(),
+                               rtol=1e-6)
+
+
 def test_generate_artifacts_errors_name_the_problem():
     registry = Registry()
     forward = oc.mlp(n_in=20, hidden=16, n_out=5).SerializeToString()
