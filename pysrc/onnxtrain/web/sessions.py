@@ -17,7 +17,6 @@ from .. import artifacts, ir
 from ..api import LinearLRScheduler
 from ..ir import ort_names
 from ..train import Trainer
-from . import bridge
 from .bridge import TrainingSession, _buffer, _bytes
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
@@ -116,7 +115,7 @@ def generate_artifacts(model, options=None) -> dict:
     """The library's generateArtifacts: the four artifacts of a forward model (bytes) as TrainingSession.create
     takes them.  ``options``: requiresGrad, frozenParams, loss (a LossType name, default CrossEntropyLoss; None for
     none, the model's first output being the loss), optimizer (an OptimType name, default AdamW; None for none),
-    additionalOutputNames."""
+    additionalOutputNames.  (bridge.generate_artifacts has no way to leave the loss out, hence the direct call.)"""
     options = dict(_buffer(options) or {})
     known = {"requiresGrad", "frozenParams", "loss", "optimizer", "additionalOutputNames"}
     unknown = sorted(set(options) - known)
@@ -126,16 +125,12 @@ def generate_artifacts(model, options=None) -> dict:
     for key, value in names.items():
         if value is not None and (isinstance(value, str) or not hasattr(_buffer(value), "__iter__")):
             raise TypeError(f"generateArtifacts' option {key} must be a list of names, got {value!r}")
-    loss = options.get("loss", "CrossEntropyLoss")
-    optimizer = options.get("optimizer", "AdamW")
-    if loss is None:
-        made = artifacts.generate_artifacts(
-            _bytes(model), requires_grad=_names(names["requiresGrad"]), frozen_params=_names(names["frozenParams"]),
-            optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
-            additional_output_names=_names(names["additionalOutputNames"]))
-    else:
-        made = bridge.generate_artifacts(model, names["requiresGrad"], names["frozenParams"], loss, optimizer,
-                                         names["additionalOutputNames"])
+    loss, optimizer = options.get("loss", "CrossEntropyLoss"), options.get("optimizer", "AdamW")
+    made = artifacts.generate_artifacts(
+        _bytes(model), requires_grad=_names(names["requiresGrad"]), frozen_params=_names(names["frozenParams"]),
+        loss=None if loss is None else artifacts.enum_member(artifacts.LossType, loss),
+        optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
+        additional_output_names=_names(names["additionalOutputNames"]))
     return {ARTIFACT_KEYS[name]: data for name, data in made.items() if name in ARTIFACT_KEYS}
 
 
