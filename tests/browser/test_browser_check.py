@@ -2,6 +2,7 @@
 onnxruntime-training 1.19.2 and by onnxtrain, with the library of the test site (a folder and an npm-style .tgz)
 in Debian's Chromium; its losses checked against onnxruntime-training's own; a library that trains wrongly and a
 fabricated browser run that differs at one step and parameter; the usage errors; check(); the pytest fixture."""
+import asyncio
 import json
 import os
 import shutil
@@ -247,16 +248,25 @@ def test_usage_and_setup_errors_exit_2(ort_mlp, tmp_path):
     assert r.returncode == 2, r.stderr
     assert "playwright is not installed: pip install 'onnxtrain[browser]' && python -m playwright install " \
            "chromium" in r.stderr
+    # Playwright's own Chromium, where Playwright installed none
+    r = cli(folder, "--data", path, "--library", LIBRARY,
+            env_extra={"ONNXTRAIN_CHROMIUM": "", "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path / "no-browsers")})
+    assert r.returncode == 2 and "Playwright cannot start its Chromium" in r.stderr, r.stderr
+    assert "python -m playwright install chromium" in r.stderr
     r = cli(folder, "--data", path, "--json", "--chromium", CHROMIUM,
             env_extra={"ONNXTRAIN_LIBRARY": str(tmp_path / "gone")})
     assert r.returncode == 2 and json.loads(r.stdout)["ok"] is False and "$ONNXTRAIN_LIBRARY" in r.stderr
 
 
-def test_check_from_python(ort_mlp):
+def test_check_from_python_inside_an_event_loop(ort_mlp):
     folder, data, _ = ort_mlp
-    report = browser_check.check(folder, data, steps=6, batch_size=BATCH, library=LIBRARY, chromium=CHROMIUM,
-                                 learning_rate=0.01, params_every=2)
+
+    async def in_a_notebook():  # Playwright's sync API refuses a running loop: check() moves to a thread
+        return browser_check.check(folder, data, steps=6, batch_size=BATCH, library=LIBRARY, chromium=CHROMIUM,
+                                   learning_rate=0.01, params_every=2)
+    report = asyncio.run(in_a_notebook())
     assert report.ok, report.summary()
+    assert "requests off the page's origin" not in report.info
     assert report.compared_steps == [2, 4, 6] and report.atol == pytest.approx(1e-5)
     expected, params = ort_losses(folder, data, steps=6, learning_rate=0.01)
     np.testing.assert_allclose(report.browser_losses, expected, rtol=1e-5)

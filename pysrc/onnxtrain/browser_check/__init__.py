@@ -71,7 +71,7 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
     compare_at = {s for s in range(1, steps + 1) if s % params_every == 0} | {steps}
     with tempfile.TemporaryDirectory(prefix="onnxtrain-browser-check-") as scratch:
         scratch = Path(scratch)
-        library_folder = find_library(library, scratch)
+        library_folder, library_name = find_library(library, scratch)
         cpython = reference.run(batches, compare_at)
         root = scratch / "site"
         root.mkdir()
@@ -80,10 +80,12 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
         with Server(root) as server:
             browser, facts = run_in_browser(server.url, manifest, chromium)
     start, stop = batches.batches[0]
-    info = {"artifacts": str(found.training.parent), "library": str(library_folder),
+    info = {"artifacts": str(found.training.parent), "library": library_name,
             "browser": f"{facts['browser']} ({chromium or 'Playwright Chromium'})",
             "batch size": stop - start, "learning rate": f"cpython {reference.learning_rate():g}, "
             f"browser {facts['learningRate'] if facts['learningRate'] is None else format(facts['learningRate'], 'g')}"}
+    if facts.get("offOrigin"):
+        info["requests off the page's origin"] = facts["offOrigin"]
     return compare(cpython, browser, reference.layout, rtol, atol, info)
 
 

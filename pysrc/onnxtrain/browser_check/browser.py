@@ -59,11 +59,13 @@ def _launch(playwright, chromium, error_type):
 def _train(url: str, manifest: dict, chromium) -> tuple:
     """(the page's result, its console errors)."""
     sync_playwright, error_type = _playwright()
-    console = []
+    console, off_origin = [], []
     with sync_playwright() as p:
         browser = _launch(p, chromium, error_type)
         try:
             page = browser.new_page()
+            page.context.on("request", lambda r: None if r.url.startswith((url, "blob:", "data:"))
+                            else off_origin.append(r.url))
             page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: console.append(str(e)))
             page.set_default_timeout(manifest["timeoutMs"] + 30_000)
@@ -77,6 +79,7 @@ def _train(url: str, manifest: dict, chromium) -> tuple:
         finally:
             browser.close()
     result["browserVersion"] = version
+    result["offOrigin"] = off_origin
     return result, console
 
 
@@ -103,7 +106,8 @@ def _off_the_event_loop(function, *args):
 
 
 def run_in_browser(url: str, manifest: dict, chromium) -> tuple:
-    """Train in headless Chromium: (Trajectory, facts about the run: browser version, page learning rate)."""
+    """Train in headless Chromium: (Trajectory, facts about the run: browser version, the page's learning rate,
+    the URLs it requested off its own origin)."""
     result, console = _off_the_event_loop(_train, url, manifest, chromium)
     if result["stage"] == "library":
         raise SetupError(f"the onnxtrain library did not load in the page: {result['error']}"
@@ -113,5 +117,6 @@ def run_in_browser(url: str, manifest: dict, chromium) -> tuple:
                                         for step, text in result["parameters"].items()},
                             error=None if result["error"] is None else
                             f"{result['error']} (while {STAGES.get(result['stage'], result['stage'])})")
-    facts = {"browser": result["browserVersion"], "learningRate": result["info"].get("learningRate")}
+    facts = {"browser": result["browserVersion"], "learningRate": result["info"].get("learningRate"),
+             "offOrigin": result["offOrigin"]}
     return trajectory, facts

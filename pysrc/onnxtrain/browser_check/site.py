@@ -55,9 +55,9 @@ def _unpack(tgz: Path, into: Path) -> Path:
     return found
 
 
-def find_library(library, scratch: Path) -> Path:
-    """The folder holding onnxtrain.mjs: ``library`` (a folder or a .tgz, unpacked under ``scratch``), else
-    $ONNXTRAIN_LIBRARY, else ./node_modules/onnxtrain."""
+def find_library(library, scratch: Path) -> tuple:
+    """(the folder holding onnxtrain.mjs, the library as the user named it): ``library`` (a folder or a .tgz,
+    unpacked under ``scratch``), else $ONNXTRAIN_LIBRARY, else ./node_modules/onnxtrain."""
     if library is None:
         library = os.environ.get(LIBRARY_ENV) or None
         origin = f"${LIBRARY_ENV}" if library else None
@@ -69,13 +69,13 @@ def find_library(library, scratch: Path) -> Path:
         library, origin = DEFAULT_LIBRARY, f"./{DEFAULT_LIBRARY.as_posix()}"
     path = Path(library)
     if path.is_file() and path.name.endswith((".tgz", ".tar.gz")):
-        return _unpack(path, scratch / "package")
+        return _unpack(path, scratch / "package"), str(path)
     if not path.exists():
         raise SetupError(f"the library {path} ({origin}) does not exist: {INSTALL_HINT}")
     found = _library_in(path) if path.is_dir() else None
     if found is None:
         raise SetupError(f"the library {path} ({origin}) has no {ENTRY}: {INSTALL_HINT}")
-    return found
+    return found, str(found)
 
 
 def _link(source: Path, dest: Path) -> None:
