@@ -427,8 +427,9 @@ LIBRARY = "onnxtrain"  # the JavaScript library's folder in the site (sources in
 
 def build_library(site: Path) -> None:
     """site/onnxtrain/: the library (web/lib/, copied to site/lib/ with the rest of web/), its classic-script build
-    onnxtrain.js, and what its engine loads from beside it: Pyodide's core and numpy, the wheels, the kernels; then
-    its npm package, package.json there and dist/onnxtrain-<version>.tgz."""
+    onnxtrain.js, and what its engine loads from beside it: Pyodide's core and packages (numpy; micropip for
+    users' own wheels), the wheels, the kernels; then its npm package, package.json there and
+    dist/onnxtrain-<version>.tgz."""
     lib = site / LIBRARY
     (site / "lib").rename(lib)
     source = (lib / "onnxtrain.mjs").read_text()
@@ -448,7 +449,7 @@ def build_library(site: Path) -> None:
     lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
     (lib / "pyodide").mkdir()
     for name in ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide-lock.json",
-                 lock["packages"]["numpy"]["file_name"]]:
+                 *(lock["packages"][package]["file_name"] for package in PYODIDE_PACKAGES)]:
         link_or_copy(site / "pyodide" / name, lib / "pyodide" / name)
     for folder in ("wheels", "kernels"):
         shutil.copytree(site / folder, lib / folder, copy_function=link_or_copy)
@@ -469,8 +470,8 @@ def npm_pack_library(lib: Path) -> Path:
                     "./onnxtrain.js": "./onnxtrain.js", "./package.json": "./package.json"},
         "files": sorted(p.name + "/" * p.is_dir() for p in lib.iterdir() if p.name != "package.json"),
     }
-    missing = [name for name in ("onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts", "README.md",
-                                 "pyodide/", "wheels/", "kernels/") if name not in package["files"]]
+    missing = [name for name in ("onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "start.mjs", "onnxtrain.d.ts",
+                                 "README.md", "pyodide/", "wheels/", "kernels/") if name not in package["files"]]
     if missing:
         sys.exit(f"build.py: the library folder {lib} lacks {missing}")
     (lib / "package.json").write_text(json.dumps(package, indent=2) + "\n")
@@ -492,12 +493,17 @@ def replace_file(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+# The app's worker starts Python from the library's folder (onnxtrain/start.mjs): these copies at the site's root
+# are not loaded by the page, so they are not precached.
+UNUSED_BY_THE_APP = ("pyodide", "wheels", "kernels")
+
+
 def write_precache(site: Path) -> None:
     """The service worker's manifest, precache.json: {"version", "files": {relative URL: sha256 of its bytes}}
     ("./" is index.html), and sw.js from web/ with that version, which changes with any file."""
     files = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
              if p.is_file() and p.name not in ("sw.js", "precache.json")
-             and p.relative_to(site).parts[0] != LIBRARY}  # the app does not use the library (yet)
+             and p.relative_to(site).parts[0] not in UNUSED_BY_THE_APP}
     files = {"./": files["index.html"], **files}
     version = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     replace_file(site / "precache.json", json.dumps({"version": version, "files": files}, indent=0).encode())

@@ -190,7 +190,7 @@ def test_a_new_deploy_reaches_the_page_behind_a_caching_host_and_works_offline(b
             time.sleep(0.5)
         changed = sorted({path for path, code in log if code == 200})
         print(f"the update downloaded: {changed}")
-        assert "/app.js" in changed and "/pyodide/pyodide.asm.wasm" not in changed
+        assert "/app.js" in changed and "/onnxtrain/pyodide/pyodide.asm.wasm" not in changed
         page.reload()
         wait_ready(page)
         assert page.evaluate("() => globalThis.onnxtrainDeploy") == "B"

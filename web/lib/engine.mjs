@@ -2,57 +2,20 @@
 // (onnxtrain.web.sessions).  Everything loads from this folder, relative to this file, so the folder works at any
 // path of any static host.  One request shape for everything: {id, method, handle, args}; the reply is
 // {id, ok: true, result} or {id, ok: false, error}.  A failed request leaves its session as it was.
-import { loadPyodide } from "./pyodide/pyodide.mjs";
+import { startPython } from "./start.mjs";
 
-const HERE = new URL("./", import.meta.url);
 let py = null;
 let bridge = null;
 let registry = null;
 
-async function fetchBytes(path) {
-  const url = new URL(path, HERE);
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
-}
-
-// onnxtrain's SIMD kernels (a wasm side module): the relaxed-SIMD build where the engine compiles it, else plain
-// SIMD128; without either, numpy's kernels stay in use.
-const KERNELS = ["onnxtrain_kernels_relaxed.so", "onnxtrain_kernels.so"];
-async function loadKernels(files) {
-  for (const [i, bytes] of (await files).entries()) {
-    if (!bytes) continue;
-    const path = `/lib/${KERNELS[i]}`;
-    try {
-      py.FS.writeFile(path, bytes);
-      await py._module.loadDynamicLibrary(path, { loadAsync: true, global: false, nodelete: true, fs: py.FS });
-      py.runPython(`from onnxtrain.ops import simd; simd.load(${JSON.stringify(path)})`);
-      return KERNELS[i];
-    } catch (err) {
-      console.warn(`${KERNELS[i]} did not load: ${err.message || err}`);
-    }
-  }
-  return null;
-}
-
-// Pyodide with numpy, then the flatbuffers and onnxtrain wheels and their compiled modules, unpacked by Python.
+// Python from a memory snapshot of an earlier visit where the browser has one (start.mjs), then the registry.
 async function start() {
-  const t0 = performance.now();
-  const names = fetch(new URL("wheels/wheels.json", HERE)).then((r) => r.json());
-  const wheels = names.then((n) => Promise.all([n.flatbuffers, n.onnxtrain].map((w) => fetchBytes(`wheels/${w}`))));
-  const pycache = fetchBytes("wheels/site-packages.pyc.zip").catch(() => null);
-  const kernels = Promise.all(KERNELS.map((name) => fetchBytes(`kernels/${name}`).catch(() => null)));
-  wheels.catch(() => {});
-  py = await loadPyodide({ indexURL: new URL("pyodide/", HERE).href,
-    stdLibURL: new URL("wheels/python_stdlib.pyc.zip", HERE).href, packages: ["numpy"] });
-  const sitePackages = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
-  for (const wheel of await wheels) py.unpackArchive(wheel, "wheel", { extractDir: sitePackages });
-  if (await pycache) py.unpackArchive(await pycache, "zip", { extractDir: sitePackages });
+  const started = await startPython();
+  py = started.py;
   bridge = py.pyimport("onnxtrain.web.bridge");
   registry = py.pyimport("onnxtrain.web.sessions").Registry();
-  const kernel = await loadKernels(kernels);
-  return { kernels: kernel, numpy: py.runPython("import numpy; numpy.__version__"),
-    milliseconds: performance.now() - t0 };
+  return { kernels: started.kernels, start: started.start, timings: started.timings,
+    numpy: py.runPython("import numpy; numpy.__version__"), milliseconds: started.timings.kernels };
 }
 const ready = start();
 ready.catch(() => {});

@@ -1,0 +1,348 @@
+// Starting Python for the library's engine and the app's worker: Pyodide, numpy, the onnxtrain wheel and its SIMD
+// kernels, all from this folder (relative to this file), from a memory snapshot of an earlier visit where the
+// browser has one.  startPython() resolves to {py, timings, kernels, start}; snapshotSaved() once the snapshot this
+// visit made is stored.
+import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
+
+const HERE = new URL("./", import.meta.url);
+// What every start imports before it is ready (and so what a snapshot holds).
+const IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions";
+let py = null;
+
+async function fetchBytes(url, init) {
+  const response = await fetch(url, init);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+// onnxtrain's SIMD kernels (web/kernels), a wasm side module: the build with relaxed SIMD where the engine
+// compiles it, else plain SIMD128. Pyodide loads it into its own memory and Python calls it through ctypes
+// (onnxtrain.ops.simd); without it every kernel keeps its numpy code.
+const KERNELS = ["onnxtrain_kernels_relaxed.so", "onnxtrain_kernels.so"];
+async function loadKernels(files) {
+  for (const [i, bytes] of (await files).entries()) {
+    if (!bytes) continue;
+    const path = `/lib/${KERNELS[i]}`;
+    try {
+      py.FS.writeFile(path, bytes);
+      await py._module.loadDynamicLibrary(path, { loadAsync: true, global: false, nodelete: true, fs: py.FS });
+      py.runPython(`from onnxtrain.ops import simd; simd.load(${JSON.stringify(path)})`);
+      return KERNELS[i];
+    } catch (err) {
+      console.warn(`${KERNELS[i]} did not load: ${err.message || err}`);
+    }
+  }
+  console.warn("numpy's kernels stay in use: no SIMD kernel module loaded");
+  return null;
+}
+
+// ---- Start-up from a memory snapshot --------------------------------------------------------------------
+// A visit without a snapshot starts Python, imports numpy and onnxtrain.web, then (before the kernel module
+// loads) copies Pyodide's wasm memory (`makeMemorySnapshot`) and keeps it in this browser's IndexedDB with the
+// files the wheels unpacked to; a later visit puts that memory back (`_loadSnapshot`) instead of starting Python
+// and importing.  The snapshot is made in this browser, never shipped; its key (snapshotKey) changes with
+// Pyodide, numpy and the site's Python files, and a snapshot with another key is dropped and made again.
+// A snapshot holds the wasm memory only, so both paths rebuild what lies outside it identically before Python
+// runs: in Pyodide's preRun (after the wasm is instantiated, before the runtime starts or the memory is put
+// back) the files go into site-packages and the numpy extension modules that the imports load (PRELOAD) are
+// linked in a fixed order, so their memory and function-table slots come out the same (modules that Pyodide's
+// loadPackage links once Python runs would be missing from the table after a restore).  What loads later (the
+// kernel module, numpy modules imported later) loads afresh on every visit; no snapshot is made if the imports
+// linked anything else.  Anything failing falls back to the plain start.
+const SNAPSHOT_FORMAT = 1;
+const SITE_PACKAGES = "/lib/python3.12/site-packages";
+const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg", "random/bit_generator",
+  "random/_common", "random/_bounded_integers", "random/_mt19937", "random/_pcg64", "random/_philox",
+  "random/_sfc64", "random/_generator", "random/mtrand"]
+  .map((name) => `${SITE_PACKAGES}/numpy/${name}.cpython-312-wasm32-emscripten.so`);
+const INDEX_URL = new URL("pyodide/", HERE).href;
+// Python compiled by build.py: the standard library as .pyc files, and __pycache__ files for the wheels' modules.
+const STDLIB = new URL("wheels/python_stdlib.pyc.zip", HERE).href;
+const PYCACHE = new URL("wheels/site-packages.pyc.zip", HERE);
+const SNAPSHOTS = (() => { // what the snapshot path needs beyond Pyodide's own needs
+  try {
+    return new DecompressionStream("deflate-raw") && typeof indexedDB !== "undefined";
+  } catch {
+    return false;
+  }
+})();
+let saving = null; // the snapshot being stored (after the page is ready)
+
+function snapshotDb(mode, action) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open("onnxtrain-python", 1);
+    open.onupgradeneeded = () => open.result.createObjectStore("snapshot");
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const db = open.result;
+      const tx = db.transaction("snapshot", mode);
+      const request = action(tx.objectStore("snapshot"));
+      tx.oncomplete = () => { db.close(); resolve(request.result); };
+      tx.onerror = tx.onabort = () => { db.close(); reject(tx.error); };
+    };
+  });
+}
+
+async function inflate(bytes) {
+  const stream = new DecompressionStream("deflate-raw");
+  const writer = stream.writable.getWriter();
+  writer.write(bytes);
+  writer.close();
+  const reader = stream.readable.getReader();
+  const chunks = [];
+  for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  chunks.reduce((offset, c) => (out.set(c, offset), offset + c.length), 0);
+  return out;
+}
+
+// The files of a wheel (a zip, stored or deflated) as [name, bytes].
+async function unzip(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let end = bytes.length - 22;
+  while (end >= 0 && view.getUint32(end, true) !== 0x06054b50) end--;
+  if (end < 0) throw new Error("not a zip file");
+  const files = [];
+  const decoder = new TextDecoder();
+  for (let i = 0, p = view.getUint32(end + 16, true); i < view.getUint16(end + 10, true); i++) {
+    if (view.getUint32(p, true) !== 0x02014b50) throw new Error("bad zip directory");
+    const method = view.getUint16(p + 10, true);
+    const size = view.getUint32(p + 20, true);
+    const nameLength = view.getUint16(p + 28, true);
+    const name = decoder.decode(bytes.subarray(p + 46, p + 46 + nameLength));
+    const local = view.getUint32(p + 42, true);
+    const start = local + 30 + view.getUint16(local + 26, true) + view.getUint16(local + 28, true);
+    p += 46 + nameLength + view.getUint16(p + 30, true) + view.getUint16(p + 32, true);
+    if (name.endsWith("/")) continue;
+    if (method !== 0 && method !== 8) throw new Error(`${name}: zip method ${method}`);
+    const data = bytes.subarray(start, start + size);
+    files.push(method === 0 ? [name, data] : inflate(data).then((inflated) => [name, inflated]));
+  }
+  return Promise.all(files);
+}
+
+// The snapshot's key: Pyodide's version, numpy's hash in Pyodide's lock, wheels.json (the wheels' names and
+// "version", build.py's hash of the Python files the worker unpacks) and PRELOAD.  No key without a "version".
+async function snapshotKey() {
+  const [names, lock] = await Promise.all(["wheels/wheels.json", "pyodide/pyodide-lock.json"]
+    .map((path) => fetch(new URL(path, HERE)).then((r) => r.json())));
+  const key = names.version && JSON.stringify([SNAPSHOT_FORMAT, pyodideVersion, lock.info, lock.packages.numpy.sha256,
+    names, PRELOAD]);
+  return { key, names, lock };
+}
+
+// numpy's wheel (from Pyodide's folder, checked against its lock), ours and the compiled modules, unpacked.
+async function wheelFiles({ names, lock }) {
+  const numpy = lock.packages.numpy;
+  const integrity = `sha256-${btoa(String.fromCharCode(...numpy.sha256.match(/../g).map((h) => parseInt(h, 16))))}`;
+  const zips = await Promise.all([fetchBytes(new URL(numpy.file_name, INDEX_URL), { integrity }),
+    ...[names.flatbuffers, names.onnxtrain].map((w) => fetchBytes(new URL(`wheels/${w}`, HERE))),
+    fetchBytes(PYCACHE).catch(() => null)]);
+  return (await Promise.all(zips.filter(Boolean).map(unzip))).flat();
+}
+
+// Pyodide makes its Emscripten module through globalThis._createPyodideModule (pyodide.asm.js sets it): this
+// wraps it to add the preRun step, and to instantiate a pyodide.asm.wasm compiled ahead.
+let moduleHooks = null; // { preRun(Module): Promise, wasm: Promise<WebAssembly.Module> | null, fail(err) }
+let createModule;
+Object.defineProperty(globalThis, "_createPyodideModule", {
+  configurable: true,
+  set(value) { createModule = value; },
+  get() {
+    const hooks = moduleHooks;
+    if (!createModule || !hooks) return createModule;
+    return (settings) => {
+      if (hooks.wasm) {
+        settings.instantiateWasm = (imports, done) => {
+          hooks.wasm.then((module) => WebAssembly.instantiate(module, imports)
+            .then((instance) => done(instance, module))).catch(hooks.fail);
+          return {};
+        };
+      }
+      // Emscripten runs the preRun list from its end: this step runs after Pyodide's own (the standard library and
+      // an empty site-packages are then in place).
+      // A failure leaves the module waiting for this step for good (it is dropped) and fails the start at once.
+      settings.preRun = [(Module) => {
+        Module.addRunDependency("onnxtrain");
+        hooks.preRun(Module).then(() => Module.removeRunDependency("onnxtrain"), hooks.fail);
+      }, ...settings.preRun];
+      return createModule(settings);
+    };
+  },
+});
+const pyodideScript = import("./pyodide/pyodide.asm.js"); // loads while the init message comes; Pyodide then skips it
+pyodideScript.catch(() => {});
+
+// The preRun step: the files into site-packages, then PRELOAD linked one after another (compiled ahead).
+function linkWheels(files) {
+  const compiled = files.then((list) => new Map(list.filter(([name]) => PRELOAD.includes(`${SITE_PACKAGES}/${name}`))
+    .map(([name, bytes]) => [`${SITE_PACKAGES}/${name}`, WebAssembly.compile(bytes)])));
+  compiled.catch(() => {});
+  return async (Module) => {
+    for (const [name, bytes] of await files) {
+      const path = `${SITE_PACKAGES}/${name}`;
+      Module.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+      Module.FS.writeFile(path, bytes, { canOwn: true });
+    }
+    const modules = await compiled;
+    for (const path of PRELOAD) {
+      const flags = { loadAsync: true, nodelete: true, allowUndefined: true, global: false };
+      if (!modules.has(path)) throw new Error(`${path} is not in numpy's wheel`);
+      // what Module.loadDynamicLibrary(path, flags) does, from the compiled module
+      const dso = Module.newDSO(path, undefined, "loading");
+      dso.global = false;
+      dso.exports = await Module.loadWebAssemblyModule(await modules.get(path), flags, path, {});
+    }
+    Module.reportUndefinedSymbols();
+  };
+}
+
+// loadPyodide with the hooks above; it fails as soon as a hook does.
+async function loadPyodideWith(hooks, options) {
+  const failed = new Promise((resolve, reject) => { hooks.fail = reject; });
+  moduleHooks = hooks;
+  try {
+    return await Promise.race([loadPyodide({ indexURL: INDEX_URL, stdLibURL: STDLIB, ...options }), failed]);
+  } finally {
+    moduleHooks = null;
+  }
+}
+
+async function restoreSnapshot(stored, key, timings, t0) {
+  const heap = Promise.all([stored.heap.arrayBuffer(), key]).then(([bytes, { key }]) => {
+    if (!key || key !== stored.key) throw new Error("the site changed since the snapshot was made");
+    return bytes;
+  });
+  const files = stored.files.arrayBuffer().then((buffer) =>
+    stored.index.map(([name, offset, length]) => [name, new Uint8Array(buffer, offset, length)]));
+  files.catch(() => {});
+  // pyodide.asm.wasm compiles meanwhile (Pyodide would compile it only once the snapshot is read)
+  const wasm = WebAssembly.compileStreaming(fetch(new URL("pyodide.asm.wasm", INDEX_URL)));
+  wasm.catch(() => {});
+  py = await loadPyodideWith({ preRun: linkWheels(files), wasm }, { _loadSnapshot: heap });
+  timings.pyodide = performance.now() - t0;
+  // After a restore Python's handle on Pyodide's loadedPackages is a new object, and the random generators made
+  // at import (Dropout's among them) are where the snapshot left them: fresh entropy for them, as a start gives.
+  py.runPython(`import sys, numpy, pyodide_js, pyodide._package_loader, onnxtrain.ops.nn
+pyodide._package_loader.loadedPackages = pyodide_js.loadedPackages
+for name in ("random", "numpy.random"):
+    if name in sys.modules:
+        sys.modules[name].seed()
+onnxtrain.ops.nn._rng = numpy.random.default_rng()
+assert int(numpy.arange(4).sum()) == 6`);
+  Object.assign(py.loadedPackages, stored.loaded);
+  timings.numpy = performance.now() - t0;
+  py.runPython(IMPORTS);
+  timings.wheel = performance.now() - t0;
+}
+
+async function makeSnapshot(key, timings, t0) {
+  if (!(await key).key) throw new Error("wheels.json has no version");
+  const files = key.then(wheelFiles);
+  files.catch(() => {});
+  py = await loadPyodideWith({ preRun: linkWheels(files), wasm: null }, {});
+  timings.pyodide = performance.now() - t0;
+  py.runPython("import numpy");
+  timings.numpy = performance.now() - t0;
+  py.runPython(IMPORTS);
+  timings.wheel = performance.now() - t0;
+  const extra = Object.keys(py._module.LDSO.loadedLibsByName)
+    .filter((name) => name !== "__main__" && !PRELOAD.includes(name));
+  if (extra.length) {
+    console.warn(`no Python snapshot: the imports loaded ${extra.join(", ")}, which PRELOAD lacks`);
+    return;
+  }
+  // Pyodide checks that the JS objects Python holds are those of a fresh start; one is the loadedPackages object,
+  // which must then be empty (Pyodide filled it in from the wheels' dist-info).  Started with `_makeSnapshot`,
+  // Pyodide would hand Python globalThis wrapped in proxies that record paths (for JS objects Python holds,
+  // which it has none of here), and JS functions called through them throw "Illegal invocation" (fetch, for
+  // micropip): so the option is set just for the copy.
+  const loaded = { ...py.loadedPackages };
+  let heap;
+  try {
+    for (const name of Object.keys(loaded)) delete py.loadedPackages[name];
+    py._api.config._makeSnapshot = true;
+    heap = py.makeMemorySnapshot();
+  } catch (err) {
+    console.warn(`no Python snapshot: ${err.message || err}`);
+    return;
+  } finally {
+    py._api.config._makeSnapshot = false;
+    Object.assign(py.loadedPackages, loaded);
+  }
+  timings.snapshot = performance.now() - t0;
+  saving = (async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0)); // after the init reply
+    const list = await files;
+    let offset = 0;
+    const index = list.map(([name, bytes]) => [name, (offset += bytes.length) - bytes.length, bytes.length]);
+    const record = { key: (await key).key, loaded, index, heap: new Blob([heap]),
+      files: new Blob(list.map(([, bytes]) => bytes)) };
+    await snapshotDb("readwrite", (store) => store.put(record, "python"));
+  })().catch((err) => console.warn(`the Python snapshot was not stored: ${err.message || err}`));
+}
+
+// Without a snapshot: Pyodide's numpy package and the wheels unpacked by Python.
+async function startPlain(timings, t0) {
+  const wheels = fetch(new URL("wheels/wheels.json", HERE)).then((r) => r.json())
+    .then((names) => Promise.all([names.flatbuffers, names.onnxtrain].map((w) => fetchBytes(new URL(`wheels/${w}`, HERE)))));
+  const pycache = fetchBytes(PYCACHE).catch(() => null);
+  py = await loadPyodide({ indexURL: INDEX_URL, stdLibURL: STDLIB, packages: ["numpy"] });
+  timings.pyodide = performance.now() - t0;
+  const sitePackages = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+  for (const wheel of await wheels) py.unpackArchive(wheel, "wheel", { extractDir: sitePackages });
+  if (await pycache) py.unpackArchive(await pycache, "zip", { extractDir: sitePackages });
+  py.runPython("import numpy");
+  timings.numpy = performance.now() - t0;
+  py.runPython(IMPORTS);
+  timings.wheel = performance.now() - t0;
+}
+
+// The start from this browser's snapshot of an earlier visit, or one that makes the snapshot: "restored" or "made".
+async function startWithSnapshot(timings, t0) {
+  const key = snapshotKey();
+  key.catch(() => {});
+  const stored = await snapshotDb("readonly", (store) => store.get("python")); // failing (no IndexedDB): plain start
+  if (stored) {
+    try {
+      await restoreSnapshot(stored, key, timings, t0);
+      return "restored";
+    } catch (err) {
+      console.warn(`the Python snapshot was not used: ${err.message || err}`);
+      py = null;
+      await snapshotDb("readwrite", (store) => store.delete("python")).catch(() => {});
+    }
+  }
+  await makeSnapshot(key, timings, t0);
+  return "made";
+}
+
+
+// Everything is fetched at once, while Pyodide starts: from a snapshot when the browser has one, else making one;
+// the plain start if that fails.  The kernels load last, on every start (they are outside the snapshot).
+export async function startPython() {
+  const t0 = performance.now();
+  const timings = {};
+  const kernelFiles = Promise.all(KERNELS.map((name) => fetchBytes(new URL(`kernels/${name}`, HERE)).catch(() => null)));
+  let start = "plain";
+  if (SNAPSHOTS) {
+    try {
+      start = await startWithSnapshot(timings, t0);
+    } catch (err) {
+      console.warn(`starting without a snapshot: ${err.message || err}`);
+      py = null;
+      start = "plain";
+    }
+  }
+  if (!py) await startPlain(timings, t0);
+  const kernels = await loadKernels(kernelFiles);
+  timings.kernels = performance.now() - t0;
+  return { py, timings, kernels, start };
+}
+
+// Resolves once the snapshot this visit made is stored (at once without one): whether there was one.
+export async function snapshotSaved() {
+  await saving;
+  return saving !== null;
+}
