@@ -232,3 +232,25 @@ def test_a_corrupt_trainer_property_is_named_and_changes_nothing():
         with pytest.raises(ValueError, match=f"property '{PROPERTY}' is corrupt: .*{why}"):
             trainer.restore(bad)
         assert_same_state(before, state_of(trainer, state))
+
+
+def test_configure_changes_settings_between_calls_and_checks_them_all_first():
+    data = rows(batches=2)
+    _, module, optimizer = build(api)
+    trainer = Trainer(module, optimizer, data, batch_size=4, epochs=1, learning_rate=0.1)
+    trainer.run()
+    assert trainer.done and trainer.epoch == 1
+    with pytest.raises(ValueError, match="the linear schedule needs a number of epochs"):
+        trainer.configure(epochs=None, schedule="linear", batch_size=8)
+    with pytest.raises(TypeError, match="the trainer has no setting 'lr'"):
+        trainer.configure(lr=0.5)
+    assert (trainer.batch_size, trainer.epochs, trainer.schedule) == (4, 1, "constant")
+    trainer.configure(epochs=3, schedule="linear", learning_rate=0.2, patience=2)
+    assert not trainer.done and trainer.best.patience == 2
+    records = []
+    trainer.run(on_progress=records.append)
+    assert trainer.epoch == 3 and [r["step"] for r in records] == list(range(5, 13))
+    # the linear schedule counts the run's steps: 4 done, 12 in all
+    assert [r["learning_rate"] for r in records] == pytest.approx([0.2 * (12 - s) / 12 for s in range(4, 12)])
+    trainer.configure(epochs=4, batch_size=8)
+    assert [r["examples"] for r in run_records(trainer, 2)] == [8, 8] and trainer.done

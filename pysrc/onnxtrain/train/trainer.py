@@ -23,6 +23,8 @@ from .guard import StepGuard, check_finite_state
 #: Checkpoint property with where the run is: steps done, the position in the epoch and the shuffling state.
 PROPERTY = "onnxtrain.trainer"
 SCHEDULES = ("constant", "linear")
+SETTINGS = {"batch_size", "epochs", "learning_rate", "schedule", "warmup", "shuffle", "keep_best", "patience",
+            "evaluate", "check_finite", "evaluate_epochs"}
 
 
 def out_of_memory(error: BaseException) -> bool:
@@ -81,24 +83,49 @@ class Trainer:
                  check_finite: bool = True, evaluate_epochs: bool = True):
         self.module, self.optimizer = module, optimizer
         self.names = module.train().input_names()
-        self.batch_size = checks.batch_size(batch_size)
-        self.epochs = _epochs(epochs)
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {schedule!r}")
-        if schedule == "linear" and self.epochs is None:
-            raise ValueError("the linear schedule needs a number of epochs to decay over")
-        self.schedule, self.warmup = schedule, checks.fraction(warmup, "warmup fraction")
-        if learning_rate is not None:
-            learning_rate = check_learning_rate(learning_rate)
-        elif optimizer is not None:
-            learning_rate = optimizer.get_learning_rate()
-        self.learning_rate = learning_rate
-        self.shuffle, self.evaluate, self.evaluate_epochs = bool(shuffle), evaluate, bool(evaluate_epochs)
         self.guard = StepGuard(module, optimizer)
-        self.guard.check = bool(check_finite)
         self.best = BestEpoch(keep_best, patience)
+        self.batch_size, self.epochs, self.learning_rate, self.schedule, self.warmup = 32, 1, None, "constant", 0.0
+        self.configure(batch_size=batch_size, epochs=epochs, learning_rate=learning_rate, schedule=schedule,
+                       warmup=warmup, shuffle=shuffle, evaluate=evaluate, check_finite=check_finite,
+                       evaluate_epochs=evaluate_epochs)
         self.train_data = self.validation_data = None
         self.set_data(data, validation, seed)
+
+    def configure(self, **settings) -> None:
+        """Change settings of the run (the constructor's keywords but the data's: batch_size, epochs,
+        learning_rate, schedule, warmup, shuffle, keep_best, patience, evaluate, check_finite, evaluate_epochs);
+        they are all checked before any changes, and the run's counters stay (the linear schedule counts the run's
+        steps, so it decays over ``epochs`` at the batch size it has now)."""
+        unknown = sorted(set(settings) - SETTINGS)
+        if unknown:
+            raise TypeError(f"the trainer has no setting {unknown[0]!r}; the settings are {sorted(SETTINGS)}")
+        new = {"batch_size": self.batch_size, "epochs": self.epochs, "schedule": self.schedule,
+               "warmup": self.warmup, **settings}
+        batch_size, epochs = checks.batch_size(new["batch_size"]), _epochs(new["epochs"])
+        if new["schedule"] not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {new['schedule']!r}")
+        if new["schedule"] == "linear" and epochs is None:
+            raise ValueError("the linear schedule needs a number of epochs to decay over")
+        warmup = checks.fraction(new["warmup"], "warmup fraction")
+        rate = self.learning_rate
+        if settings.get("learning_rate") is not None:
+            rate = check_learning_rate(settings["learning_rate"])
+        elif rate is None and self.optimizer is not None:
+            rate = self.optimizer.get_learning_rate()
+        if "keep_best" in settings or "patience" in settings:
+            self.best.configure(settings.get("keep_best", self.best.keep_best),
+                                settings.get("patience", self.best.patience))
+        self.batch_size, self.epochs, self.schedule, self.warmup = batch_size, epochs, new["schedule"], warmup
+        self.learning_rate = rate
+        if "shuffle" in settings:
+            self.shuffle = bool(settings["shuffle"])
+        if "check_finite" in settings:
+            self.guard.check = bool(settings["check_finite"])
+        if "evaluate_epochs" in settings:
+            self.evaluate_epochs = bool(settings["evaluate_epochs"])
+        if "evaluate" in settings:
+            self.evaluate = settings["evaluate"]
 
     # ---- data ------------------------------------------------------------------------------------------
 
