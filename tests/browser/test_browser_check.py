@@ -296,6 +296,10 @@ def test_pytest_fixture_from_the_installed_wheel(ort_mlp, wrong_library, tmp_pat
     installed = tmp_path / "site-packages"
     with zipfile.ZipFile(wheels[0]) as wheel:
         wheel.extractall(installed)
+    metadata = next(installed.glob("onnxtrain-*.dist-info/METADATA")).read_text().splitlines()
+    requires = [line.split(": ", 1)[1] for line in metadata if line.startswith("Requires-Dist: ")]
+    assert [r for r in requires if "extra ==" not in r] == ["numpy>=1.26", "flatbuffers>=23.5"]
+    assert 'playwright>=1.40; extra == "browser"' in requires and "Provides-Extra: browser" in metadata
     folder, _, path = ort_mlp
     project = tmp_path / "user"
     project.mkdir()

@@ -11,9 +11,12 @@ import math
 import tempfile
 from pathlib import Path
 
+from . import browser as browser_side
 from .compare import ATOL_PER_LEARNING_RATE, RTOL, Mismatch, Report, compare
 from .errors import SetupError
 from .inputs import find_artifacts, load_data
+from .reference import Reference
+from .site import Server, find_library, stage
 
 DEFAULT_STEPS = 20
 DEFAULT_TIMEOUT = 600.0
@@ -53,10 +56,6 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
     whether every value matched within ``atol + rtol * |cpython value|``; ``atol=None`` is
     ATOL_PER_LEARNING_RATE x the learning rate of the run.
     """
-    from .browser import find_chromium, run_in_browser
-    from .reference import Reference
-    from .site import Server, find_library, stage
-
     steps = _positive(steps, "the number of steps", int)
     params_every = _positive(params_every, "params_every", int)
     timeout = _positive(timeout, "the timeout")
@@ -67,7 +66,7 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
     if atol is None:
         atol = ATOL_PER_LEARNING_RATE * reference.learning_rate()
     batches = load_data(data, reference.model, reference.input_names(), steps, batch_size)
-    chromium = find_chromium(chromium)
+    chromium = browser_side.find_chromium(chromium)
     compare_at = {s for s in range(1, steps + 1) if s % params_every == 0} | {steps}
     with tempfile.TemporaryDirectory(prefix="onnxtrain-browser-check-") as scratch:
         scratch = Path(scratch)
@@ -78,12 +77,13 @@ def check(artifacts, data, steps: int = DEFAULT_STEPS, batch_size=None, library=
         manifest = stage(root, library_folder, found, batches, sorted(compare_at),
                          None if learning_rate is None else float(learning_rate), timeout)
         with Server(root) as server:
-            browser, facts = run_in_browser(server.url, manifest, chromium)
+            browser, facts = browser_side.run_in_browser(server.url, manifest, chromium)
     start, stop = batches.batches[0]
+    page_rate = facts["learningRate"]
     info = {"artifacts": str(found.training.parent), "library": library_name,
-            "browser": f"{facts['browser']} ({chromium or 'Playwright Chromium'})",
-            "batch size": stop - start, "learning rate": f"cpython {reference.learning_rate():g}, "
-            f"browser {facts['learningRate'] if facts['learningRate'] is None else format(facts['learningRate'], 'g')}"}
+            "browser": f"{facts['browser']} ({chromium or 'Playwright Chromium'})", "batch size": stop - start,
+            "learning rate": f"cpython {reference.learning_rate():g}, browser "
+                             f"{'unknown' if page_rate is None else format(page_rate, 'g')}"}
     if facts.get("offOrigin"):
         info["requests off the page's origin"] = facts["offOrigin"]
     return compare(cpython, browser, reference.layout, rtol, atol, info)

@@ -50,7 +50,9 @@ async function run(manifest) {
     const session = await within(lib.TrainingSession.create(manifest.artifacts), "creating the training session");
     result.info = { trainingInputNames: [...session.trainingInputNames],
                     trainingOutputNames: [...session.trainingOutputNames] };
-    if (manifest.learningRate !== null) await within(session.setLearningRate(manifest.learningRate), "setting the learning rate");
+    if (manifest.learningRate !== null) {
+      await within(session.setLearningRate(manifest.learningRate), "setting the learning rate");
+    }
     result.info.learningRate = await within(session.getLearningRate(), "reading the learning rate");
     const compareAt = new Set(manifest.compareAt);
     const lossName = session.trainingOutputNames[0];
@@ -58,7 +60,8 @@ async function run(manifest) {
     for (let i = 0; i < manifest.batches.length; i++) {
       const step = i + 1;
       status(`step ${step} of ${manifest.batches.length}`);
-      const outputs = await within(session.runTrainStep(makeFeeds(manifest.batches[i])), `in step ${step}'s runTrainStep`);
+      const feeds = makeFeeds(manifest.batches[i]);
+      const outputs = await within(session.runTrainStep(feeds), `in step ${step}'s runTrainStep`);
       const loss = outputs[lossName].data[0];
       await within(session.runOptimizerStep(), `in step ${step}'s runOptimizerStep`);
       await within(session.lazyResetGrad(), `in step ${step}'s lazyResetGrad`);
