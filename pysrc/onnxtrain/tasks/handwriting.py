@@ -169,10 +169,12 @@ class DigitsSession:
         return result
 
     def finish_fine_tune(self) -> dict:
-        """The fine-tuned weights into the model that predicts and exports."""
+        """The fine-tuned weights into the model that predicts and exports; the first and last loss of the steps
+        taken through ``step`` (None when the run's Trainer was driven directly, as the library's train() does)."""
         self.model = ir_load(to_bytes(with_weights(self.model, self.training.module)))
         self._session = Session(self.model)
-        return {"first_loss": self.losses[0], "last_loss": self.losses[-1], "examples": len(self.examples)}
+        losses = self.losses or [None]
+        return {"first_loss": losses[0], "last_loss": losses[-1], "examples": len(self.examples)}
 
     def exported(self):
         """The classifier taking ``pixels`` float32 [batch, 64] (8x8, values 0..16) -> probabilities, label."""

@@ -9,15 +9,18 @@ Tensors cross the boundary as numpy arrays in and {"type", "dims", "data": bytes
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 
 from .. import artifacts, ir
 from ..api import LinearLRScheduler
 from ..ir import ort_names
-from ..train import Trainer
-from .bridge import TrainingSession, _buffer, _bytes
+from ..tasks.tabular import csv_inputs
+from ..train import Trainer, data as checks
+from ..train.npz import load_npz
+from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
+from .task_sessions import TaskSession
+from .train_loop import TRAIN_OPTIONS, TrainLoop
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
          np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
@@ -73,25 +76,6 @@ def _check_dataset(what: str, data, signature: dict) -> dict:
         raise TypeError(f"the {what} must map each training input name to its array, got {type(data).__name__}")
     rows = {n: (dtype, None if shape is None else [None, *shape[1:]]) for n, (dtype, shape) in signature.items()}
     return dict(zip(rows, _check_feeds(what, dict(_buffer(data)), rows)))
-
-
-#: session.train's options (camelCase, as JavaScript names them) -> Trainer's keyword arguments
-TRAIN_OPTIONS = {"epochs": "epochs", "batchSize": "batch_size", "learningRate": "learning_rate",
-                 "schedule": "schedule", "warmup": "warmup", "shuffle": "shuffle", "seed": "seed",
-                 "validation": "validation", "keepBest": "keep_best", "patience": "patience",
-                 "checkFinite": "check_finite"}
-
-
-def _camel(value):
-    """A progress record for JavaScript: keys in camelCase (a metric's name as it is), numpy numbers as floats."""
-    if isinstance(value, dict):
-        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): (dict(v) if k == "metrics" else _camel(v))
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_camel(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _fetch(outputs: dict, fetches) -> dict:
@@ -152,7 +136,7 @@ class Session:
             self.eval_inputs = _signature(self.run._eval_model, module.eval().input_names())
             self.eval_outputs = module.output_names()
         module.train()
-        self.trainer = None  # the run of train(), while it goes on
+        self.loop = None  # the train() going on
         self.schedulers = {}  # id -> [(warmup, total, initial rate), its optimizer, LinearLRScheduler]
 
     @property
@@ -249,17 +233,36 @@ class Session:
         return float(optimizer.get_learning_rate())
 
 
+    def read_dataset(self, data, name: str = "data.npz") -> dict:
+        """A data file for train(): a .npz with one array per training input (named like them) or, for a model
+        whose training inputs are features and labels, a CSV of numbers.  {"dataset": input name -> tensor,
+        "rows", "inputs": input name -> [dims, type]}; checked against the training model's inputs."""
+        names = list(self.train_inputs)
+        data = _bytes(data)
+        if str(name).lower().endswith(".csv"):
+            arrays = csv_inputs(data, self.run.input_types())
+        else:
+            arrays = load_npz(data, names)
+        checked = _check_dataset("data file", arrays, self.train_inputs)
+        rows = checks.rows(names, list(checked.values()), "data file")
+        return {"dataset": {n: tensor(a) for n, a in checked.items()}, "rows": rows,
+                "inputs": {n: [list(a.shape), TYPES.get(a.dtype, a.dtype.name)] for n, a in checked.items()}}
+
     # ---- train(): the epoch loop, driven chunk by chunk ------------------------------------------------------
 
     def train_begin(self, dataset, options=None) -> dict:
         """Start a run of onnxtrain.train.Trainer over ``dataset`` (input name -> array); ``options`` as
-        TRAIN_OPTIONS names them.  Nothing changes when the data or an option is wrong."""
-        if self.trainer is not None:
+        TRAIN_OPTIONS names them, plus ``checkpoints`` (each epoch's checkpoint in its last record) and
+        ``resumeFrom`` (such a checkpoint: the run goes on where it was).  Nothing changes when the data or an
+        option is wrong."""
+        if self.loop is not None:
             raise RuntimeError("this session is already training: wait for train() to end, or abort it")
         options = dict(_buffer(options) or {})
+        checkpoints, resume = bool(options.pop("checkpoints", False)), options.pop("resumeFrom", None)
         unknown = sorted(set(options) - set(TRAIN_OPTIONS))
         if unknown:
-            raise ValueError(f"train has no option {unknown[0]!r}; the options are {sorted(TRAIN_OPTIONS)}")
+            raise ValueError(f"train has no option {unknown[0]!r}; the options are "
+                             f"{sorted([*TRAIN_OPTIONS, 'checkpoints', 'resumeFrom'])}")
         kwargs = {TRAIN_OPTIONS[k]: v for k, v in options.items()}
         validation = kwargs.get("validation")
         if isinstance(validation, bool) or (validation is not None and not isinstance(validation, (int, float))
@@ -271,97 +274,86 @@ class Session:
         data = _check_dataset("training data", dataset, self.train_inputs)
         self._optimizer()
         trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
+        if resume is not None:
+            trainer.restore(_bytes(resume))
         self.module.train()
-        self.trainer, self.epoch_losses, self.failure = trainer, {}, None
+        self.loop = TrainLoop(trainer, trainer.checkpoint if checkpoints else None)
         return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
+                "epoch": trainer.epoch,
                 "validationRows": 0 if trainer.validation_data is None else len(trainer.validation_data[0])}
 
-    def _run(self) -> Trainer:
-        if self.trainer is None:
+    def _loop(self) -> TrainLoop:
+        if self.loop is None:
             raise RuntimeError("this session is not training: call train() first")
-        return self.trainer
+        return self.loop
 
     def train_continue(self, budget_ms=50) -> dict:
-        """Whole steps for about ``budget_ms`` milliseconds (one at least): their progress records, and whether
-        the run is done.  A step that fails is reported by the next call, after the records of those before it."""
-        trainer = self._run()
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
-        deadline = time.perf_counter() + float(budget_ms) / 1000
-        records = []
-        while not trainer.done:
-            try:
-                record = trainer.step()
-            except Exception as e:
-                if not records:
-                    raise
-                self.failure = e
-                break
-            total = self.epoch_losses.setdefault(record["epoch"] - record["epoch_done"], [0.0, 0])
-            total[0] += float(record["loss"]) * record["examples"]
-            total[1] += record["examples"]
-            records.append(_camel(record))
-            if time.perf_counter() >= deadline:
-                break
-        return {"records": records, "done": trainer.done and self.failure is None}
+        """Whole steps for about ``budget_ms`` milliseconds (TrainLoop.steps)."""
+        return self._loop().steps(budget_ms)
 
     def train_end(self, finished=True) -> dict:
-        """End the run: its summary.  A finished run with keepBest and a validation loss puts the best epoch's
-        parameters back; an aborted or failed one (``finished`` false) leaves the session at its last step."""
-        trainer = self._run()
-        self.trainer = self.failure = None
-        restored = trainer.use_best() if finished and trainer.best.keep_best else None
-        history = [{**_camel(h), "loss": self._epoch_loss(h["epoch"])} for h in trainer.history]
-        best = _camel(trainer.best.summary())
-        del best["improved"]
-        return {"epochs": trainer.epoch, "steps": trainer.steps,
-                "loss": self._epoch_loss(trainer.epoch) if trainer.epoch else None,
-                "validationLoss": trainer.history[-1]["validation_loss"] if trainer.history else None,
-                "best": {**best, "restored": restored is not None}, "history": history}
-
-    def _epoch_loss(self, epoch: int):
-        """The mean training loss of a finished epoch's steps, weighted by their rows."""
-        total, rows = self.epoch_losses.get(epoch - 1, (0.0, 0))
-        return total / rows if rows else None
+        """End the run: its summary (TrainLoop.end)."""
+        loop, self.loop = self._loop(), None
+        return loop.end(bool(finished))
 
 
 TRAINING_METHODS = {"train_continue", "train_end"}
 METHODS = {"run_train_step", "run_eval_step", "run_optimizer_step", "lazy_reset_grad", "get_parameters_size",
            "get_contiguous_parameters", "load_parameters_buffer", "export_model_for_inferencing", "save_checkpoint",
            "load_checkpoint", "get_properties", "set_property", "set_learning_rate", "get_learning_rate",
-           "create_lr_scheduler", "lr_scheduler_step", "train_begin", *TRAINING_METHODS}
+           "create_lr_scheduler", "lr_scheduler_step", "read_dataset", "train_begin", *TRAINING_METHODS}
 
 
 class Registry:
-    """The sessions of one worker by handle: ``call(method, handle, args)`` is the whole protocol."""
+    """The sessions of one worker by handle: ``call(method, handle, args)`` is the whole protocol.  A handle is a
+    TrainingSession (``create``) or a task (``create_task``, task_sessions.TaskSession)."""
 
     def __init__(self):
         self.sessions = {}
         self.next_handle = 1
 
+    def _add(self, session) -> int:
+        handle, self.next_handle = self.next_handle, self.next_handle + 1
+        self.sessions[handle] = session
+        return handle
+
     def call(self, method: str, handle, args):
         args = list(_buffer(args) or [])
         if method == "create":
             session = Session(*args)
-            handle, self.next_handle = self.next_handle, self.next_handle + 1
-            self.sessions[handle] = session
-            return {"handle": handle, **session.names()}
-        if method == "generate_artifacts":
-            return generate_artifacts(*args)
-        if method != "release" and method not in METHODS:
-            raise ValueError(f"unknown method {method!r}")
+            return {"handle": self._add(session), **session.names()}
+        if method == "create_task":
+            return {"handle": self._add(TaskSession(*args))}
+        if method in FUNCTIONS:
+            return FUNCTIONS[method](*args)
         session = self._session(handle)
-        if session.trainer is not None and method not in TRAINING_METHODS:
+        task = isinstance(session, TaskSession)
+        if method != "release" and method not in (session.methods if task else METHODS):
+            raise ValueError(f"a {session.kind} task has no method {method!r}" if task else f"unknown method {method!r}")
+        if session.loop is not None and method not in TRAINING_METHODS:
             name = "train" if method == "train_begin" else re.sub(r"_([a-z])", lambda m: m.group(1).upper(), method)
             raise RuntimeError(f"this session is training: {name}() has to wait until train() ends (or is aborted)")
         if method == "release":
             del self.sessions[handle]
             return None
-        return getattr(session, method)(*args)
+        return session.call(method, args) if task else getattr(session, method)(*args)
 
-    def _session(self, handle) -> Session:
+    def _session(self, handle):
         session = self.sessions.get(handle)
         if session is None:
             raise ValueError(f"no session with handle {handle} (released, or never created)")
         return session
+
+
+def _describe_model(model) -> dict:
+    """A forward model's inputs, outputs, parameters and ops without a gradient rule, and how to call it."""
+    info = describe_model(model)
+    try:
+        info["signature"] = signature(model)
+    except Exception:  # a model whose types cannot be put in words is still described
+        info["signature"] = None
+    return info
+
+
+#: the calls that act on no session
+FUNCTIONS = {"generate_artifacts": generate_artifacts, "describe_model": _describe_model}

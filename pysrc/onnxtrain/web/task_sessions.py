@@ -1,0 +1,118 @@
+"""The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting) as sessions of the library's registry,
+next to its TrainingSessions: ``create_task(kind, args)`` makes one, and a page calls the methods its kind allows.
+Training goes through the same train() as a TrainingSession's (train_loop.TrainLoop), on the task's own data."""
+from __future__ import annotations
+
+from .bridge import _buffer, signature
+from .digits import DigitsSession
+from .images import ImageSession
+from .tabular import TabularSession
+from .train_loop import TRAIN_OPTIONS, TrainLoop
+
+#: kind -> how a page makes one
+FACTORIES = {"tabular": TabularSession, "images": ImageSession, "handwriting": DigitsSession,
+             "handwriting_snapshot": DigitsSession.restore}
+#: kind -> the task's own methods (and attributes) a page may call
+TASK_METHODS = {
+    "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
+    "images": {"info", "size", "classes", "evaluate", "predict"},
+    "handwriting": {"classes", "predict", "add_class", "add_example", "counts", "snapshot", "start_fine_tune",
+                    "finish_fine_tune"},
+}
+#: what every task has: its run's checkpoints and artifacts, the export, and train()
+COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature", "train_begin", "train_continue",
+          "train_end"}
+#: train()'s options for a task, whose data, split and seed its setup fixed
+TASK_TRAIN_OPTIONS = {k: v for k, v in TRAIN_OPTIONS.items() if k not in ("validation", "seed", "shuffle")}
+
+
+class TaskSession:
+    """One task of kind ``kind`` made from ``args``; ``call(method, args)`` runs one of its kind's methods."""
+
+    def __init__(self, kind: str, args):
+        if kind not in FACTORIES:
+            raise ValueError(f"unknown kind of task {kind!r}; the kinds are {sorted(FACTORIES)}")
+        self.kind = "handwriting" if kind == "handwriting_snapshot" else kind
+        self.task = FACTORIES[kind](*list(_buffer(args) or []))
+        self.methods = TASK_METHODS[self.kind] | COMMON
+        self.loop = None  # the train() going on
+
+    def call(self, method: str, args: list):
+        if method not in self.methods:
+            raise ValueError(f"a {self.kind} task has no method {method!r}")
+        own = getattr(self, method, None)
+        if own is not None:
+            return own(*args)
+        value = getattr(self.task, method)
+        return value(*args) if callable(value) else value
+
+    # ---- the run: the task's own, or (handwriting) the last fine-tuning's ----------------------------------
+
+    def _training(self):
+        """The task's bridge TrainingSession."""
+        training = self.task.training
+        if training is None:
+            raise ValueError("set the task up first: it has no run yet")
+        return training
+
+    def checkpoint(self) -> bytes:
+        """The run so far (parameters, optimizer state, epoch, the task's settings)."""
+        return self.task.training.checkpoint() if self.kind == "handwriting" else self.task.checkpoint()
+
+    def restore(self, data, best=None) -> int:
+        """Continue a run saved by ``checkpoint`` (``best``: the bytes of its best epoch's checkpoint)."""
+        epoch = (self._training() if self.kind == "handwriting" else self.task).restore(data)
+        if best is not None:
+            self._training().restore_best(best)
+        return epoch
+
+    def artifacts_zip(self) -> bytes:
+        return self._training().artifacts_zip()
+
+    def export_model(self) -> bytes:
+        return self.task.export_model()
+
+    def signature(self) -> str:
+        return signature(self.task.export_model())
+
+    # ---- train() ---------------------------------------------------------------------------------------------
+
+    def train_begin(self, options=None) -> dict:
+        """Train the task's run up to ``epochs`` epochs in all (a paused run goes on); ``options`` as
+        TASK_TRAIN_OPTIONS names them, plus ``checkpoints`` (each epoch's checkpoint in its last record).  At each
+        epoch's end the record's metrics are the task's ``evaluate()`` where it has one."""
+        if self.loop is not None:
+            raise RuntimeError("this task is already training: wait for train() to end, or abort it")
+        options = dict(_buffer(options) or {})
+        checkpoints = bool(options.pop("checkpoints", False))
+        unknown = sorted(set(options) - set(TASK_TRAIN_OPTIONS))
+        if unknown:
+            raise ValueError(f"a task's train has no option {unknown[0]!r}; the options are "
+                             f"{sorted([*TASK_TRAIN_OPTIONS, 'checkpoints'])}")
+        trainer = self._training().trainer
+        evaluate = getattr(self.task, "evaluate", None)
+        trainer.configure(**{TASK_TRAIN_OPTIONS[k]: v for k, v in options.items()}, evaluate_epochs=True,
+                          evaluate=None if evaluate is None else (lambda _trainer: evaluate()))
+        self.loop = TrainLoop(trainer, self.checkpoint if checkpoints else None)
+        return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
+                "epoch": trainer.epoch}
+
+    def _loop(self) -> TrainLoop:
+        if self.loop is None:
+            raise RuntimeError("this task is not training: call train() first")
+        return self.loop
+
+    def train_continue(self, budget_ms=50) -> dict:
+        return self._loop().steps(budget_ms)
+
+    def train_end(self, finished=True) -> dict:
+        """The run's summary; a finished run also gives the task's metrics now (after the best epoch's parameters
+        are back) and, with ``checkpoints``, its checkpoint."""
+        loop, self.loop = self._loop(), None
+        summary = loop.end(bool(finished))
+        evaluate = getattr(self.task, "evaluate", None)
+        if finished and evaluate is not None:
+            summary["metrics"] = dict(evaluate())
+        if finished and loop.checkpoint is not None:
+            summary["checkpoint"] = loop.checkpoint()
+        return summary

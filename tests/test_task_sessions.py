@@ -1,0 +1,138 @@
+"""The app's tasks as sessions of the library's registry, in CPython: they train as onnxtrain.tasks does with a
+Trainer, carry each epoch's checkpoint, resume exactly, and refuse what a task has not got."""
+import io
+
+import numpy as np
+import pytest
+
+import ort_cases as oc
+from onnxtrain import api
+from onnxtrain.tasks import tabular as tabular_task
+from onnxtrain.web.sessions import Registry
+from test_tabular import wine_csv
+
+OPTIONS = {"epochs": 3, "batchSize": 32, "learningRate": 0.01, "schedule": "linear", "warmup": 0.1,
+           "keepBest": True, "patience": 10}
+
+
+def train(registry, handle, options, budget=5):
+    begin = registry.call("train_begin", handle, [options])
+    records = []
+    while True:
+        out = registry.call("train_continue", handle, [budget])
+        records += out["records"]
+        if out["done"]:
+            return begin, records, registry.call("train_end", handle, [True])
+
+
+def tabular_handle(registry, data):
+    handle = registry.call("create_task", None, ["tabular", [data, "wine.csv"]])["handle"]
+    registry.call("setup", handle, ["cultivar", "classification", [16]])
+    return handle
+
+
+def test_a_tabular_task_trains_in_the_registry_as_the_cpython_task_does():
+    data = wine_csv()
+    registry = Registry()
+    handle = tabular_handle(registry, data)
+    assert registry.call("describe", handle, [])["rows"] == 178
+    begin, records, summary = train(registry, handle, {**OPTIONS, "checkpoints": True})
+    assert begin["epoch"] == 0 and begin["epochs"] == 3 and len(records) == 3 * begin["stepsPerEpoch"]
+
+    reference = tabular_task.TabularSession(data, "wine.csv")
+    reference.setup("cultivar", "classification", [16])
+    trainer = reference.training
+    trainer.configure(epochs=3, batch_size=32, learning_rate=0.01, schedule="linear", warmup=0.1, keep_best=True,
+                      patience=10, evaluate=lambda _t: reference.evaluate())
+    expected = []
+    trainer.run(on_progress=expected.append)
+    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert [r["learningRate"] for r in records] == [r["learning_rate"] for r in expected]
+    ends = [r for r in records if r["epochDone"]]
+    assert [r["metrics"]["accuracy"] for r in ends] == [r["metrics"]["accuracy"] for r in expected if r["epoch_done"]]
+    assert all(isinstance(r["checkpoint"], bytes) for r in ends)
+    assert [("bestCheckpoint" in r) for r in ends] == [r["best"]["improved"] for r in ends]
+    trainer.use_best()
+    assert summary["metrics"] == reference.evaluate() and summary["best"]["restored"]
+    assert registry.call("export_model", handle, []) == reference.export_model()
+    state = api.CheckpointState.load_checkpoint(summary["checkpoint"])
+    assert state.properties["epoch"] == 3
+
+
+def test_a_task_resumes_from_an_epochs_checkpoint_exactly():
+    data = wine_csv()
+    registry = Registry()
+    a = tabular_handle(registry, data)
+    _, records, _ = train(registry, a, {**OPTIONS, "checkpoints": True, "keepBest": False})
+    first = [r for r in records if r["epochDone"]][0]
+    b = tabular_handle(registry, data)
+    assert registry.call("restore", b, [first["checkpoint"]]) == 1
+    _, rest, _ = train(registry, b, {**OPTIONS, "keepBest": False})
+    assert [r["loss"] for r in rest] == [r["loss"] for r in records[len(records) // 3:]]
+    assert registry.call("checkpoint", b, []) == registry.call("checkpoint", a, [])
+
+
+def test_a_training_task_refuses_other_calls_and_a_task_refuses_what_it_has_not():
+    registry = Registry()
+    handle = tabular_handle(registry, wine_csv())
+    registry.call("train_begin", handle, [{"epochs": 1}])
+    with pytest.raises(RuntimeError, match=r"this session is training: exportModel\(\) has to wait"):
+        registry.call("export_model", handle, [])
+    registry.call("train_end", handle, [False])
+    with pytest.raises(ValueError, match="a tabular task has no method 'predict'"):
+        registry.call("predict", handle, [b""])
+    with pytest.raises(ValueError, match="a task's train has no option 'validation'"):
+        registry.call("train_begin", handle, [{"validation": 0.5}])
+    with pytest.raises(ValueError, match="unknown kind of task 'audio'"):
+        registry.call("create_task", None, ["audio", []])
+    fresh = registry.call("create_task", None, ["tabular", [wine_csv(), "wine.csv"]])["handle"]
+    with pytest.raises(ValueError, match="set the task up first"):
+        registry.call("train_begin", fresh, [{}])
+    assert registry.call("train_begin", handle, [{"epochs": 2}])["epoch"] == 0  # the refused calls changed nothing
+
+
+def test_handwriting_fine_tunes_through_the_registry():
+    from onnxtrain.tasks.handwriting import pretrain
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    model = pretrain(digits.data[:300].astype(np.float32) / 16, digits.target[:300], epochs=2)
+    registry = Registry()
+    handle = registry.call("create_task", None, ["handwriting", [model]])["handle"]
+    assert registry.call("classes", handle, []) == [str(i) for i in range(10)]
+    registry.call("add_example", handle, [digits.data[400].tolist(), 3])
+    registry.call("start_fine_tune", handle, [True])
+    _, records, summary = train(registry, handle, {"epochs": 2, "batchSize": 32, "learningRate": 0.01,
+                                                   "keepBest": False})
+    assert summary["epochs"] == 2 and "metrics" not in summary and records[-1]["done"]
+    assert registry.call("finish_fine_tune", handle, [])["examples"] == 1
+    snapshot = registry.call("snapshot", handle, [])
+    again = registry.call("create_task", None, ["handwriting_snapshot", [snapshot]])["handle"]
+    assert registry.call("export_model", again, []) == registry.call("export_model", handle, [])
+
+
+def test_read_dataset_gives_a_sessions_training_data_from_npz_or_csv():
+    f = oc.files("mlp_ce_adamw")
+    registry = Registry()
+    handle = registry.call("create", None, [f["checkpoint"].read_bytes(), f["training"].read_bytes(),
+                                            f["eval"].read_bytes(), f["optimizer"].read_bytes()])["handle"]
+    x, y = oc.batches("mlp_ce_adamw", 2)[0]
+    buffer = io.BytesIO()
+    np.savez(buffer, input=x, labels=y)
+    out = registry.call("read_dataset", handle, [buffer.getvalue(), "data.npz"])
+    assert out["rows"] == 8 and out["inputs"] == {"input": [[8, 20], "float32"], "labels": [[8], "int64"]}
+    assert out["dataset"]["input"]["data"] == x.tobytes()
+    csv = "\n".join([",".join([f"f{i}" for i in range(20)] + ["labels"])]
+                    + [",".join([*map(repr, map(float, row)), str(label)]) for row, label in zip(x, y)]).encode()
+    from_csv = registry.call("read_dataset", handle, [csv, "data.csv"])
+    assert from_csv["dataset"] == out["dataset"]
+    buffer = io.BytesIO()
+    np.savez(buffer, input=x[:, :5], labels=y)
+    with pytest.raises(ValueError, match=r"input 'input' of the data file must have dims \['\?', 20\], got \[8, 5\]"):
+        registry.call("read_dataset", handle, [buffer.getvalue(), "data.npz"])
+
+
+def test_describe_model_names_inputs_parameters_and_the_signature():
+    model = oc.CASES["mlp_ce_adamw"].forward().SerializeToString()
+    info = Registry().call("describe_model", None, [model])
+    assert [i["name"] for i in info["inputs"]] == ["input"] and info["ops_without_gradient"] == []
+    assert info["signature"] == "Inputs: input float [batch, 20]. Outputs: output float [batch, 5]."
