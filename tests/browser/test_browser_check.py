@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 
 import numpy as np
@@ -25,15 +24,19 @@ from onnxtrain.browser_check.trajectory import Trajectory
 
 LIBRARY = build.TEST_SITE / build.LIBRARY
 CHROMIUM = str(build.CHROMIUM)
+NPM_PACKAGE = build.ROOT / "dist" / f"onnxtrain-{build.project_version()}.tgz"  # build.py's npm pack of LIBRARY
 STEPS = 20
 ROWS, BATCH = 40, 8  # five batches, cycled four times in 20 steps
 
 
-def cli(*args, env_extra=None, python_code=None):
-    env = dict(os.environ, PYTHONPATH=str(build.ROOT / "pysrc"), **(env_extra or {}))
+def cli(*args, env_extra=None, python_code=None, cwd=build.ROOT):
+    env = dict(os.environ, PYTHONPATH=str(build.ROOT / "pysrc"))
+    env.pop("ONNXTRAIN_LIBRARY", None)
+    env.pop("ONNXTRAIN_CHROMIUM", None)
+    env.update(env_extra or {})
     command = ["-c", python_code] if python_code else ["-m", "onnxtrain"]
     return subprocess.run([sys.executable, *command, "browser-check", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=build.ROOT, timeout=900)
+                          text=True, env=env, cwd=cwd, timeout=900)
 
 
 def common(library=LIBRARY):
@@ -42,8 +45,18 @@ def common(library=LIBRARY):
 
 @pytest.fixture(scope="module", autouse=True)
 def test_site_built():
-    if not (LIBRARY / "onnxtrain.mjs").exists():
-        pytest.fail(f"{LIBRARY} is not built: run the tests through `python3 build.py test`")
+    if not (LIBRARY / "onnxtrain.mjs").exists() or not NPM_PACKAGE.exists():
+        pytest.fail(f"{LIBRARY} or {NPM_PACKAGE} is not built: run the tests through `python3 build.py test`")
+
+
+@pytest.fixture(scope="module")
+def npm_project(tmp_path_factory):
+    """A user's project folder with the library's npm package installed (npm installs a local tarball offline)."""
+    project = tmp_path_factory.mktemp("project")
+    subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
+                    str(NPM_PACKAGE)], cwd=project, check=True, capture_output=True)
+    assert (project / "node_modules" / "onnxtrain" / "onnxtrain.mjs").is_file()
+    return project
 
 
 def data_for(case_name, rows=ROWS, seed=3):
@@ -117,12 +130,15 @@ def wrong_library(tmp_path_factory):
     return folder
 
 
-def test_cli_on_ort_artifacts_matches_and_agrees_with_onnxruntime(ort_mlp):
+def test_cli_on_ort_artifacts_matches_and_agrees_with_onnxruntime(ort_mlp, npm_project):
     folder, data, path = ort_mlp
-    r = cli(folder, "--data", path, "--steps", STEPS, "--batch-size", BATCH, "--json", *common())
+    # no --library: the project's ./node_modules/onnxtrain
+    r = cli(folder, "--data", path, "--steps", STEPS, "--batch-size", BATCH, "--json", "--chromium", CHROMIUM,
+            cwd=npm_project)
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(r.stdout)
     assert report["ok"] and report["mismatch"] is None
+    assert report["info"]["library"] == os.path.join("node_modules", "onnxtrain")
     assert report["compared_steps"] == list(range(1, STEPS + 1))
     expected, params = ort_losses(folder, data)
     # both sides trained what onnxruntime-training trains, batch for batch
@@ -135,12 +151,9 @@ def test_cli_on_ort_artifacts_matches_and_agrees_with_onnxruntime(ort_mlp):
         "max_abs_loss", "max_rel_loss", "max_abs_param", "max_rel_param")})
 
 
-def test_cli_on_onnxtrain_artifacts_with_the_npm_package(ours_cnn, tmp_path):
+def test_cli_on_onnxtrain_artifacts_with_the_npm_package(ours_cnn):
     folder, data, path = ours_cnn
-    tgz = tmp_path / "onnxtrain-0.0.0.tgz"
-    with tarfile.open(tgz, "w:gz", compresslevel=1) as tar:
-        tar.add(LIBRARY, arcname="package")
-    r = cli(folder, "--data", path, "--batch-size", BATCH, "--params-every", 7, *common(tgz))
+    r = cli(folder, "--data", path, "--batch-size", BATCH, "--params-every", 7, *common(NPM_PACKAGE))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith(f"browser-check: MATCH over {STEPS} steps")
     assert "first mismatch" not in r.stdout
@@ -258,13 +271,15 @@ def test_usage_and_setup_errors_exit_2(ort_mlp, tmp_path):
     assert r.returncode == 2 and json.loads(r.stdout)["ok"] is False and "$ONNXTRAIN_LIBRARY" in r.stderr
 
 
-def test_check_from_python_inside_an_event_loop(ort_mlp):
+def test_check_from_python_inside_an_event_loop(ort_mlp, monkeypatch):
     folder, data, _ = ort_mlp
 
     async def in_a_notebook():  # Playwright's sync API refuses a running loop: check() moves to a thread
-        return browser_check.check(folder, data, steps=6, batch_size=BATCH, library=LIBRARY, chromium=CHROMIUM,
-                                   learning_rate=0.01, params_every=2)
+        return browser_check.check(folder, data, steps=6, batch_size=BATCH, chromium=CHROMIUM, learning_rate=0.01,
+                                   params_every=2)
+    monkeypatch.setenv("ONNXTRAIN_LIBRARY", str(LIBRARY))
     report = asyncio.run(in_a_notebook())
+    assert report.info["library"] == str(LIBRARY)
     assert report.ok, report.summary()
     assert "requests off the page's origin" not in report.info
     assert report.compared_steps == [2, 4, 6] and report.atol == pytest.approx(1e-5)
