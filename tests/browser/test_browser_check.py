@@ -244,6 +244,13 @@ def test_usage_and_setup_errors_exit_2(ort_mlp, tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr, r.stderr
     r = cli(folder, "--data", path, "--batch-size", ROWS + 1, *common())
     assert r.returncode == 2 and f"more than the {ROWS} rows" in r.stderr, r.stderr
+    two = tmp_path / "two_sets"
+    two.mkdir()
+    for prefix in ("a_", "b_"):
+        for name in ("training_model.onnx", "optimizer_model.onnx", "checkpoint"):
+            shutil.copy2(folder / name, two / f"{prefix}{name}")
+    r = cli(two, "--data", path, *common())
+    assert r.returncode == 2 and "several artifact sets (prefixes ['a_', 'b_'])" in r.stderr, r.stderr
     nominal = tmp_path / "nominal"
     nominal.mkdir()
     for name in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):

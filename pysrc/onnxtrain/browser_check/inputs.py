@@ -113,6 +113,8 @@ def load_data(data, model: ir.Model, names: list, steps: int, batch_size=None) -
     """The arrays ``names`` of ``data`` (a .npz file's path, or a mapping of name -> array), cast to the model's
     input types, and ``steps`` batches of ``batch_size`` rows (default: the model's fixed batch dimension, else 32
     or all rows if fewer), cycling over the full batches in order."""
+    if not names:
+        raise SetupError("the training model has no inputs besides its parameters: browser-check has nothing to feed")
     raw, source = _read(data, names)
     types = input_types(model, names)
     missing = [n for n in names if n not in types]
