@@ -1,7 +1,8 @@
 """python -m onnxtrain browser-check (onnxtrain.browser_check): the CLI run as a user runs it, on artifacts made by
-onnxruntime-training 1.19.2 and by onnxtrain, with the library of the test site (a folder and an npm-style .tgz)
-in Debian's Chromium; its losses checked against onnxruntime-training's own; a library that trains wrongly and a
-fabricated browser run that differs at one step and parameter; the usage errors; check(); the pytest fixture."""
+onnxruntime-training 1.19.2 and by onnxtrain, with the site's library (its folder, its npm package, and that
+package npm-installed into a project) in Debian's Chromium; its losses checked against onnxruntime-training's own;
+a library that trains wrongly and a fabricated browser run that differs at one step and parameter; the usage
+errors; check(); the pytest fixture."""
 import asyncio
 import json
 import os
@@ -22,7 +23,7 @@ from onnxtrain.browser_check.inputs import find_artifacts, load_data
 from onnxtrain.browser_check.reference import Reference
 from onnxtrain.browser_check.trajectory import Trajectory
 
-LIBRARY = build.TEST_SITE / build.LIBRARY
+LIBRARY = build.SITE / build.LIBRARY  # the library as a deployment ships it (the test site's has test hooks)
 CHROMIUM = str(build.CHROMIUM)
 NPM_PACKAGE = build.ROOT / "dist" / f"onnxtrain-{build.project_version()}.tgz"  # build.py's npm pack of LIBRARY
 STEPS = 20
