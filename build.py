@@ -23,6 +23,7 @@ import hashlib
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -38,7 +39,8 @@ REQUIREMENTS = ROOT / "requirements-test.txt"
 PYTHON_FOR_VENV = ("python3.11", "python3")  # onnxruntime-training 1.19.2 has wheels up to CPython 3.11
 SITE = ROOT / "site"
 # What the browser tests serve: site/ plus the test hooks (tests/browser/hooks/ replaces the site's no-op hooks.js
-# and worker_hooks.mjs, exposing the worker RPC and runPython) and the wheels that run pytest inside Pyodide.
+# and the library's onnxtrain/engine_hooks.mjs: the page's window.onnxtrain, the engine's runPython) and the wheels
+# that run pytest inside Pyodide.
 # Only this copy has them; site/ (what `serve` serves and a deployment ships) has neither.
 TEST_SITE = CACHE / "test-site"
 TEST_HOOKS = ROOT / "tests" / "browser" / "hooks"
@@ -292,7 +294,7 @@ for row, target in zip(data.data, data.target):
 DIGITS = """
 import sys, numpy as np
 from sklearn.datasets import load_digits
-from onnxtrain.web.digits import pretrain
+from onnxtrain.tasks.handwriting import pretrain
 digits = load_digits()
 open(sys.argv[1] + "/model.onnx", "wb").write(pretrain(digits.data, digits.target))
 pick = np.random.default_rng(0).permutation(len(digits.data))[:300]
@@ -434,11 +436,11 @@ def build_library(site: Path) -> None:
     (site / "lib").rename(lib)
     source = (lib / "onnxtrain.mjs").read_text()
     url_line = "const LIBRARY_URL = import.meta.url;"
-    exports = [line for line in source.splitlines() if line.startswith("export {")]
+    exports = re.findall(r"^export \{[^}]*\};$", source, re.M)
     if source.count(url_line) != 1 or len(exports) != 1 or source.count("import.meta") != 1 \
-            or not exports[0].endswith("};"):
-        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line and one `export { ... };` line")
-    names = exports[0][len("export"):-1].strip()
+            or source.count("\nexport ") != 1:
+        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line and one `export { ... };`")
+    names = " ".join(exports[0][len("export"):-1].split())
     # the classic script: globalThis.onnxtrain, and globalThis.ort only where no onnxruntime-web defined it, so
     # that a page written for onnxruntime-web's script tag runs with only its src changed
     classic = source.replace(url_line, "const LIBRARY_URL = document.currentScript.src;").replace(
@@ -522,12 +524,13 @@ def link_or_copy(source, dest) -> None:
 
 
 def add_test_hooks(site: Path) -> None:
-    """Replace the site's no-op hook modules in the copy ``site`` with tests/browser/hooks/ (window.onnxtrain and
-    the worker's runPython), for the tests and the benchmarks."""
-    for hook in sorted(TEST_HOOKS.iterdir()):
-        if not (site / hook.name).is_file():
-            sys.exit(f"build.py: the test hook {hook.name} replaces no file of the site")
-        replace_file(site / hook.name, hook.read_bytes())
+    """Replace the site's no-op hook modules in the copy ``site`` with tests/browser/hooks/ (the page's
+    window.onnxtrain, the engine's runPython), at the same paths, for the tests and the benchmarks."""
+    for hook in sorted(p for p in TEST_HOOKS.rglob("*") if p.is_file()):
+        path = hook.relative_to(TEST_HOOKS)
+        if not (site / path).is_file():
+            sys.exit(f"build.py: the test hook {path.as_posix()} replaces no file of the site")
+        replace_file(site / path, hook.read_bytes())
 
 
 def build_test_site(site: Path = SITE) -> Path:

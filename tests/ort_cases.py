@@ -253,6 +253,23 @@ def small_mlp_artifacts(directory: Path) -> Path:
     return directory
 
 
+def api_run(files: dict, batches: list) -> tuple:
+    """onnxtrain's api trained on ``batches`` (one step each) over the artifacts ``files`` (paths or bytes; keys
+    training, eval, optimizer, checkpoint, as ``files()`` gives them): the losses, the trainable parameters after
+    each step, and the module."""
+    from onnxtrain import api
+    state = api.CheckpointState.load_checkpoint(files["checkpoint"])
+    module = api.Module(files["training"], state, files["eval"])
+    optimizer = api.Optimizer(files["optimizer"], module)
+    losses, params = [], []
+    for batch in batches:
+        losses.append(float(np.asarray(module(*batch)).reshape(-1)[0]))
+        optimizer.step()
+        module.lazy_reset_grad()
+        params.append(module.get_contiguous_parameters(True).copy())
+    return losses, params, module
+
+
 def batches(name: str, steps: int, seed: int = 0) -> list:
     """``steps`` fixed-seed batches of the case's user inputs, in the training model's input order."""
     case = CASES[name]

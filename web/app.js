@@ -1,45 +1,23 @@
-// The page: talks to the training worker through a small promise-based RPC.
+// The page: every flow is built on the onnxtrain library (onnxtrain/onnxtrain.mjs), as another site's page would be.
 import { setUpDigits } from "./digits.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { exposeHooks } from "./hooks.js";
+import { Tensor, TrainingSession, start } from "./onnxtrain/onnxtrain.mjs";
 import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";
 
-const worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
-let nextId = 1;
-const pending = new Map();
+const ready = start();
 
-worker.onmessage = (event) => {
-  const msg = event.data;
-  const entry = pending.get(msg.id);
-  if (!entry) return;
-  if (msg.type === "progress") { entry.onProgress?.(msg); return; }
-  pending.delete(msg.id);
-  if (msg.ok) entry.resolve(msg.result); else entry.reject(new Error(msg.error));
-};
-
-function call(type, args = {}, { transfer = [], onProgress } = {}) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject, onProgress });
-    worker.postMessage({ id, type, ...args }, transfer);
-  });
-}
-
-const ready = call("init");
-
-// The service worker caches the whole site (18 MB) for repeat and offline visits: it is registered once the
-// runtime is up, so that its downloads do not compete with the first start for the CPU.
+// The service worker caches the whole site for repeat and offline visits: it is registered once the runtime is
+// up, so that its downloads do not compete with the first start for the CPU.
 if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }
-exposeHooks({ call, ready }); // nothing in the site; the test site's copy exposes them
-setUpTabular(call, ready);
-setUpOwnModel(call, ready);
-setUpImages(call, ready);
-setUpDigits(call, ready);
+const tasks = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
+  digits: setUpDigits(ready) };
+exposeHooks({ ready, tasks }); // nothing in the site; the test site's copy exposes them
 initRuns(ready).catch(errorShower("runs-error"));
 
 const showError = errorShower("error");
@@ -57,42 +35,50 @@ function makeBatch(batch, rng) {
     }
     y[i] = BigInt(best);
   }
-  return [{ data: x, shape: [batch, 20], dtype: "float32" }, { data: y, shape: [batch], dtype: "int64" }];
+  return { input: new Tensor("float32", x, [batch, 20]), labels: new Tensor("int64", y, [batch]) };
 }
 
 function seeded(seed) {
   return () => { seed = (seed * 1664525 + 1013904223) % 4294967296; return seed / 4294967296; };
 }
 
+// The demo: onnxruntime-web's training loop, step by step, on the artifacts the site ships.
+let demo = null;
+let cancelled = false;
+
 async function loadDemo() {
-  const files = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
-  const [training, evalModel, optimizer, checkpoint] = await Promise.all(
-    files.map(async (f) => (await fetch(`artifacts/mlp/${f}`)).arrayBuffer()));
-  return call("load", { training, evalModel, optimizer, checkpoint },
-    { transfer: [training, evalModel, optimizer, checkpoint] });
+  const url = (name) => `artifacts/mlp/${name}`;
+  const next = await TrainingSession.create({ checkpointState: url("checkpoint"),
+    trainModel: url("training_model.onnx"), evalModel: url("eval_model.onnx"),
+    optimizerModel: url("optimizer_model.onnx") });
+  if (demo) await demo.release();
+  demo = next;
 }
 
 async function train() {
   $("error").hidden = true;
   for (const b of ["train", "export", "checkpoint"]) $(b).disabled = true;
   $("cancel").disabled = false;
+  cancelled = false;
   try {
     await loadDemo();
-    await call("setLearningRate", { lr: Number($("lr").value) });
+    await demo.setLearningRate(Number($("lr").value));
     const rng = seeded(1);
     const steps = Number($("steps").value), batch = Number($("batch").value);
-    const batches = Array.from({ length: steps }, () => makeBatch(batch, rng));
     $("status").textContent = "Training…";
-    const result = await call("train", { batches }, {
-      transfer: batches.flat().map((input) => input.data.buffer),
-      onProgress: (p) => {
-        $("progress").value = p.step / p.steps;
-        $("metrics").textContent = `step ${p.step}/${p.steps} · loss ${p.loss.toFixed(4)} · ` +
-          `${Math.round(p.examplesPerSecond)} examples/s`;
-      },
-    });
-    const evalLoss = (await call("evaluate", { inputs: makeBatch(256, seeded(99)) }))[0].data[0];
-    $("status").textContent = result.cancelled ? "Cancelled." : "Trained.";
+    const t0 = performance.now();
+    for (let step = 1; step <= steps && !cancelled; step++) {
+      const out = await demo.runTrainStep(makeBatch(batch, rng));
+      await demo.runOptimizerStep();
+      await demo.lazyResetGrad();
+      const loss = out[demo.trainingOutputNames[0]].data[0];
+      $("progress").value = step / steps;
+      $("metrics").textContent = `step ${step}/${steps} · loss ${loss.toFixed(4)} · ` +
+        `${Math.round((step * batch) / ((performance.now() - t0) / 1000))} examples/s`;
+    }
+    const held = await demo.runEvalStep(makeBatch(256, seeded(99)));
+    const evalLoss = held[demo.evalOutputNames[0]].data[0];
+    $("status").textContent = cancelled ? "Cancelled." : "Trained.";
     $("metrics").textContent += ` · held-out loss ${evalLoss.toFixed(4)}`;
     $("export").disabled = $("checkpoint").disabled = false;
   } catch (err) {
@@ -105,9 +91,9 @@ async function train() {
 }
 
 $("train").onclick = train;
-$("cancel").onclick = () => call("cancel");
-$("export").onclick = async () => download(await call("exportModel", { outputNames: ["output"] }), "model.onnx");
-$("checkpoint").onclick = async () => download(await call("saveCheckpoint", { includeOptimizerState: true }), "checkpoint");
+$("cancel").onclick = () => { cancelled = true; };
+$("export").onclick = async () => download(await demo.exportModelForInferencing(["output"]), "model.onnx");
+$("checkpoint").onclick = async () => download(await demo.saveCheckpoint(true), "checkpoint");
 
 ready.then((info) => {
   const kernels = info.kernels ? `SIMD kernels (${info.kernels.includes("relaxed") ? "relaxed SIMD" : "SIMD128"})`

@@ -1,13 +1,14 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
+import { HandwritingTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
-let call = null;
+let task = null; // the library's HandwritingTask
 let classes = [];
 let replay = null; // the original digits, rehearsed while fine-tuning
 let runId = null; // the saved run of this page's drawings
 let fineTunes = 0;
-let loaded = null; // resolves when the pretrained model is in the worker
+let loaded = null; // resolves when the pretrained model is in the engine
 let drawing = false;
 let predicting = false;
 let again = false;
@@ -27,8 +28,8 @@ const showError = errorShower("digit-error");
 // The drawings, new classes and fine-tuned model, saved after every change.
 async function save() {
   runId = runId || Date.now();
-  const snapshot = await call("digitsSnapshot");
-  const counts = await call("digitsCounts");
+  const snapshot = await task.snapshot();
+  const counts = await task.counts();
   await saveRun({ id: runId, kind: "digits", name: "Your handwriting", saved: Date.now(), snapshot, classes,
     examples: Object.values(counts).reduce((a, b) => a + b, 0), fineTunes });
 }
@@ -44,13 +45,16 @@ registerRunKind("digits", {
   describe: (r) => `${r.name}: ${r.examples} drawings, classes ${r.classes.join(" ")}, ${times(r.fineTunes)}`,
   async resume(saved) {
     await loaded;
-    classes = await call("digitsRestore", { snapshot: saved.snapshot.slice(0), replay: replay.slice(0) });
+    const next = await HandwritingTask.fromSnapshot(saved.snapshot.slice(0), replay.slice(0));
+    await task.release();
+    task = next;
+    classes = await task.classes();
     runId = saved.id;
     fineTunes = saved.fineTunes;
     fillClasses(0);
-    showCounts(await call("digitsCounts"));
+    showCounts(await task.counts());
     $("digit-download").disabled = fineTunes === 0;
-    if (fineTunes) await showSignature(call, "digits", "digit-signature");
+    if (fineTunes) await showSignature(task, "digit-signature");
     $("digit-status").textContent = `Restored ${saved.examples} drawings; the model is ${times(fineTunes)}.`;
   },
 });
@@ -65,7 +69,7 @@ async function predict() {
   if (predicting) { again = true; return; }
   predicting = true;
   try {
-    const p = await call("digitsPredict", { pixels: pixels() });
+    const p = await task.predict(pixels());
     const best = p.indexOf(Math.max(...p));
     $("digit-prediction").textContent = `Looks like: ${classes[best]} (${(100 * p[best]).toFixed(0)}%)`;
   } catch (err) { showError(err); } finally {
@@ -99,14 +103,14 @@ function setUpPad() {
   pad.addEventListener("pointerleave", stop);
 }
 
-export function setUpDigits(rpc, ready) {
-  call = rpc;
+export function setUpDigits(ready) {
   setUpPad();
   loaded = ready.then(async () => {
     const [model, replayed] = await Promise.all(["model.onnx", "replay.npz"].map(async (f) =>
       (await fetch(`artifacts/digits/${f}`)).arrayBuffer()));
     replay = replayed.slice(0);
-    classes = await call("digitsLoad", { model, replay: replayed });
+    task = await HandwritingTask.create(model, replayed);
+    classes = await task.classes();
     fillClasses(0);
     for (const b of ["digit-add", "digit-new-add", "digit-train"]) $(b).disabled = false;
   });
@@ -114,14 +118,14 @@ export function setUpDigits(rpc, ready) {
   $("digit-clear").onclick = clearPad;
   $("digit-add").onclick = async () => {
     try {
-      showCounts(await call("digitsAddExample", { pixels: pixels(), label: Number($("digit-class").value) }));
+      showCounts(await task.addExample(pixels(), Number($("digit-class").value)));
       clearPad();
       await save();
     } catch (err) { showError(err); }
   };
   $("digit-new-add").onclick = async () => {
     try {
-      const index = await call("digitsAddClass", { name: $("digit-new").value });
+      const index = await task.addClass($("digit-new").value);
       classes.push($("digit-new").value.trim());
       fillClasses(index);
       $("digit-new").value = "";
@@ -133,20 +137,23 @@ export function setUpDigits(rpc, ready) {
     $("digit-train").disabled = true;
     $("digit-status").textContent = "Fine-tuning…";
     try {
-      const r = await call("digitsFineTune", { epochs: 20, lr: 0.01, headOnly: $("digit-mode").value === "head" },
-        { onProgress: (p) => { $("digit-progress").value = p.progress / p.epochs; } });
-      $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${r.first_loss.toFixed(3)} → ${r.last_loss.toFixed(3)}. Draw to try it.`;
+      const losses = [];
+      const r = await task.fineTune({ epochs: 20, learningRate: 0.01, headOnly: $("digit-mode").value === "head",
+        onProgress: (p) => { losses.push(p.loss); $("digit-progress").value = p.progress / p.epochs; } });
+      $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${losses[0].toFixed(3)} → ` +
+        `${losses.at(-1).toFixed(3)}. Draw to try it.`;
       for (const b of ["digit-download", "digit-checkpoint", "digit-artifacts"]) $(b).disabled = false;
       fineTunes += 1;
       await save();
-      await showSignature(call, "digits", "digit-signature");
+      await showSignature(task, "digit-signature");
     } catch (err) {
       showError(err);
       $("digit-status").textContent = "";
     } finally { $("digit-train").disabled = false; }
   };
-  downloadButton("digit-download", "digits.onnx", () => call("digitsExport"), showError);
-  downloadButton("digit-checkpoint", "digits.ckpt", () => call("runCheckpoint", { flow: "digits" }), showError);
-  downloadButton("digit-artifacts", "digits-artifacts.zip", () => call("runArtifacts", { flow: "digits" }), showError);
+  downloadButton("digit-download", "digits.onnx", () => task.exportModel(), showError);
+  downloadButton("digit-checkpoint", "digits.ckpt", () => task.checkpoint(), showError);
+  downloadButton("digit-artifacts", "digits-artifacts.zip", () => task.artifactsZip(), showError);
   window.onnxtrainDigits = { pixels };
+  return () => task;
 }

@@ -1,13 +1,14 @@
-// "Train on a folder of images": decode in the worker, train a small CNN, download a model that takes RGB.
+// "Train on a folder of images": decode in the page, train a small CNN, download a model that takes RGB.
+import { ImageTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
-let call = null;
 let view = null;
-let data = null; // the decoded images: {pixels, count, size, labels, classes, skipped}
-let fresh = false; // the worker's session is untrained, just made from `data`
+let task = null; // the library's ImageTask of `data`
+let data = null; // the decoded images: {pixels, count, size, labels, classes, skipped, optimizer, name}
+let fresh = false; // the task is untrained, just made from `data`
 
 const showError = errorShower("img-error");
 
@@ -42,30 +43,40 @@ async function entryFiles(entries) {
   return found;
 }
 
+// A new task of `data` (the one before it released); its info.
+async function makeTask() {
+  const next = await ImageTask.create({ ...data, pixels: data.pixels.slice(0), optimizer: data.optimizer || "AdamW" });
+  if (task) await task.release();
+  task = next;
+  return task.info();
+}
+
 async function load(found) {
   $("img-error").hidden = true;
   if (!found.length) throw new Error("the folder is empty");
   const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
-  const result = await call("imagesLoad", { files, size: Number($("img-size").value), optimizer: $("img-optimizer").value },
-    { transfer: files.map((f) => f.bytes) });
-  data = { ...result.data, name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
+  const decoded = await ImageTask.decodeImages(files, Number($("img-size").value));
+  if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
+  data = { ...decoded, optimizer: $("img-optimizer").value,
+    name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
+  const info = await makeTask();
   fresh = true;
-  showInfo(result.info);
+  showInfo(info);
   view.startOver();
 }
 
 const flow = {
-  type: "imagesTrain",
   unit: "images",
   metric: () => "accuracy",
   metricValue: (m) => m.accuracy,
   summary: (m) => `validation accuracy ${(100 * m.accuracy).toFixed(1)}% (most common class: ${(100 * m.baseline).toFixed(1)}%)`,
   onEpoch: (m) => showConfusion(m, data.classes, "img-confusion"),
-  onStop: () => showSignature(call, "images", "img-signature"),
+  onStop: () => showSignature(task, "img-signature"),
+  train: (options) => task.train(options),
   async fresh() {
     if (!fresh || data.optimizer !== $("img-optimizer").value) {
       data.optimizer = $("img-optimizer").value;
-      await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
+      await makeTask();
     }
     fresh = false;
     return { kind: "images", name: data.name, images: data, settings: { size: data.size } };
@@ -78,8 +89,8 @@ registerRunKind("images", {
   async resume(saved) {
     data = saved.images;
     $("img-optimizer").value = data.optimizer || "AdamW";
-    const info = await call("imagesSetup", { data: { ...data, pixels: data.pixels.slice(0) } });
-    await call("runRestore", { flow: "images", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
+    const info = await makeTask();
+    await task.restore(saved.checkpoint.slice(0), saved.bestCheckpoint?.slice(0) ?? null);
     fresh = false;
     showInfo(info);
     view.restored(saved);
@@ -87,9 +98,8 @@ registerRunKind("images", {
   },
 });
 
-export function setUpImages(rpc, ready) {
-  call = rpc;
-  view = new TrainingView("img", call, flow, ["download", "checkpoint", "artifacts"]);
+export function setUpImages(ready) {
+  view = new TrainingView("img", flow, ["download", "checkpoint", "artifacts"]);
   const chosen = (list) => [...list].map((file) => ({ path: file.webkitRelativePath || file.name, file }));
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(chosen(e.target.files))).catch(showError));
   const dropEntries = (entries) => ready.then(async () => load(await entryFiles(entries))).catch(showError);
@@ -105,12 +115,15 @@ export function setUpImages(rpc, ready) {
   $("img-try").addEventListener("change", async (e) => {
     try {
       const f = e.target.files[0];
-      const p = await call("imagesPredict", { file: { path: f.name, bytes: await f.arrayBuffer() } });
+      const decoded = await ImageTask.decodeImages([{ path: f.name, bytes: await f.arrayBuffer() }], data.size);
+      if (decoded.count === 0) throw new Error(`${f.name} is not an image`);
+      const p = await task.predict(decoded.pixels);
       const best = p.indexOf(Math.max(...p));
       $("img-prediction").textContent = `Looks like: ${data.classes[best]} (${(100 * p[best]).toFixed(0)}%)`;
     } catch (err) { showError(err); }
   });
-  downloadButton("img-download", () => `${data.name}.onnx`, () => call("imagesExport"), showError);
-  downloadButton("img-checkpoint", () => `${data.name}.ckpt`, () => call("runCheckpoint", { flow: "images" }), showError);
-  downloadButton("img-artifacts", () => `${data.name}-artifacts.zip`, () => call("runArtifacts", { flow: "images" }), showError);
+  downloadButton("img-download", () => `${data.name}.onnx`, () => task.exportModel(), showError);
+  downloadButton("img-checkpoint", () => `${data.name}.ckpt`, () => task.checkpoint(), showError);
+  downloadButton("img-artifacts", () => `${data.name}-artifacts.zip`, () => task.artifactsZip(), showError);
+  return () => task;
 }

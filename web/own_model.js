@@ -1,15 +1,20 @@
 // "Train your own ONNX model": a forward model (artifacts generated in the page) or ORT's four artifacts,
 // trained on a .npz file, exported as a plain ONNX model.
+import { TrainingSession, describeModel, generateArtifacts } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, element, errorShower } from "./ui.js";
 
 const ARTIFACTS = ["training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"];
-let call = null;
+const VALIDATION = 0.1; // the fraction of the data's rows held out
 let view = null;
 let model = null; // the forward model's bytes, while its artifacts are being chosen
 let run = null; // what a fresh run starts from: {name, artifacts: {training, evalModel, optimizer, checkpoint}, data}
-let fresh = false; // the worker's session is untrained, just loaded from `run`
+let session = null; // the library's session of `run`
+let dataset = null; // the data file's tensors
+let going = {}; // how the next train() starts: {} a new run, {resume: true} the paused one goes on, or a saved
+// run's {resumeFrom, resumeBest}
+let fresh = false; // the session is untrained, just loaded from `run`
 
 const showError = errorShower("own-error");
 let outputNames = null; // the forward model's output names as they are (a name may hold commas or spaces)
@@ -21,18 +26,28 @@ function outputs() {
 }
 const copies = (artifacts) => Object.fromEntries(Object.entries(artifacts).map(([k, v]) => [k, v.slice(0)]));
 
+async function open(artifacts) {
+  const next = await TrainingSession.create({ trainModel: artifacts.training.slice(0),
+    evalModel: artifacts.evalModel.slice(0), optimizerModel: artifacts.optimizer.slice(0),
+    checkpointState: artifacts.checkpoint.slice(0) });
+  if (session) await session.release();
+  session = next;
+}
+
 async function loadArtifacts(name, artifacts) {
   run = { name, artifacts: copies(artifacts), data: null };
-  const describe = await call("load", copies(artifacts));
+  await open(artifacts);
   fresh = true;
+  going = {};
   $("own-data").hidden = false;
   $("own-train").disabled = true;
   $("own-checkpoint").disabled = $("own-artifacts").disabled = false;
   view.startOver();
-  $("own-inputs").textContent = `Training inputs: ${describe.train_inputs.join(", ")}. ` +
+  const inputs = session.trainingInputNames;
+  $("own-inputs").textContent = `Training inputs: ${inputs.join(", ")}. ` +
     `A .npz file needs one array with each of these names (rows along the first axis); a CSV file of numbers ` +
-    `works for features and labels (the label column named ${describe.train_inputs.at(-1)}, or else the last). ` +
-    `${describe.trainable_parameters} trainable parameters.`;
+    `works for features and labels (the label column named ${inputs.at(-1)}, or else the last). ` +
+    `${await session.getParametersSize(true)} trainable parameters.`;
 }
 
 async function chooseFiles(files) {
@@ -48,7 +63,7 @@ async function chooseFiles(files) {
     throw new Error(`choose one forward model (.onnx) or the four artifacts ${ARTIFACTS.join(", ")}`);
   }
   model = { name: files[0].name.replace(/\.onnx$/i, ""), bytes: await files[0].arrayBuffer() };
-  const info = await call("modelDescribe", { bytes: model.bytes.slice(0) });
+  const info = await describeModel(model.bytes.slice(0));
   if (info.ops_without_gradient.length) {
     $("own-error").hidden = false;
     $("own-error").textContent = `Note: these ops have no gradient rule, so parameters before them cannot be ` +
@@ -71,31 +86,34 @@ async function prepare() {
   $("own-error").hidden = true;
   const requiresGrad = [...document.querySelectorAll("input[name=own-param]:checked")].map((c) => c.value);
   const frozenParams = [...document.querySelectorAll("input[name=own-param]:not(:checked)")].map((c) => c.value);
-  const art = await call("generateArtifacts", { model: model.bytes.slice(0), requiresGrad, frozenParams,
+  const art = await generateArtifacts(model.bytes.slice(0), { requiresGrad, frozenParams,
     loss: $("own-loss").value, optimizer: $("own-optimizer").value });
-  await loadArtifacts(model.name, { training: art["training_model.onnx"], evalModel: art["eval_model.onnx"],
-    optimizer: art["optimizer_model.onnx"], checkpoint: art.checkpoint });
+  await loadArtifacts(model.name, { training: art.trainModel, evalModel: art.evalModel, optimizer: art.optimizerModel,
+    checkpoint: art.checkpointState });
 }
 
 async function setData(data) {
-  const info = await call("dataFile", { bytes: data.bytes.slice(0), name: data.name });
+  const info = await session.readDataset(data.bytes.slice(0), data.name, VALIDATION);
+  dataset = info.dataset;
   run.data = data;
-  $("own-metrics").textContent = `${info.rows} rows (${info.train_rows} for training, ${info.validation_rows} for validation).`;
-  $("own-best-row").hidden = !info.validation_rows; // the best epoch is the one with the lowest validation loss
+  $("own-metrics").textContent = `${info.rows} rows (${info.rows - info.validationRows} for training, ` +
+    `${info.validationRows} for validation).`;
+  $("own-best-row").hidden = !info.validationRows; // the best epoch is the one with the lowest validation loss
   $("own-train").disabled = false;
 }
 
 const flow = {
-  type: "sessionTrain",
   metric: () => null,
   metricValue: () => null,
-  summary: (m) => (m.loss === null ? "" : `validation loss ${m.loss.toFixed(4)}`),
+  summary: (m) => (m.loss === null || m.loss === undefined ? "" : `validation loss ${m.loss.toFixed(4)}`),
+  train(options) {
+    return session.train(dataset, { ...options, validation: VALIDATION, ...going,
+      onStart: () => { going = { resume: true }; } });
+  },
   async fresh() {
-    if (!fresh) {
-      await call("load", copies(run.artifacts));
-      await call("dataFile", { bytes: run.data.bytes.slice(0), name: run.data.name });
-    }
+    if (!fresh) await open(run.artifacts);
     fresh = false;
+    going = {};
     return { kind: "own", name: run.name, artifacts: run.artifacts, data: run.data,
       settings: { outputs: $("own-outputs").value, outputNames: outputs() } };
   },
@@ -107,7 +125,9 @@ registerRunKind("own", {
   async resume(saved) {
     await loadArtifacts(saved.name, saved.artifacts);
     await setData(saved.data);
-    await call("runRestore", { flow: "own", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
+    await session.loadCheckpoint(saved.checkpoint.slice(0)); // the downloads give the saved state at once
+    going = { resumeFrom: saved.checkpoint.slice(0),
+      ...(saved.bestCheckpoint ? { resumeBest: saved.bestCheckpoint.slice(0) } : {}) };
     fresh = false;
     $("own-outputs").value = saved.settings.outputs;
     outputNames = saved.settings.outputNames || null;
@@ -115,9 +135,8 @@ registerRunKind("own", {
   },
 });
 
-export function setUpOwnModel(rpc, runtimeReady) {
-  call = rpc;
-  view = new TrainingView("own", call, flow, ["download", "checkpoint", "artifacts"]);
+export function setUpOwnModel(runtimeReady) {
+  view = new TrainingView("own", flow, ["download", "checkpoint", "artifacts"]);
   $("own-files").addEventListener("change", (e) => runtimeReady.then(() => chooseFiles([...e.target.files])).catch(showError));
   $("own-prepare").onclick = () => prepare().catch(showError);
   $("own-npz").addEventListener("change", async (e) => {
@@ -127,7 +146,9 @@ export function setUpOwnModel(rpc, runtimeReady) {
       view.startOver();
     } catch (err) { showError(err); }
   });
-  downloadButton("own-download", () => `${run.name}.onnx`, () => call("exportModel", { outputNames: outputs() }), showError);
-  downloadButton("own-checkpoint", "checkpoint", () => call("runCheckpoint", { flow: "own" }), showError);
-  downloadButton("own-artifacts", () => `${run.name}-artifacts.zip`, () => call("runArtifacts", { flow: "own" }), showError);
+  downloadButton("own-download", () => `${run.name}.onnx`, () => session.exportModelForInferencing(outputs()),
+    showError);
+  downloadButton("own-checkpoint", "checkpoint", () => session.saveCheckpoint(true), showError);
+  downloadButton("own-artifacts", () => `${run.name}-artifacts.zip`, () => session.artifactsZip(), showError);
+  return () => session;
 }

@@ -1,14 +1,15 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
+import { TabularTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, element, errorShower, showSignature, tableOf } from "./ui.js";
 
-let call = null;
 let view = null;
+let task = null; // the library's TabularTask of the file
 let fileName = "data.csv";
 let csvBytes = null;
-let setup = null; // the worker's answer to tabularSetup: task, classes, ...
-let loaded = null; // the worker's answer to tabularLoad: rows, columns (name, kind, missing, nonfinite), preview
+let setup = null; // the task's setup(): task, classes, ...
+let loaded = null; // the task's describe(): rows, columns (name, kind, missing, nonfinite), preview
 
 const showError = errorShower("csv-error");
 
@@ -45,7 +46,10 @@ async function load(bytes, name) {
   $("csv-error").hidden = true;
   fileName = name;
   csvBytes = bytes.slice(0);
-  const info = await call("tabularLoad", { bytes, name }, { transfer: [bytes] });
+  const next = await TabularTask.create(bytes, name);
+  if (task) await task.release();
+  task = next;
+  const info = await task.describe();
   loaded = info;
   $("csv-label").replaceChildren(...info.columns.map((c) => new Option(c.name, c.name)));
   $("csv-label").value = info.suggested_label;
@@ -82,11 +86,12 @@ function tryTable(r) {
 }
 
 async function showTry(offset) {
-  const r = await call("tabularPredictCsv", { bytes: tryBytes.slice(0), offset, limit: PAGE });
+  const r = await task.predictCsv(tryBytes.slice(0), { offset, limit: PAGE });
   const total = r.total ?? r.rows.length;
   const start = r.offset ?? 0;
   let text = total ? `rows ${count(start + 1)}–${count(start + r.rows.length)} of ${count(total)}` : "no rows";
-  const over = r.labelled === total || r.labelled === undefined ? `all ${count(total)} rows` : `the ${count(r.labelled)} labelled rows`;
+  const everyRow = r.labelled === total || r.labelled === undefined || r.labelled === null;
+  const over = everyRow ? `all ${count(total)} rows` : `the ${count(r.labelled)} labelled rows`;
   if (r.accuracy !== null && r.accuracy !== undefined) text += ` · accuracy over ${over}: ${(100 * r.accuracy).toFixed(1)}%`;
   if (r.mae !== null && r.mae !== undefined) text += ` · mean abs. error over ${over}: ${r.mae.toPrecision(4)}`;
   const previous = element("button", { className: "secondary", textContent: "Previous", disabled: start === 0, id: "csv-try-previous" });
@@ -104,14 +109,14 @@ function modelSettings() {
 
 async function setUpModel(s) {
   const hidden = s.hidden.split(/[ ,]+/).filter(Boolean).map(Number);
-  setup = await call("tabularSetup", { label: s.label, task: s.task, hidden, optimizer: s.optimizer || "AdamW" });
+  setup = await task.setup({ label: s.label, task: s.task, hidden, optimizer: s.optimizer || "AdamW" });
   window.onnxtrainTabular = setup;
 }
 
 const isClassification = () => (setup ? setup.task : $("csv-task").value) === "classification";
 
 const flow = {
-  type: "tabularTrain",
+  train: (options) => task.train(options),
   metric: () => (isClassification() ? "accuracy" : "mean abs. error"),
   metricValue: (m) => (isClassification() ? m.accuracy : m.mae),
   summary: (m) => "validation " + (isClassification()
@@ -120,7 +125,7 @@ const flow = {
   onEpoch: (m) => showConfusion(m, setup.classes, "csv-confusion"),
   onStop: () => {
     $("csv-try").hidden = false;
-    return showSignature(call, "csv", "csv-signature");
+    return showSignature(task, "csv-signature");
   },
   async fresh() {
     const settings = modelSettings();
@@ -138,15 +143,14 @@ registerRunKind("csv", {
     $("csv-optimizer").value = saved.settings.optimizer || "AdamW";
     showInfo();
     await setUpModel(saved.settings);
-    await call("runRestore", { flow: "csv", bytes: saved.checkpoint.slice(0), best: saved.bestCheckpoint?.slice(0) ?? null });
+    await task.restore(saved.checkpoint.slice(0), saved.bestCheckpoint?.slice(0) ?? null);
     view.restored(saved);
     await flow.onStop();
   },
 });
 
-export function setUpTabular(rpc, ready) {
-  call = rpc;
-  view = new TrainingView("csv", call, flow, ["download", "checkpoint", "artifacts"]);
+export function setUpTabular(ready) {
+  view = new TrainingView("csv", flow, ["download", "checkpoint", "artifacts"]);
   const drop = $("drop");
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
@@ -162,7 +166,7 @@ export function setUpTabular(rpc, ready) {
   });
   $("csv-sample").onclick = async () => load(await (await fetch("samples/wine.csv")).arrayBuffer(), "wine.csv").catch(showError);
   $("csv-label").onchange = async () => {
-    $("csv-task").value = await call("tabularDetect", { label: $("csv-label").value });
+    $("csv-task").value = await task.detectTask($("csv-label").value);
     showInfo();
     view.startOver();
   };
@@ -176,8 +180,9 @@ export function setUpTabular(rpc, ready) {
     } catch (err) { showError(err); }
   });
   const base = () => fileName.replace(/\.csv$/i, "");
-  downloadButton("csv-download", () => base() + ".onnx", () => call("tabularExport"), showError);
-  downloadButton("csv-checkpoint", () => base() + ".ckpt", () => call("runCheckpoint", { flow: "csv" }), showError);
-  downloadButton("csv-artifacts", () => base() + "-artifacts.zip", () => call("runArtifacts", { flow: "csv" }), showError);
+  downloadButton("csv-download", () => base() + ".onnx", () => task.exportModel(), showError);
+  downloadButton("csv-checkpoint", () => base() + ".ckpt", () => task.checkpoint(), showError);
+  downloadButton("csv-artifacts", () => base() + "-artifacts.zip", () => task.artifactsZip(), showError);
   ready.then(() => { $("csv-sample").disabled = false; });
+  return () => task;
 }

@@ -10,28 +10,30 @@ import { $, errorShower } from "./ui.js";
 const FIELDS = ["epochs", "batch", "lr", "schedule", "patience"];
 const ETA = / · about \d+ s left/;
 
-// The line for a finished run that kept its best epoch.
+// The line for a finished run that kept its best epoch (the library's train() summary).
 function keptText(result, lastEpoch, patience) {
   const best = result.best;
-  if (!best || result.kept === null || result.kept === undefined) return "";
-  const kept = `kept epoch ${result.kept} (validation loss ${best.best_loss.toPrecision(4)})`;
-  if (result.stopped) {
-    return `Stopped early at epoch ${lastEpoch}: no better validation loss for ${best.epochs_without_improvement ?? patience} epochs; ${kept}. `;
+  if (!best || !best.restored) return "";
+  const loss = `validation loss ${best.bestLoss.toPrecision(4)}`;
+  const kept = `kept epoch ${best.bestEpoch} (${loss})`;
+  if (best.stop) {
+    const epochs = best.epochsWithoutImprovement ?? patience;
+    return `Stopped early at epoch ${lastEpoch}: no better validation loss for ${epochs} epochs; ${kept}. `;
   }
-  const loss = `validation loss ${best.best_loss.toPrecision(4)}`;
-  return result.kept === lastEpoch ? `The last epoch was the best (${loss}). ` : `Kept epoch ${result.kept}, the best (${loss}). `;
+  return best.bestEpoch === lastEpoch ? `The last epoch was the best (${loss}). `
+    : `Kept epoch ${best.bestEpoch}, the best (${loss}). `;
 }
 
 export class TrainingView {
-  // flow: {type: the worker's training message, metric(): the chart's metric name (or null),
-  //        summary(metrics): validation text, metricValue(metrics): the chart's metric value,
+  // flow: {train(options): the library's train() of the flow's task or session, metric(): the chart's metric name
+  //        (or null), summary(metrics): validation text, metricValue(metrics): the chart's metric value,
   //        fresh(): set up a new run and return its record (kind, name, settings, data to resume)}
-  constructor(prefix, call, flow, downloads = []) {
-    Object.assign(this, { prefix, call, flow, downloads, paused: false, run: null, saving: null });
+  constructor(prefix, flow, downloads = []) {
+    Object.assign(this, { prefix, flow, downloads, paused: false, run: null, saving: null, stopping: null });
     this.chart = new TrainingChart(this.el("chart"), flow.metric());
     this.showError = errorShower(`${prefix}-error`);
-    this.el("pause").onclick = () => { this.paused = true; call("cancel"); };
-    this.el("cancel").onclick = () => { this.paused = false; call("cancel"); };
+    this.el("pause").onclick = () => { this.paused = true; this.stopping?.abort(); };
+    this.el("cancel").onclick = () => { this.paused = false; this.stopping?.abort(); };
     this.el("train").onclick = () => this.train();
   }
 
@@ -68,7 +70,7 @@ export class TrainingView {
     this.el("progress").value = 0;
   }
 
-  // A saved run is back in the worker: the next press of Train continues it.
+  // A saved run is back in the engine: the next press of Train continues it.
   restored(run) {
     this.run = run;
     this.paused = true;
@@ -80,7 +82,7 @@ export class TrainingView {
     for (const d of this.downloads) this.el(d).disabled = false;
   }
 
-  // Keep the run in this browser, as it is now (a checkpoint that is not finite never reaches here: the worker
+  // Keep the run in this browser, as it is now (a checkpoint that is not finite never reaches here: the engine
   // undoes such a step and fails it).
   save(fields) {
     Object.assign(this.run, { saved: Date.now(), history: { ...this.chart.history }, metrics: this.line,
@@ -107,46 +109,60 @@ export class TrainingView {
       const patience = Number(s.patience || 10);
       const started = performance.now();
       const startEpoch = this.run.epoch;
-      let lossSum = 0, lossCount = 0, lastEpoch = startEpoch;
-      const result = await this.call(this.flow.type, { epochs: Number(s.epochs), batchSize: Number(s.batch),
-        lr: Number(s.lr), schedule: s.schedule, keepBest, patience }, {
-        onProgress: (p) => {
-          lossSum += p.loss; lossCount += 1;
-          this.el("progress").value = p.progress / p.epochs;
-          const done = (p.progress - startEpoch) / (p.epochs - startEpoch);
-          const eta = done > 0 ? ((performance.now() - started) / 1000) * (1 / done - 1) : 0;
-          if (!p.metrics) return;
-          lastEpoch = p.epoch;
-          this.chart.add(p.epoch, lossSum / lossCount, p.metrics.loss, this.flow.metricValue(p.metrics));
-          lossSum = lossCount = 0;
-          if (p.best) this.chart.markBest(p.best.best_epoch);
-          const summary = this.flow.summary(p.metrics);
-          const best = p.best && p.best.best_epoch !== null && p.best.best_epoch !== undefined && p.best.best_epoch !== p.epoch
-            ? ` · best so far: epoch ${p.best.best_epoch}` : "";
-          this.showLine(`epoch ${p.epoch}/${p.epochs}${summary ? " · " + summary : ""}${best} · ` +
-            `${Math.round(p.examplesPerSecond)} ${this.flow.unit || "examples"}/s`, eta);
-          this.flow.onEpoch?.(p.metrics);
-          if (p.checkpoint) {
+      let lossSum = 0, lossCount = 0, lastEpoch = startEpoch, examples = 0;
+      this.stopping = new AbortController();
+      let result = null;
+      try {
+        result = await this.flow.train({ epochs: Number(s.epochs), batchSize: Number(s.batch),
+          learningRate: Number(s.lr), schedule: s.schedule, warmup: s.schedule === "linear" ? 0.05 : 0, keepBest,
+          patience: keepBest ? patience : 0, checkpoints: true, signal: this.stopping.signal,
+          onProgress: (p) => {
+            lossSum += p.loss * p.examples; lossCount += p.examples; examples += p.examples;
+            this.el("progress").value = p.progress / p.epochs;
+            const seconds = (performance.now() - started) / 1000;
+            const done = (p.progress - startEpoch) / (p.epochs - startEpoch);
+            const eta = done > 0 ? seconds * (1 / done - 1) : 0;
+            if (!p.epochDone) return;
+            lastEpoch = p.epoch;
+            const metrics = { loss: p.validationLoss, ...p.metrics };
+            this.chart.add(p.epoch, lossSum / lossCount, metrics.loss ?? null, this.flow.metricValue(metrics));
+            lossSum = lossCount = 0;
+            if (keepBest && p.best) this.chart.markBest(p.best.bestEpoch);
+            const summary = this.flow.summary(metrics);
+            const best = keepBest && p.best && p.best.bestEpoch !== null && p.best.bestEpoch !== p.epoch
+              ? ` · best so far: epoch ${p.best.bestEpoch}` : "";
+            this.showLine(`epoch ${p.epoch}/${p.epochs}${summary ? " · " + summary : ""}${best} · ` +
+              `${Math.round(examples / seconds)} ${this.flow.unit || "examples"}/s`, eta);
+            this.flow.onEpoch?.(metrics);
             this.save({ checkpoint: p.checkpoint, epoch: p.epoch, best: keepBest ? p.best || this.run.best || null : null,
               bestCheckpoint: keepBest ? p.bestCheckpoint || this.run.bestCheckpoint || null : null });
-          }
-        },
-      });
-      await this.saving; // "Done" (or "paused") means the last epoch is saved
-      const kept = result.cancelled ? "" : keptText(result, lastEpoch, patience);
-      if (result.checkpoint) { // the best epoch's parameters, now in the worker: saved as the run's state
-        this.save({ checkpoint: result.checkpoint, kept: result.kept });
-        await this.saving;
+          },
+        });
+      } catch (err) {
+        if (err?.name !== "AbortError") throw err;
+      } finally {
+        this.stopping = null;
       }
-      if (result.keptMetrics) { // the line and the flow's tables describe the kept epoch, the model the run holds now
-        const summary = this.flow.summary(result.keptMetrics);
-        this.line = `epoch ${result.kept}${summary ? " · " + summary : ""}`;
-        this.flow.onEpoch?.(result.keptMetrics);
+      await this.saving; // "Done" (or "paused") means the last epoch is saved
+      if (result === null) { // paused or cancelled: the run is where its last whole step left it
+        for (const d of this.downloads) this.el(d).disabled = false;
+        this.showLine([this.line, this.paused ? "paused" : "cancelled"].filter(Boolean).join(" · "));
+        return;
+      }
+      const kept = keptText(result, lastEpoch, patience);
+      if (result.best.restored) { // the best epoch's parameters are the run's now: saved as its state
+        this.save({ checkpoint: result.checkpoint, kept: result.best.bestEpoch });
+        await this.saving;
+        if (result.best.bestEpoch !== lastEpoch) { // the line and tables describe the kept epoch's model
+          const keptMetrics = result.metrics ?? { loss: result.best.bestLoss };
+          const summary = this.flow.summary(keptMetrics);
+          this.line = `epoch ${result.best.bestEpoch}${summary ? " · " + summary : ""}`;
+          this.flow.onEpoch?.(keptMetrics);
+        }
       }
       await this.flow.onStop?.();
       for (const d of this.downloads) this.el(d).disabled = false;
-      this.showLine(result.cancelled ? [this.line, this.paused ? "paused" : "cancelled"].filter(Boolean).join(" · ")
-        : `Done. ${kept}${this.line}`);
+      this.showLine(`Done. ${kept}${this.line}`);
     } catch (err) {
       this.showError(err);
       this.paused = ready;

@@ -39,7 +39,7 @@ export function downloadButton(id, name, produce, showError) {
   };
 }
 
-// Under a flow's downloads: how to call the model it would download.
-export async function showSignature(call, flow, id) {
-  $(id).textContent = `The model: ${await call("modelSignature", { flow })}`;
+// Under a flow's downloads: how to call the model it would download (the task's, a library Task).
+export async function showSignature(task, id) {
+  $(id).textContent = `The model: ${await task.signature()}`;
 }

@@ -1,15 +1,19 @@
 // Added by bench/bench_side_by_side.py as an init script to the product page (the site's index.html, served
 // unchanged): it notes when `window.onnxtrain.ready` resolves, then at once loads the MLP artifacts and trains
-// one batch through the worker ("time to the first trained step"), and offers the bench's training and
-// forward-only timers over the worker's messages (`load`, `train`, `runPython`).  Times are on the page's
-// clock, which starts when the navigation starts.  window.__benchConfig is set just before this script.
+// one batch through the library the page uses ("time to the first trained step"), and offers the bench's training
+// and forward-only timers: training through the library's TrainingSession (each step timed on the page's clock:
+// runTrainStep, runOptimizerStep and lazyResetGrad, their requests to the engine included), forward-only through
+// the engine's `runPython`.  Times are on the page's clock, which starts when the navigation starts.
+// window.__benchConfig is set just before this script.
 (() => {
   if (!/^\/(index\.html)?$/.test(location.pathname)) return;
   const config = window.__benchConfig || {};
   const times = {};
   let api;
   let firstStep;
+  let session = null;
   const { median, bytes } = window.benchUtil;
+  const library = () => import(new URL("onnxtrain/onnxtrain.mjs", location.href).href);
 
   async function modelData(dir) {
     const base = new URL(dir, location.href);
@@ -17,19 +21,37 @@
     const meta = await (await fetch(url("meta.json"))).json();
     const [training, checkpoint, evalModel, optimizer, x, y] = await Promise.all(
       [meta.files.training, meta.files.checkpoint, meta.files.eval, meta.files.optimizer, "x.f32", "y.i64"].map((f) => bytes(url(f))));
-    const batch = [{ data: new Float32Array(x), shape: [meta.batch, ...meta.inputShape], dtype: "float32" },
-      { data: new BigInt64Array(y), shape: [meta.batch], dtype: "int64" }];
-    return { meta, url, files: { training, checkpoint, evalModel, optimizer }, batch };
+    const { Tensor } = await library();
+    const feeds = (names) => ({ [names[0]]: new Tensor("float32", new Float32Array(x), [meta.batch, ...meta.inputShape]),
+      [names[1]]: new Tensor("int64", new BigInt64Array(y), [meta.batch]) });
+    return { meta, url, files: { training, checkpoint, evalModel, optimizer }, feeds };
   }
 
-  async function runFirstStep(onnxtrain) {
-    const { files, batch } = await modelData(config.firstStepDir);
+  async function load(files) {
+    const { TrainingSession } = await library();
+    const next = await TrainingSession.create({ trainModel: files.training, checkpointState: files.checkpoint,
+      evalModel: files.evalModel, optimizerModel: files.optimizer });
+    if (session) await session.release();
+    session = next;
+  }
+
+  // One full training step; its time in ms and its loss.
+  async function step(feeds) {
+    const start = performance.now();
+    const out = await session.runTrainStep(feeds);
+    await session.runOptimizerStep();
+    await session.lazyResetGrad();
+    return { ms: performance.now() - start, loss: out[session.trainingOutputNames[0]].data[0] };
+  }
+
+  async function runFirstStep() {
+    const { files, feeds } = await modelData(config.firstStepDir);
     times.artifactsFetched = performance.now();
-    await onnxtrain.call("load", files, { transfer: Object.values(files) });
+    await load(files);
     times.artifactsLoaded = performance.now();
-    const result = await onnxtrain.call("train", { batches: [batch] });
+    const first = await step(feeds(session.trainingInputNames));
     times.firstStep = performance.now();
-    return { loss: result.losses[0], stepMs: result.stepMilliseconds[0] };
+    return { loss: first.loss, stepMs: first.ms };
   }
 
   Object.defineProperty(window, "onnxtrain", {
@@ -41,7 +63,7 @@
       times.apiDefined = performance.now();
       firstStep = value.ready.then((info) => {
         times.ready = performance.now();
-        return runFirstStep(value).then((step) => ({ info, step }));
+        return runFirstStep().then((first) => ({ info, step: first }));
       });
     },
   });
@@ -67,35 +89,31 @@
       crossOriginIsolated: self.crossOriginIsolated };
   }
 
-  // Train the model folder's artifacts in the worker: `setup` (Python) first, then warmupMs of training in
-  // calls of about 300 ms, then one `train` call of as many steps as fit in budgetMs (at least minSteps, at most
-  // steps); the worker's own per-step times (train step, optimizer step, reset, and the hand-over of the batch).
+  // Train the model folder's artifacts through the library: warmupMs of training first, then as many steps as
+  // fit in budgetMs (at least minSteps, at most steps), each timed on the page's clock.
   async function train(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10, reload = true } = {}) {
-    const { files, batch } = await modelData(dir);
-    const call = api.call;
+    const { files, feeds: feedsFor } = await modelData(dir);
     const t0 = performance.now();
-    if (reload) await call("load", files, { transfer: Object.values(files) });
+    if (reload || !session) await load(files);
     const loadMs = performance.now() - t0;
-    const trainSteps = (n) => call("train", { batches: Array(n).fill(batch) });
+    const feeds = feedsFor(session.trainingInputNames);
     const w0 = performance.now();
-    let result = await trainSteps(1);
-    const firstStepMs = result.stepMilliseconds[0];
-    let pace = firstStepMs;
-    let warmupSteps = 1;
-    const losses = [result.losses[0]];
-    while (performance.now() - w0 < warmupMs) {
-      const n = Math.max(1, Math.min(50, Math.round(300 / Math.max(pace, 0.05))));
-      result = await trainSteps(n);
-      pace = median(result.stepMilliseconds);
-      warmupSteps += n;
-    }
+    const first = await step(feeds);
+    const warm = [first.ms];
+    while (performance.now() - w0 < warmupMs) warm.push((await step(feeds)).ms);
+    const pace = median(warm.slice(Math.floor(warm.length / 2)));
     const count = Math.max(minSteps, Math.min(steps, Math.ceil(budgetMs / Math.max(pace, 0.01))));
-    result = await trainSteps(count);
-    losses.push(result.losses.at(-1));
-    return { times: result.stepMilliseconds, warmupSteps, firstStepMs, loadMs, firstLoss: losses[0], lastLoss: losses[1] };
+    const measured = [];
+    let last = first;
+    for (let i = 0; i < count; i++) {
+      last = await step(feeds);
+      measured.push(last.ms);
+    }
+    return { times: measured, warmupSteps: warm.length, firstStepMs: first.ms, loadMs, firstLoss: first.loss,
+      lastLoss: last.loss };
   }
 
-  // Forward-only in the worker: onnxtrain's runtime (onnxtrain.runtime.Session) on the exported inference model,
+  // Forward-only in the engine: onnxtrain's runtime (onnxtrain.runtime.Session) on the exported inference model,
   // timed in Python (time.perf_counter is performance.now in Pyodide) after warmupMs.
   async function forward(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10 } = {}) {
     const base = new URL(dir, location.href);

@@ -46,7 +46,8 @@ def browser():
 
 
 class Page:
-    """A page of the site with every request recorded, and the worker RPC at hand."""
+    """A page of the site with every request recorded, and the test hooks at hand (window.onnxtrain: the engine's
+    start info, requests to the engine by name, the app's tasks)."""
 
     def __init__(self, context, page, url):
         self.context, self.page, self.url, self.requests = context, page, url, []
@@ -58,14 +59,18 @@ class Page:
         return self.page.evaluate(
             "([t, a]) => window.onnxtrain.call(t, a)", [type_, args or {}])
 
-    def call_bytes(self, type_, args=None) -> bytes:
-        """A worker call that returns an ArrayBuffer, carried over as base64 (quick for megabytes)."""
-        return base64.b64decode(self.page.evaluate("""async ([t, a]) => {
-            const bytes = new Uint8Array(await window.onnxtrain.call(t, a));
+    def task_call(self, flow: str, method: str, *args):
+        """A method of the app's current task (or session) of ``flow`` ("csv", "images", "digits", "own")."""
+        return self.page.evaluate("([f, m, a]) => window.onnxtrain.tasks[f]()[m](...a)", [flow, method, list(args)])
+
+    def task_bytes(self, flow: str, method: str, *args) -> bytes:
+        """A task method that returns bytes, carried over as base64 (quick for megabytes)."""
+        return base64.b64decode(self.page.evaluate("""async ([f, m, a]) => {
+            const bytes = await window.onnxtrain.tasks[f]()[m](...a);
             let text = "";
             for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
             return btoa(text);
-        }""", [type_, args or {}]))
+        }""", [flow, method, list(args)]))
 
     def off_origin(self):
         return [u for u in self.requests if not (u.startswith(self.url) or u.startswith("blob:")

@@ -4,6 +4,7 @@ package npm-installed into a project) in Debian's Chromium; its losses checked a
 a library that trains wrongly and a fabricated browser run that differs at one step and parameter; the usage
 errors; check(); the pytest fixture."""
 import asyncio
+import concurrent.futures
 import json
 import os
 import shutil
@@ -286,7 +287,9 @@ def test_check_from_python_inside_an_event_loop(ort_mlp, monkeypatch):
         return browser_check.check(folder, data, steps=6, batch_size=BATCH, chromium=CHROMIUM, learning_rate=0.01,
                                    params_every=2)
     monkeypatch.setenv("ONNXTRAIN_LIBRARY", str(LIBRARY))
-    report = asyncio.run(in_a_notebook())
+    # the notebook's loop runs in a thread of its own: this one may hold the browser fixture's (Playwright's) loop
+    with concurrent.futures.ThreadPoolExecutor(1) as notebook:
+        report = notebook.submit(asyncio.run, in_a_notebook()).result()
     assert report.info["library"] == str(LIBRARY)
     assert report.ok, report.summary()
     assert "requests off the page's origin" not in report.info

@@ -82,7 +82,7 @@ def test_the_site_holds_no_test_hooks_nor_test_wheels():
     changed = {p.relative_to(build.TEST_SITE).as_posix() for p in build.TEST_SITE.rglob("*") if p.is_file()
                and not ((build.SITE / p.relative_to(build.TEST_SITE)).is_file()
                         and (build.SITE / p.relative_to(build.TEST_SITE)).read_bytes() == p.read_bytes())}
-    hooks = {p.name for p in build.TEST_HOOKS.iterdir()}
+    hooks = {p.relative_to(build.TEST_HOOKS).as_posix() for p in build.TEST_HOOKS.rglob("*") if p.is_file()}
     assert {c for c in changed if not c.startswith("testing/")} == hooks | {"sw.js", "precache.json"}
 
 
@@ -98,13 +98,14 @@ def test_the_production_page_gives_scripts_no_way_to_python(browser):
         assert "onnxtrain" not in hooks and set(hooks) <= {"onnxtrainImages", "onnxtrainDigits", "onnxtrainTabular"}
         # app.js, imported again by a page script, gives nothing (its RPC is module-private)
         assert page.evaluate("async () => Object.keys(await import(new URL('app.js', location.href).href))") == []
-        # a worker of the site's own, as a script could start one: it has no runPython message
-        error = page.evaluate("""() => new Promise((resolve) => {
-            const worker = new Worker(new URL('worker.mjs', location.href), { type: 'module' });
+        # the library's engine, as a script could start one: it has no runPython request
+        error = page.evaluate("""() => new Promise((resolve, reject) => {
+            const worker = new Worker(new URL('onnxtrain/engine.mjs', location.href), { type: 'module' });
             worker.onmessage = (e) => resolve(e.data.error);
-            worker.postMessage({ id: 1, type: 'runPython', code: '1 + 1' });
+            worker.onerror = (e) => reject(new Error(`the engine did not start: ${e.message}`));
+            worker.postMessage({ id: 1, method: 'runPython', handle: null, args: [{ code: '1 + 1' }] });
         })""")
-        assert error == "unknown message type runPython"
+        assert error == "unknown method 'runPython'"
     finally:
         context.close()
         server.shutdown()

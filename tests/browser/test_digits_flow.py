@@ -80,7 +80,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
     page.click("#digit-clear")
     draw(page, CROSS)
     cross = page.evaluate("() => window.onnxtrainDigits.pixels()")
-    before = shown(page, own_page.call("digitsPredict", {"pixels": cross}))
+    before = shown(page, own_page.task_call("digits", "predict", cross))
     page.wait_for_function("(text) => document.getElementById('digit-prediction').textContent === text", arg=before)
 
     line = reload_and_resume(page, "handwriting")
@@ -88,7 +88,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
     page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Restored')")
     assert "X: 3" in page.text_content("#digit-counts")
     assert page.locator("#digit-class option").count() == 11
-    assert shown(page, own_page.call("digitsPredict", {"pixels": cross})) == before
+    assert shown(page, own_page.task_call("digits", "predict", cross)) == before
 
 
 def shown(page, probabilities):

@@ -47,6 +47,10 @@ window.libraryLoaded = true;
 </script>
 """
 
+# What onnxtrain.mjs exports (and the classic script's global holds), sorted
+EXPORTS = ["HandwritingTask", "ImageTask", "LinearLRScheduler", "TabularTask", "Tensor", "TrainingSession",
+           "_engineCall", "describeModel", "env", "generateArtifacts", "start"]
+
 
 # the classic-script build: globalThis.onnxtrain, no module import
 CLASSIC = """<!doctype html><meta charset="utf-8"><title>classic</title>
@@ -141,18 +145,8 @@ def wire(array):
 
 def reference(name, batches):
     """CPython onnxtrain on the same artifacts: the losses and trainable parameters after each step, and the
-    module and its state."""
-    f = oc.files(name)
-    state = api.CheckpointState.load_checkpoint(f["checkpoint"])
-    module = api.Module(f["training"], state, f["eval"])
-    optimizer = api.Optimizer(f["optimizer"], module)
-    losses, params = [], []
-    for batch in batches:
-        losses.append(float(np.asarray(module(*batch)).reshape(-1)[0]))
-        optimizer.step()
-        module.lazy_reset_grad()
-        params.append(module.get_contiguous_parameters(True).copy())
-    return losses, params, module
+    module."""
+    return oc.api_run(oc.files(name), batches)
 
 
 @pytest.fixture(scope="module")
@@ -362,8 +356,7 @@ def test_the_classic_script_build_defines_globalthis_onnxtrain(browser, library_
         np.testing.assert_allclose(loss, expected[0], rtol=1e-6)
         assert raw.evaluate("() => typeof onnxtrain.TrainingSession.create") == "function"
         # every export of the module, and `ort` as the same object where the page had none
-        assert raw.evaluate("() => Object.keys(onnxtrain).sort()") == [
-            "LinearLRScheduler", "Tensor", "TrainingSession", "env", "generateArtifacts"]
+        assert raw.evaluate("() => Object.keys(onnxtrain).sort()") == EXPORTS
         assert raw.evaluate("() => globalThis.ort === globalThis.onnxtrain")
         raw.goto(library_url + SUB + "with-ort.html")
         assert raw.evaluate("() => [ort.mine, typeof onnxtrain.generateArtifacts]") == [True, "function"]
@@ -502,14 +495,7 @@ def test_generate_artifacts_in_the_page_train_like_cpython(page):
     made = {k: base64.b64decode(v) for k, v in got["made"].items()}
     f = {"checkpoint": made["checkpointState"], "training": made["trainModel"], "eval": made["evalModel"],
          "optimizer": made["optimizerModel"]}
-    state = api.CheckpointState.load_checkpoint(f["checkpoint"])
-    module = api.Module(f["training"], state, f["eval"])
-    optimizer = api.Optimizer(f["optimizer"], module)
-    expected = []
-    for batch in batches:
-        expected.append(float(module(*batch)))
-        optimizer.step()
-        module.lazy_reset_grad()
+    expected, _, module = oc.api_run(f, batches)
     print(f"generated in the page: losses {got['losses']}, cpython on the same bytes {expected}")
     np.testing.assert_allclose(got["losses"], expected, rtol=1e-6)
     # the page's artifacts train like onnxruntime-training's own of the same forward model
@@ -729,7 +715,7 @@ def test_linear_lr_scheduler_rates_equal_onnxruntime_training(page):
 def test_the_npm_package_holds_the_library_folder(tmp_path):
     version = build.project_version()
     tgz = build.ROOT / "dist" / f"onnxtrain-{version}.tgz"
-    library = build.TEST_SITE / build.LIBRARY
+    library = build.SITE / build.LIBRARY  # as the site ships it (the test site has a test hook in it)
     assert tgz.is_file(), f"{tgz}: run the tests through `python3 build.py test`"
     with tarfile.open(tgz) as tar:
         members = {m.name: m for m in tar.getmembers()}
@@ -752,7 +738,7 @@ def test_the_npm_package_holds_the_library_folder(tmp_path):
         console.log(JSON.stringify([Object.keys(lib).sort(), require.resolve("onnxtrain/onnxtrain.js")]));"""],
                          cwd=tmp_path, check=True, capture_output=True, text=True)
     names, classic = json.loads(out.stdout)
-    assert names == ["LinearLRScheduler", "Tensor", "TrainingSession", "env", "generateArtifacts"]
+    assert names == EXPORTS
     assert classic == str(tmp_path / "node_modules" / "onnxtrain" / "onnxtrain.js")
 
 

@@ -148,5 +148,5 @@ def test_a_run_resumes_after_a_reload(own_page, tmp_path):
 
 
 def site_parameters(page):
-    return np.frombuffer(bytes(page.page.evaluate(
-        "async () => Array.from(new Uint8Array(await window.onnxtrain.call('parameters', {})))")), np.float32)
+    return np.array(page.page.evaluate(
+        "async () => Array.from((await window.onnxtrain.tasks.own().getContiguousParameters(false)).data)"), np.float32)

@@ -3,7 +3,7 @@ broken; the page starts either way and trains the same."""
 import numpy as np
 
 import ort_cases as oc
-from browser.test_worker import CASE, cpython_run, load_and_train
+from browser.test_app_runtime import CASE, cpython_losses, train_in_page
 
 # Changes the stored snapshot: "key" as if the site had changed since, "heap" scrambles the saved memory.
 SPOIL = """async (what) => {
@@ -47,8 +47,7 @@ def test_a_reload_starts_from_the_snapshot_and_trains_the_same(own_page):
         draws.append(own_page.call("runPython", {"code": DRAW}))
     assert draws[0][0] != draws[1][0] and draws[0][1] != draws[1][1]  # generators reseeded, not replayed
     batches = oc.batches(CASE, 10)
-    result = load_and_train(own_page, batches)
-    np.testing.assert_allclose(result["losses"], cpython_run(batches)[0], rtol=1e-5)
+    np.testing.assert_allclose(train_in_page(own_page.page, batches), cpython_losses(batches), rtol=1e-5)
     assert own_page.call("runPython", {"code": "import numpy as np; float(np.fft.fft(np.ones(4)).real[0])"}) == 4.0
 
 

@@ -136,11 +136,11 @@ def test_a_full_storage_keeps_the_last_saved_epoch_and_the_run_goes_on(browser, 
 def test_without_indexeddb_the_page_trains_downloads_and_says_runs_are_not_saved(browser, site_url, tmp_path, how):
     context = browser.new_context()
     context.add_init_script(NO_INDEXEDDB[how])
-    # the worker's module too: its start falls back from the snapshot path to the plain start
+    # the engine's start module too: it falls back from the snapshot path to the plain start
     def break_worker(route):
         response = route.fetch()
         route.fulfill(response=response, body=NO_INDEXEDDB[how] + "\n" + response.text())
-    context.route("**/worker.mjs", break_worker)
+    context.route("**/onnxtrain/start.mjs", break_worker)
     page = context.new_page()
     wrapped = Page(context, page, site_url)
     try:
@@ -158,7 +158,7 @@ def test_without_indexeddb_the_page_trains_downloads_and_says_runs_are_not_saved
         downloaded_model(page, tmp_path)
         assert wrapped.off_origin() == []
     finally:
-        context.unroute_all(behavior="ignoreErrors")  # a worker.mjs fetch still in the handler must not fail later
+        context.unroute_all(behavior="ignoreErrors")  # a start.mjs fetch still in the handler must not fail later
         context.close()
 
 

@@ -16,6 +16,10 @@ from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.web import tabular
 from test_tabular import wine_csv
 
+# Training stopped (its button enabled again) with a run to resume
+RESUMABLE = ("() => !document.getElementById('csv-train').disabled"
+             " && document.getElementById('csv-train').textContent === 'Resume'")
+
 
 def train_through_ui(page, epochs=15):
     page.select_option("#csv-label", "cultivar")
@@ -52,7 +56,7 @@ def test_csv_file_trains_and_the_download_matches_the_page(site_page, tmp_path):
     num, cat = pre.raw_inputs(table, prep["val_rows"])
     label = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
         ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
-    in_page = site_page.call("tabularPredictValidation")
+    in_page = site_page.task_call("csv", "predictValidation")
     assert [pre.classes[i] for i in label] == in_page
     accuracy = float(np.mean(label == prep["y_val"]))
     baseline = max(np.mean(prep["y_val"] == k) for k in range(len(pre.classes)))
@@ -155,7 +159,7 @@ def test_a_run_is_saved_each_epoch_and_resumes_after_a_reload(own_page):
     page.wait_for_function("() => /epoch ([3-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
                            timeout=120_000)
     page.click("#csv-pause")
-    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
+    page.wait_for_function(RESUMABLE)
     page.reload()
     page.wait_for_selector("#runs:not([hidden])")
     screenshot(page, "#runs", "saved-runs")
@@ -191,14 +195,14 @@ def test_a_batch_too_large_for_memory_is_caught_changes_nothing_and_a_smaller_on
     page.click("#csv-train")
     page.wait_for_selector("#csv-error:not([hidden])", timeout=180_000)
     assert page.text_content("#csv-error") == (
-        "MemoryError: ran out of memory training a batch of 2400 rows: choose a smaller batch size "
+        "ran out of memory training a batch of 2400 rows: choose a smaller batch size "
         "(nothing was changed, training can go on)")
     assert page.text_content("#csv-train") == "Resume"
 
     table = tabular.parse_csv(path.read_bytes())
     prep = tabular.prepare(table, "label", "classification")
     untrained = tabular.mlp_model(prep["preprocessing"].n_features, [250000], 3)
-    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    state = read_checkpoint(own_page.task_bytes("csv", "checkpoint"))
     assert state.properties["epoch"] == 0 and state.optimizer_groups[0].step == 0
     for tensor in untrained.graph.initializers:
         np.testing.assert_array_equal(state.trainable[tensor.name], tensor.data, err_msg=tensor.name)
@@ -207,9 +211,9 @@ def test_a_batch_too_large_for_memory_is_caught_changes_nothing_and_a_smaller_on
     page.click("#csv-train")
     page.wait_for_function("() => document.getElementById('csv-progress').value > 0", timeout=60_000)
     page.click("#csv-pause")
-    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'", timeout=60_000)
+    page.wait_for_function(RESUMABLE, timeout=60_000)
     assert page.is_hidden("#csv-error")
-    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    state = read_checkpoint(own_page.task_bytes("csv", "checkpoint"))
     assert state.optimizer_groups[0].step >= 1
     trained = state.trainable["fc1.weight"]
     assert np.isfinite(trained).all() and not np.array_equal(trained, untrained.graph.initializers[0].data)
@@ -276,7 +280,7 @@ def test_the_best_epoch_is_kept_training_stops_early_and_a_resumed_run_knows_it(
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
     assert page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
     assert "s left" not in page.text_content("#csv-metrics")
-    state = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    state = read_checkpoint(own_page.task_bytes("csv", "checkpoint"))
     assert json.loads(state.properties["onnxtrain.best"])["best_epoch"] == best
 
 
@@ -299,7 +303,7 @@ def test_a_paused_run_resumed_after_a_reload_still_ends_at_its_best_epoch(own_pa
     line = reload_and_resume(page, "noisy.csv")
     epoch = int(line.split("epoch ")[1].split("/")[0])
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.startsWith('Restored')")
-    tracker = json.loads(read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"})).properties["onnxtrain.best"])
+    tracker = json.loads(read_checkpoint(own_page.task_bytes("csv", "checkpoint")).properties["onnxtrain.best"])
     best, best_loss = tracker["best_epoch"], tracker["best_loss"]
     assert best < epoch and page.get_attribute("#csv-chart", "data-best-epoch") == str(best)
     page.fill("#csv-epochs", str(epoch + 1))
@@ -342,11 +346,11 @@ def test_a_non_finite_step_is_undone_reported_and_the_run_resumes_with_a_lower_r
     page.wait_for_function("() => /epoch ([2-9]|\\d\\d+)\\/400/.test(document.getElementById('csv-metrics').textContent)",
                            timeout=120_000)
     page.click("#csv-pause")
-    page.wait_for_function("() => document.getElementById('csv-train').textContent === 'Resume'")
+    page.wait_for_function(RESUMABLE)
     page.wait_for_function("() => document.getElementById('csv-metrics').textContent.endsWith('paused')")
     assert "s left" not in page.text_content("#csv-metrics")
     [saved] = page.evaluate(SAVED_RUNS)
-    before = own_page.call_bytes("runCheckpoint", {"flow": "csv"})
+    before = own_page.task_bytes("csv", "checkpoint")
 
     page.fill("#csv-lr", "1e38")
     page.click("#csv-train")
@@ -354,7 +358,7 @@ def test_a_non_finite_step_is_undone_reported_and_the_run_resumes_with_a_lower_r
     error = page.text_content("#csv-error")
     assert "was undone" in error and "not finite" in error and "try a learning rate lower than the current 1e+38" in error
     assert page.text_content("#csv-train") == "Resume" and "s left" not in page.text_content("#csv-metrics")
-    after = read_checkpoint(own_page.call_bytes("runCheckpoint", {"flow": "csv"}))
+    after = read_checkpoint(own_page.task_bytes("csv", "checkpoint"))
     for name, array in read_checkpoint(before).trainable.items():
         np.testing.assert_array_equal(after.trainable[name], array, err_msg=name)
     assert page.evaluate(SAVED_RUNS) == [saved]  # the saved run is the last good epoch's

@@ -2,7 +2,8 @@
 // (onnxtrain.web.sessions).  Everything loads from this folder, relative to this file, so the folder works at any
 // path of any static host.  One request shape for everything: {id, method, handle, args}; the reply is
 // {id, ok: true, result} or {id, ok: false, error}.  A failed request leaves its session as it was.
-import { startPython } from "./start.mjs";
+import { registerHooks } from "./engine_hooks.mjs";
+import { snapshotSaved, startPython } from "./start.mjs";
 
 let py = null;
 let bridge = null;
@@ -15,7 +16,8 @@ async function start() {
   bridge = py.pyimport("onnxtrain.web.bridge");
   registry = py.pyimport("onnxtrain.web.sessions").Registry();
   return { kernels: started.kernels, start: started.start, timings: started.timings,
-    numpy: py.runPython("import numpy; numpy.__version__"), milliseconds: started.timings.kernels };
+    numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
+    milliseconds: started.timings.kernels };
 }
 const ready = start();
 ready.catch(() => {});
@@ -75,6 +77,10 @@ function messageOf(err) {
   return at < 0 ? text : text.slice(at + err.type.length + 3).trim();
 }
 
+// Requests that the engine answers itself: none in the library; the test site's engine_hooks.mjs adds its own.
+const hooks = {};
+registerHooks(hooks, { python: () => py, snapshotSaved });
+
 self.onmessage = async (event) => {
   const { id, method, handle = null, args = [] } = event.data;
   const made = [];
@@ -82,7 +88,9 @@ self.onmessage = async (event) => {
   try {
     const info = await ready;
     let result = info;
-    if (method !== "ready") {
+    if (hooks[method]) {
+      result = await hooks[method](...args);
+    } else if (method !== "ready") {
       list = py.toPy(toPython(args, made));
       const transfer = [];
       result = fromPython(registry.call(method, handle, list), transfer);

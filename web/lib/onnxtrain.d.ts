@@ -87,10 +87,36 @@ export class TrainingSession {
    * (an AbortError DOMException unless abort() was given a reason) after the current chunk, and the session
    * stays at its last whole step. While it runs, every other call on the session rejects with an Error. After
    * any failure the session goes on working, and train() may be called again. */
-  train(dataset: Dataset, options?: TrainOptions): Promise<TrainSummary>;
+  train(dataset: Dataset, options?: SessionTrainOptions): Promise<TrainSummary>;
+
+  /** A data file for train(): a .npz with one array per training input (named like them), or a CSV of numbers for
+   * a model whose training inputs are features and labels (the label column named like the labels input, else the
+   * last). validationRows: the rows train({validation}) holds out for that fraction. */
+  readDataset(file: URIorBuffer, fileName?: string, validation?: number):
+    Promise<{ dataset: Dataset; rows: number; validationRows: number;
+      inputs: Record<string, [number[], string]> }>;
+
+  /** The four artifacts with the run's state as the checkpoint, and a README, as a .zip. */
+  artifactsZip(): Promise<Uint8Array>;
 
   /** Frees the session in the worker; later calls on it reject. */
   release(): Promise<void>;
+}
+
+export interface SessionTrainOptions extends TrainOptions {
+  /** Default 0: the shuffling and the validation split. */
+  seed?: number;
+  /** Default true: a new order of the rows each epoch, drawn from `seed`. */
+  shuffle?: boolean;
+  /** A fraction in [0, 1) of the dataset's rows held out (seeded), or a dataset of its own. */
+  validation?: number | Dataset;
+  /** true: the run the last train() left (paused, aborted or done) goes on, on the same dataset, to `epochs` in
+   * all. */
+  resume?: boolean;
+  /** An epoch's checkpoint (a record's `checkpoint`): its run goes on from there, on the same dataset. */
+  resumeFrom?: URIorBuffer;
+  /** That run's best epoch (a record's `bestCheckpoint`), so keepBest can put it back at the end. */
+  resumeBest?: URIorBuffer;
 }
 
 /** Each training input's rows along dim 0: input name -> Tensor (this library's, onnxruntime-web's, or any
@@ -109,19 +135,18 @@ export interface TrainOptions {
   schedule?: "constant" | "linear";
   /** A fraction in [0, 1) of the run's steps; default 0. */
   warmup?: number;
-  /** Default true: a new order of the rows each epoch, drawn from `seed`. */
-  shuffle?: boolean;
-  /** Default 0: the shuffling and the validation split. */
-  seed?: number;
-  /** A fraction in [0, 1) of the dataset's rows held out (seeded), or a dataset of its own. */
-  validation?: number | Dataset;
   /** Default true: with a validation loss, a finished run ends with the best epoch's parameters. */
   keepBest?: boolean;
   /** Stop after this many epochs without a lower validation loss; default 0, never. */
   patience?: number;
   /** Default true: a step with a non-finite loss or update is undone and the run fails with an Error. */
   checkFinite?: boolean;
+  /** true: each epoch's last record carries `checkpoint` (and `bestCheckpoint` when it is the best so far), and
+   * the summary of a finished run the checkpoint it ends with. */
+  checkpoints?: boolean;
   onProgress?: (record: TrainProgress) => void;
+  /** Called once the run has begun. */
+  onStart?: (info: { rows: number; stepsPerEpoch: number; epochs: number | null; epoch: number }) => void;
   signal?: AbortSignal;
 }
 
@@ -163,6 +188,9 @@ export interface TrainProgress {
   validationLoss?: number | null;
   metrics?: Record<string, number>;
   best?: BestEpoch & { improved: boolean };
+  /** With the checkpoints option: the run's checkpoint at this epoch's end, and the best epoch's when it is this. */
+  checkpoint?: Uint8Array;
+  bestCheckpoint?: Uint8Array;
 }
 
 export interface TrainSummary {
@@ -175,6 +203,10 @@ export interface TrainSummary {
   /** restored: the best epoch's parameters were put back (keepBest). */
   best: BestEpoch & { restored: boolean };
   history: EpochRecord[];
+  /** With the checkpoints option: the checkpoint the run ends with. */
+  checkpoint?: Uint8Array;
+  /** A task's: its evaluate() at the end (after the best epoch's parameters are back). */
+  metrics?: Record<string, unknown>;
 }
 
 /** Beyond onnxruntime-web: onnxruntime-training's LinearLRScheduler on a session's optimizer, linear warm-up from
@@ -214,6 +246,74 @@ export interface TrainingArtifacts {
  * TrainingSession.create; an unknown parameter name or loss rejects with an Error that says so. */
 export function generateArtifacts(forwardModel: URIorBuffer, options?: GenerateArtifactsOptions):
   Promise<TrainingArtifacts>;
+
+/** Starts the engine now (it also starts with the first session or task); what it runs. */
+export function start(): Promise<{ numpy: string; python: string; kernels: string | null;
+  start: "restored" | "made" | "plain"; timings: Record<string, number>; milliseconds: number }>;
+
+/** A forward model's inputs, outputs and parameters (initializers), the ops it has without a gradient rule, and a
+ * line that says how to call it. */
+export function describeModel(model: URIorBuffer): Promise<{
+  inputs: { name: string; shape: (number | string)[] | null }[];
+  outputs: { name: string; shape: (number | string)[] | null }[];
+  parameters: { name: string; shape: number[]; count: number; float: boolean }[];
+  ops_without_gradient: string[]; signature: string | null }>;
+
+/** A whole training flow held in the engine: its data, model and run. train() is the sessions' epoch loop over
+ * the task's own data (each epoch's metrics are the task's evaluate()), to `epochs` in all: a paused run goes on. */
+declare class Task {
+  train(options?: TrainOptions): Promise<TrainSummary>;
+  /** The run's checkpoint (parameters, optimizer state, epoch, the task's settings). */
+  checkpoint(): Promise<Uint8Array>;
+  /** Continue a run from a checkpoint of it (and its best epoch's); resolves to its epoch. */
+  restore(checkpoint: URIorBuffer, best?: URIorBuffer | null): Promise<number>;
+  artifactsZip(): Promise<Uint8Array>;
+  /** One ONNX model with the preprocessing inside, for onnxruntime and onnxruntime-web. */
+  exportModel(): Promise<Uint8Array>;
+  /** How to call the exported model, in a line. */
+  signature(): Promise<string>;
+  release(): Promise<void>;
+}
+
+/** A CSV table: the label column predicted from the others (classification or regression). */
+export class TabularTask extends Task {
+  static create(csv: URIorBuffer, fileName?: string): Promise<TabularTask>;
+  describe(): Promise<Record<string, unknown>>;
+  detectTask(label: string): Promise<"classification" | "regression">;
+  setup(settings: { label: string; task: "classification" | "regression"; hidden: number[] | string;
+    validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<Record<string, unknown>>;
+  evaluate(): Promise<Record<string, unknown>>;
+  predictValidation(): Promise<(string | number)[]>;
+  predictCsv(csv: URIorBuffer, page?: { offset?: number; limit?: number }): Promise<Record<string, unknown>>;
+}
+
+/** Images in classes: a small CNN on size x size RGBA images. */
+export class ImageTask extends Task {
+  static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
+    classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<ImageTask>;
+  /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped. */
+  static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number): Promise<{
+    pixels: Uint8Array; count: number; size: number; labels: number[]; classes: string[]; skipped: string[] }>;
+  info(): Promise<Record<string, unknown>>;
+  evaluate(): Promise<Record<string, unknown>>;
+  /** Class probabilities for one RGBA image of the task's size. */
+  predict(pixels: URIorBuffer): Promise<number[]>;
+}
+
+/** A pretrained classifier of 8x8 drawings (values 0..16), fine-tuned on the user's examples and classes. */
+export class HandwritingTask extends Task {
+  static create(model: URIorBuffer, replay?: URIorBuffer | null): Promise<HandwritingTask>;
+  static fromSnapshot(snapshot: URIorBuffer, replay?: URIorBuffer | null): Promise<HandwritingTask>;
+  classes(): Promise<string[]>;
+  predict(pixels: ArrayLike<number>): Promise<number[]>;
+  addClass(name: string): Promise<number>;
+  addExample(pixels: ArrayLike<number>, label: number): Promise<Record<string, number>>;
+  counts(): Promise<Record<string, number>>;
+  snapshot(): Promise<Uint8Array>;
+  fineTune(options?: { headOnly?: boolean; epochs?: number; batchSize?: number; learningRate?: number;
+    onProgress?: (record: TrainProgress) => void; signal?: AbortSignal }):
+    Promise<TrainSummary & { examples: number }>;
+}
 
 /** onnxruntime-web's env: settings onnxtrain does not need are accepted and ignored. */
 export const env: {

@@ -146,6 +146,40 @@ function abortReason(signal) {
   return signal.reason ?? new DOMException("train() was aborted", "AbortError");
 }
 
+function checkTrainCallbacks(onProgress, signal, onStart) {
+  for (const [name, callback] of [["onProgress", onProgress], ["onStart", onStart]]) {
+    if (callback !== undefined && typeof callback !== "function") {
+      throw new TypeError(`train's ${name} must be a function`);
+    }
+  }
+  if (signal !== undefined && (typeof signal !== "object" || typeof signal?.aborted !== "boolean")) {
+    throw new TypeError("train's signal must be an AbortSignal");
+  }
+  if (signal?.aborted) throw abortReason(signal);
+}
+
+// train() of a session or a task: the epoch loop runs in the engine (onnxtrain.train.Trainer), a chunk of whole
+// steps per request.  Between chunks it calls onProgress(record) for each step and checks signal: an aborted
+// signal rejects with signal.reason (an AbortError unless abort() was given one) and leaves the session at its
+// last whole step.  Other calls on the session are rejected while train() runs.  The session stays usable after
+// any failure.  onStart(info) is called once the run has begun: {rows, stepsPerEpoch, epochs, epoch}.
+async function trainLoop(call, beginArgs, onProgress, signal, onStart) {
+  const started = await call("train_begin", ...beginArgs);
+  onStart?.(started);
+  try {
+    for (;;) {
+      const { records, done } = await call("train_continue", TRAIN_CHUNK_MS);
+      if (onProgress) records.forEach((record) => onProgress(record));
+      if (done) break;
+      if (signal?.aborted) throw abortReason(signal);
+    }
+  } catch (err) {
+    await call("train_end", false).catch(() => {});
+    throw err;
+  }
+  return call("train_end", true);
+}
+
 class TrainingSession {
   constructor(engine_, info) {
     this._engine = engine_;
@@ -215,37 +249,35 @@ class TrainingSession {
 
   async getLearningRate() { return this._call("get_learning_rate"); }
 
-  // The epoch loop, in the engine (onnxtrain.train.Trainer), a chunk of whole steps per request.  Between chunks
-  // it calls onProgress(record) for each step and checks signal: an aborted signal rejects with signal.reason (an
-  // AbortError unless abort() was given one) and leaves the session at its last whole step.  Other calls on the
-  // session are rejected while train() runs.  The session stays usable after any failure.
+  // The epoch loop (trainLoop) over a dataset (input name -> Tensor).  Beyond the Trainer's options: checkpoints
+  // (each epoch's last record carries its checkpoint), resume (true: the run the last train() left, paused or
+  // done, goes on, to `epochs` in all, on the same dataset), resumeFrom (an epoch's checkpoint: its run goes on
+  // there) and resumeBest (that run's bestCheckpoint).
   async train(dataset, options = {}) {
-    const { onProgress, signal, validation, ...rest } = options ?? {};
-    if (onProgress !== undefined && typeof onProgress !== "function") {
-      throw new TypeError("train's onProgress must be a function");
-    }
-    if (signal !== undefined && (typeof signal !== "object" || typeof signal?.aborted !== "boolean")) {
-      throw new TypeError("train's signal must be an AbortSignal");
-    }
-    if (signal?.aborted) throw abortReason(signal);
+    const { onProgress, onStart, signal, validation, ...rest } = options ?? {};
+    checkTrainCallbacks(onProgress, signal, onStart);
     const settings = optionsOf(rest, "train");
     if (validation !== undefined && validation !== null) {
       settings.validation = typeof validation === "number" ? validation : feedsOf(validation, "validation input");
     }
-    await this._call("train_begin", feedsOf(dataset, "dataset input"), settings);
-    try {
-      for (;;) {
-        const { records, done } = await this._call("train_continue", TRAIN_CHUNK_MS);
-        if (onProgress) records.forEach((record) => onProgress(record));
-        if (done) break;
-        if (signal?.aborted) throw abortReason(signal);
-      }
-    } catch (err) {
-      await this._call("train_end", false).catch(() => {});
-      throw err;
+    for (const key of ["resumeFrom", "resumeBest"]) {
+      if (settings[key] !== undefined) settings[key] = await bytesOf(settings[key], key);
     }
-    return this._call("train_end", true);
+    return trainLoop((method, ...args) => this._call(method, ...args), [feedsOf(dataset, "dataset input"), settings],
+      onProgress, signal, onStart);
   }
+
+  // A data file for train(): a .npz with one array per training input, or a CSV of numbers for a model whose
+  // training inputs are features and labels.  {dataset: input name -> Tensor, rows, validationRows (the rows
+  // train({validation}) holds out), inputs: name -> [dims, type]}.
+  async readDataset(file, fileName = "data.npz", validation = 0) {
+    const out = await this._call("read_dataset", await bytesOf(file, "the data file"), String(fileName),
+      Number(validation));
+    return { ...out, dataset: tensorsOf(out.dataset) };
+  }
+
+  // The artifacts with the run's state as their checkpoint, as a .zip, to go on elsewhere.
+  async artifactsZip() { return this._call("artifacts_zip"); }
 
   async release() { await this._call("release"); }
 }
@@ -281,4 +313,167 @@ async function generateArtifacts(forwardModel, options = {}) {
     checkpointState: made.checkpointState };
 }
 
-export { LinearLRScheduler, Tensor, TrainingSession, env, generateArtifacts };
+// Start the engine now rather than with the first session or task: resolves to what it runs (numpy's and
+// Python's versions, the SIMD kernels in use or null, how Python started: "restored" from this browser's memory
+// snapshot, "made" one, or "plain"; timings in ms).
+async function start() { return connect().ready; }
+
+// One request to the engine by its method name (internal: the test site's hooks send their own requests with it).
+function _engineCall(method, ...args) { return connect().call(method, null, args); }
+
+// A forward model's inputs, outputs, parameters (initializers) and the ops it has without a gradient rule, and a
+// line that says how to call it (signature), to pick requiresGrad for generateArtifacts.
+async function describeModel(model) {
+  const connection = connect();
+  const bytes = await bytesOf(model, "the model");
+  await connection.ready;
+  return connection.call("describe_model", null, [bytes]);
+}
+
+// ---- Tasks: whole training flows (a CSV table, a folder of images, handwriting) held in the engine ------------
+// Each task owns its data, model and run; train() is the sessions' loop over the task's own data, with each
+// epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
+class Task {
+  constructor(connection, handle) {
+    this._engine = connection;
+    this._handle = handle;
+  }
+
+  static async _make(kind, args) {
+    const connection = connect();
+    await connection.ready;
+    const { handle } = await connection.call("create_task", null, [kind, args]);
+    return new this(connection, handle);
+  }
+
+  _call(method, ...args) { return this._engine.call(method, this._handle, args); }
+
+  // Train up to `epochs` epochs in all (a paused run goes on): {epochs, batchSize, learningRate, schedule,
+  // warmup, keepBest, patience, checkFinite, checkpoints, onProgress, signal}; see trainLoop.
+  async train(options = {}) {
+    const { onProgress, onStart, signal, ...rest } = options ?? {};
+    checkTrainCallbacks(onProgress, signal, onStart);
+    return trainLoop((method, ...args) => this._call(method, ...args), [optionsOf(rest, "train")], onProgress, signal,
+      onStart);
+  }
+
+  async checkpoint() { return this._call("checkpoint"); }
+
+  // Continue a run from its checkpoint (and the best epoch's, from a record's bestCheckpoint); its epoch.
+  async restore(checkpoint, best = null) {
+    return this._call("restore", await bytesOf(checkpoint, "the checkpoint"),
+      await bytesOf(best, "the best checkpoint"));
+  }
+
+  // The training artifacts with the run's current state as checkpoint, as a .zip, to go on elsewhere.
+  async artifactsZip() { return this._call("artifacts_zip"); }
+
+  async exportModel() { return this._call("export_model"); }
+
+  async signature() { return this._call("signature"); }
+
+  async release() { await this._call("release"); }
+}
+
+// A CSV table: the label column predicted from the others, with the preprocessing in the exported model.
+class TabularTask extends Task {
+  static async create(csv, fileName = "data.csv") {
+    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(fileName)]);
+  }
+
+  async describe() { return this._call("describe"); }
+
+  async detectTask(label) { return this._call("detect_task", String(label)); }
+
+  async setup({ label, task, hidden, validation = 0.2, seed = 0, optimizer = "AdamW" } = {}) {
+    return this._call("setup", String(label), task, hidden, validation, seed, optimizer);
+  }
+
+  async evaluate() { return this._call("evaluate"); }
+
+  async predictValidation() { return this._call("predict_validation"); }
+
+  // The exported model's predictions for another CSV with the same columns, `limit` rows from `offset`.
+  async predictCsv(csv, { offset = 0, limit = 100 } = {}) {
+    return this._call("predict_csv", await bytesOf(csv, "the CSV file"), offset, limit);
+  }
+}
+
+// Images in classes: a small CNN on size x size RGBA pixels, the resize and scaling in the exported model.
+class ImageTask extends Task {
+  // pixels: RGBA bytes of `count` images of size x size (decodeImages gives them), labels: class index per image.
+  static async create({ pixels, count, size, labels, classes, validation = 0.2, seed = 0, optimizer = "AdamW" }) {
+    return this._make("images", [await bytesOf(pixels, "the pixels"), [count, size], Array.from(labels, Number),
+      Array.from(classes, String), validation, seed, optimizer]);
+  }
+
+  // Files ({path, bytes}) decoded and resized to size x size RGBA, each labelled by its folder; files that are not
+  // images are skipped and listed.  {pixels, count, size, labels, classes, skipped}
+  static async decodeImages(files, size) {
+    const canvas = new OffscreenCanvas(size, size);
+    const context = canvas.getContext("2d", { willReadFrequently: true });
+    const pixels = [];
+    const names = [];
+    const skipped = [];
+    for (const file of files) {
+      const parts = file.path.split("/").filter(Boolean);
+      let bitmap;
+      try {
+        bitmap = await createImageBitmap(new Blob([file.bytes]));
+      } catch {
+        skipped.push(file.path);
+        continue;
+      }
+      context.clearRect(0, 0, size, size);
+      context.drawImage(bitmap, 0, 0, size, size);
+      bitmap.close();
+      pixels.push(context.getImageData(0, 0, size, size).data);
+      names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
+    }
+    const classes = [...new Set(names)].sort();
+    const all = new Uint8Array(pixels.length * size * size * 4);
+    pixels.forEach((p, i) => all.set(p, i * size * size * 4));
+    return { pixels: all, count: pixels.length, size, labels: names.map((n) => classes.indexOf(n)), classes, skipped };
+  }
+
+  async info() { return this._call("info"); }
+
+  async evaluate() { return this._call("evaluate"); }
+
+  // Class probabilities for one RGBA image of the task's size.
+  async predict(pixels) { return this._call("predict", await bytesOf(pixels, "the image")); }
+}
+
+// A pretrained classifier of 8x8 drawings, fine-tuned on the user's own examples (and classes).
+class HandwritingTask extends Task {
+  static async create(model, replay = null) {
+    return this._make("handwriting", [await bytesOf(model, "the model"), await bytesOf(replay, "the replay data")]);
+  }
+
+  static async fromSnapshot(snapshot, replay = null) {
+    return this._make("handwriting_snapshot", [await bytesOf(snapshot, "the snapshot"),
+      await bytesOf(replay, "the replay data")]);
+  }
+
+  async classes() { return this._call("classes"); }
+
+  async predict(pixels) { return this._call("predict", Array.from(pixels, Number)); }
+
+  async addClass(name) { return this._call("add_class", String(name)); }
+
+  async addExample(pixels, label) { return this._call("add_example", Array.from(pixels, Number), Number(label)); }
+
+  async counts() { return this._call("counts"); }
+
+  async snapshot() { return this._call("snapshot"); }
+
+  // Fine-tune the head (or the whole model) on the examples: train() between the start and the finish.
+  async fineTune({ headOnly = true, epochs = 20, batchSize = 32, learningRate = 0.01, onProgress, signal } = {}) {
+    await this._call("start_fine_tune", Boolean(headOnly));
+    const summary = await this.train({ epochs, batchSize, learningRate, keepBest: false, onProgress, signal });
+    return { ...summary, ...(await this._call("finish_fine_tune")) };
+  }
+}
+
+export { HandwritingTask, ImageTask, LinearLRScheduler, TabularTask, Tensor, TrainingSession, _engineCall,
+  describeModel, env, generateArtifacts, start };

@@ -10,6 +10,22 @@ import numpy as np
 PROPERTY = "onnxtrain.best"
 
 
+def corrupt(name: str):
+    """The error for a checkpoint property ``name`` that is not what onnxtrain wrote: bad(why) -> ValueError."""
+    return lambda why: ValueError(f"the checkpoint's property '{name}' is corrupt: {why}")
+
+
+def json_property(text, name: str) -> dict:
+    """The JSON object a checkpoint property holds; ValueError naming the property when it holds none."""
+    try:
+        fields = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        fields = None
+    if not isinstance(fields, dict):
+        raise corrupt(name)(f"expected a JSON object, got {str(text)[:80]!r}")
+    return fields
+
+
 def _patience(value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or \
             (isinstance(value, float) and not value.is_integer()) or value < 0:
@@ -97,14 +113,8 @@ class BestEpoch:
     def from_property(cls, text) -> "BestEpoch":
         """A tracker (without kept parameters) from ``to_property``'s text; ValueError naming the property and
         the field when it is not one."""
-        def bad(why):
-            return ValueError(f"the checkpoint's property '{PROPERTY}' is corrupt: {why}")
-        try:
-            fields = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            fields = None
-        if not isinstance(fields, dict):
-            raise bad(f"expected a JSON object, got {str(text)[:80]!r}")
+        bad = corrupt(PROPERTY)
+        fields = json_property(text, PROPERTY)
 
         def count(key, allow_none):
             value = fields.get(key)

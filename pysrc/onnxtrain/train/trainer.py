@@ -17,7 +17,7 @@ from ..api.lr_scheduler import linear_factor
 from ..api.optimizer import check_learning_rate
 from ..checkpoint import write_checkpoint
 from . import data as checks
-from .best import PROPERTY as BEST_PROPERTY, BestEpoch
+from .best import PROPERTY as BEST_PROPERTY, BestEpoch, corrupt, json_property
 from .guard import StepGuard, check_finite_state
 
 #: Checkpoint property with where the run is: steps done, the position in the epoch and the shuffling state.
@@ -55,13 +55,17 @@ def _epochs(value):
     return int(value)
 
 
+def held_out(n: int, fraction: float) -> int:
+    """How many of ``n`` rows ``split`` holds out: none when there are fewer than 10, and always at least one row
+    left to train on."""
+    return min(int(round(n * checks.fraction(fraction))), n - 1) if n >= 10 else 0
+
+
 def split(arrays: list, fraction: float, seed: int) -> tuple:
-    """(training arrays, validation arrays or None): a seeded ``fraction`` of the rows held out, none when there
-    are fewer than 10 rows, and always at least one row left to train on."""
-    fraction = checks.fraction(fraction)
+    """(training arrays, validation arrays or None): a seeded ``fraction`` of the rows held out (``held_out``)."""
     n = len(arrays[0])
+    n_val = held_out(n, fraction)
     order = np.random.default_rng(seed).permutation(n)
-    n_val = min(int(round(n * fraction)), n - 1) if n >= 10 else 0
     val, train = order[:n_val], order[n_val:]
     return [a[train] for a in arrays], ([a[val] for a in arrays] if n_val else None)
 
@@ -356,14 +360,8 @@ class Trainer:
         if text is None:
             return {"steps": epoch * self.steps_per_epoch, "position": 0, "shuffle": None}
 
-        def bad(why):
-            return ValueError(f"the checkpoint's property '{PROPERTY}' is corrupt: {why}")
-        try:
-            fields = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            fields = None
-        if not isinstance(fields, dict):
-            raise bad(f"expected a JSON object, got {str(text)[:80]!r}")
+        bad = corrupt(PROPERTY)
+        fields = json_property(text, PROPERTY)
         for key in ("steps", "position"):
             value = fields.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

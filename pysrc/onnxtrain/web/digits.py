@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..tasks import handwriting
-from ..tasks.handwriting import pretrain  # noqa: F401  (build.py)
 from .bridge import _buffer, _bytes
 from .tabular import training_run
 

@@ -18,8 +18,9 @@ from ..ir import ort_names
 from ..tasks.tabular import csv_inputs
 from ..train import Trainer, data as checks
 from ..train.npz import load_npz
+from ..train.trainer import held_out
 from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
-from .task_sessions import TaskSession
+from .task_sessions import COMMON, TASK_METHODS, TaskSession
 from .train_loop import TRAIN_OPTIONS, TrainLoop
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
@@ -233,10 +234,15 @@ class Session:
         return float(optimizer.get_learning_rate())
 
 
-    def read_dataset(self, data, name: str = "data.npz") -> dict:
+    def artifacts_zip(self) -> bytes:
+        """The artifacts with the run's state as their checkpoint, as a .zip (bridge.TrainingSession's)."""
+        return self.run.artifacts_zip()
+
+    def read_dataset(self, data, name: str = "data.npz", validation: float = 0.0) -> dict:
         """A data file for train(): a .npz with one array per training input (named like them) or, for a model
         whose training inputs are features and labels, a CSV of numbers.  {"dataset": input name -> tensor,
-        "rows", "inputs": input name -> [dims, type]}; checked against the training model's inputs."""
+        "rows", "validationRows" (those train() holds out for the ``validation`` fraction), "inputs": input name
+        -> [dims, type]}; checked against the training model's inputs."""
         names = list(self.train_inputs)
         data = _bytes(data)
         if str(name).lower().endswith(".csv"):
@@ -246,6 +252,7 @@ class Session:
         checked = _check_dataset("data file", arrays, self.train_inputs)
         rows = checks.rows(names, list(checked.values()), "data file")
         return {"dataset": {n: tensor(a) for n, a in checked.items()}, "rows": rows,
+                "validationRows": held_out(rows, validation),
                 "inputs": {n: [list(a.shape), TYPES.get(a.dtype, a.dtype.name)] for n, a in checked.items()}}
 
     # ---- train(): the epoch loop, driven chunk by chunk ------------------------------------------------------
@@ -253,17 +260,20 @@ class Session:
     def train_begin(self, dataset, options=None) -> dict:
         """Start a run of onnxtrain.train.Trainer over ``dataset`` (input name -> array); ``options`` as
         TRAIN_OPTIONS names them, plus ``checkpoints`` (each epoch's checkpoint in its last record) and
-        ``resumeFrom`` (such a checkpoint: the run goes on where it was).  Nothing changes when the data or an
-        option is wrong."""
+        ``resumeFrom`` (such a checkpoint: the run goes on where it was; ``resumeBest``: its best epoch's).
+        Nothing changes when the data or an option is wrong."""
         if self.loop is not None:
             raise RuntimeError("this session is already training: wait for train() to end, or abort it")
         options = dict(_buffer(options) or {})
         checkpoints, resume = bool(options.pop("checkpoints", False)), options.pop("resumeFrom", None)
+        resume_best, going_on = options.pop("resumeBest", None), bool(options.pop("resume", False))
         unknown = sorted(set(options) - set(TRAIN_OPTIONS))
         if unknown:
             raise ValueError(f"train has no option {unknown[0]!r}; the options are "
-                             f"{sorted([*TRAIN_OPTIONS, 'checkpoints', 'resumeFrom'])}")
+                             f"{sorted([*TRAIN_OPTIONS, 'checkpoints', 'resume', 'resumeBest', 'resumeFrom'])}")
         kwargs = {TRAIN_OPTIONS[k]: v for k, v in options.items()}
+        if going_on:
+            return self._go_on(dataset, kwargs, checkpoints)
         validation = kwargs.get("validation")
         if isinstance(validation, bool) or (validation is not None and not isinstance(validation, (int, float))
                                             and not isinstance(_buffer(validation), dict)):
@@ -275,7 +285,29 @@ class Session:
         self._optimizer()
         trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
         if resume is not None:
-            trainer.restore(_bytes(resume))
+            trainer.restore(_bytes(resume), None if resume_best is None else _bytes(resume_best))
+        return self._start(trainer, checkpoints)
+
+    def _go_on(self, dataset, settings: dict, checkpoints: bool) -> dict:
+        """train(..., {resume: true}): the run the last train() left (paused, aborted or finished) goes on, on the
+        same data, to ``epochs`` in all; only the settings that do not change the data may change."""
+        trainer = self.run.trainer
+        if trainer.train_data is None:
+            raise ValueError("there is no run to resume: the session has not trained with train() yet")
+        fixed = sorted(set(settings) & {"validation", "seed"})
+        if fixed:
+            raise ValueError(f"a resumed run keeps its data: the option {fixed[0]!r} cannot change")
+        data = list(_check_dataset("training data", dataset, self.train_inputs).values())
+        held = 0 if trainer.validation_data is None else len(trainer.validation_data[0])
+        if len(data[0]) != trainer.rows + held or any(a.shape[1:] != b.shape[1:]
+                                                      for a, b in zip(data, trainer.train_data)):
+            raise ValueError(f"a resumed run keeps its data: this dataset of {len(data[0])} rows is not the one of "
+                             f"{trainer.rows + held} rows the run trains on")
+        trainer.configure(**settings)
+        return self._start(trainer, checkpoints)
+
+    def _start(self, trainer: Trainer, checkpoints: bool) -> dict:
+        self.run.trainer = trainer  # the session's run now: its checkpoints and artifacts_zip tell its epoch
         self.module.train()
         self.loop = TrainLoop(trainer, trainer.checkpoint if checkpoints else None)
         return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
@@ -301,7 +333,8 @@ TRAINING_METHODS = {"train_continue", "train_end"}
 METHODS = {"run_train_step", "run_eval_step", "run_optimizer_step", "lazy_reset_grad", "get_parameters_size",
            "get_contiguous_parameters", "load_parameters_buffer", "export_model_for_inferencing", "save_checkpoint",
            "load_checkpoint", "get_properties", "set_property", "set_learning_rate", "get_learning_rate",
-           "create_lr_scheduler", "lr_scheduler_step", "read_dataset", "train_begin", *TRAINING_METHODS}
+           "create_lr_scheduler", "lr_scheduler_step", "read_dataset", "artifacts_zip", "train_begin",
+           *TRAINING_METHODS}
 
 
 class Registry:
@@ -326,6 +359,8 @@ class Registry:
             return {"handle": self._add(TaskSession(*args))}
         if method in FUNCTIONS:
             return FUNCTIONS[method](*args)
+        if method not in KNOWN:
+            raise ValueError(f"unknown method {method!r}")
         session = self._session(handle)
         task = isinstance(session, TaskSession)
         if method != "release" and method not in (session.methods if task else METHODS):
@@ -357,3 +392,5 @@ def _describe_model(model) -> dict:
 
 #: the calls that act on no session
 FUNCTIONS = {"generate_artifacts": generate_artifacts, "describe_model": _describe_model}
+#: every method some session or task has
+KNOWN = METHODS | COMMON | {"release"} | set().union(*TASK_METHODS.values())

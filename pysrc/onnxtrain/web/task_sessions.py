@@ -107,12 +107,10 @@ class TaskSession:
 
     def train_end(self, finished=True) -> dict:
         """The run's summary; a finished run also gives the task's metrics now (after the best epoch's parameters
-        are back) and, with ``checkpoints``, its checkpoint."""
+        are back)."""
         loop, self.loop = self._loop(), None
         summary = loop.end(bool(finished))
         evaluate = getattr(self.task, "evaluate", None)
         if finished and evaluate is not None:
             summary["metrics"] = dict(evaluate())
-        if finished and loop.checkpoint is not None:
-            summary["checkpoint"] = loop.checkpoint()
         return summary

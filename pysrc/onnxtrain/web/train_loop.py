@@ -65,16 +65,20 @@ class TrainLoop:
 
     def end(self, finished: bool = True) -> dict:
         """The run's summary.  A finished run with keepBest and a validation loss puts the best epoch's parameters
-        back; an aborted or failed one (``finished`` false) leaves the session at its last step."""
+        back (and with ``checkpoint``, gives the checkpoint it ends with); an aborted or failed one (``finished``
+        false) leaves the session at its last step."""
         trainer = self.trainer
         restored = trainer.use_best() if finished and trainer.best.keep_best else None
         history = [{**camel(h), "loss": self.epoch_loss(h["epoch"])} for h in trainer.history]
         best = camel(trainer.best.summary())
         del best["improved"]
-        return {"epochs": trainer.epoch, "steps": trainer.steps,
-                "loss": self.epoch_loss(trainer.epoch) if trainer.epoch else None,
-                "validationLoss": trainer.history[-1]["validation_loss"] if trainer.history else None,
-                "best": {**best, "restored": restored is not None}, "history": history}
+        summary = {"epochs": trainer.epoch, "steps": trainer.steps,
+                   "loss": self.epoch_loss(trainer.epoch) if trainer.epoch else None,
+                   "validationLoss": trainer.history[-1]["validation_loss"] if trainer.history else None,
+                   "best": {**best, "restored": restored is not None}, "history": history}
+        if finished and self.checkpoint is not None:  # the state the run ends with (the best epoch's, if restored)
+            summary["checkpoint"] = self.checkpoint()
+        return summary
 
     def epoch_loss(self, epoch: int):
         """The mean training loss of a finished epoch's steps in this train(), weighted by their rows."""
