@@ -410,6 +410,8 @@ def build_site() -> Path:
     names["version"] = digest.hexdigest()[:16]
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     build_library(tmp)
+    for folder in ("pyodide", "wheels", "kernels"):  # the library has what the page loads of them
+        shutil.rmtree(tmp / folder)
     demo_artifacts(tmp / "artifacts" / "mlp")
     sample_data(tmp / "samples")
     pretrained_digits(tmp / "artifacts" / "digits")
@@ -495,17 +497,11 @@ def replace_file(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-# The app's worker starts Python from the library's folder (onnxtrain/start.mjs): these copies at the site's root
-# are not loaded by the page, so they are not precached.
-UNUSED_BY_THE_APP = ("pyodide", "wheels", "kernels")
-
-
 def write_precache(site: Path) -> None:
     """The service worker's manifest, precache.json: {"version", "files": {relative URL: sha256 of its bytes}}
     ("./" is index.html), and sw.js from web/ with that version, which changes with any file."""
     files = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
-             if p.is_file() and p.name not in ("sw.js", "precache.json")
-             and p.relative_to(site).parts[0] not in UNUSED_BY_THE_APP}
+             if p.is_file() and p.name not in ("sw.js", "precache.json")}
     files = {"./": files["index.html"], **files}
     version = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
     replace_file(site / "precache.json", json.dumps({"version": version, "files": files}, indent=0).encode())
