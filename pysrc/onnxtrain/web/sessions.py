@@ -21,7 +21,7 @@ from ..train.npz import load_npz
 from ..train.trainer import held_out
 from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
 from .task_sessions import COMMON, TASK_METHODS, TaskSession
-from .train_loop import TRAIN_OPTIONS, TrainLoop
+from .train_loop import TRAIN_OPTIONS, Training
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
          np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
@@ -123,7 +123,7 @@ def _names(value):
     return None if value is None else [str(n) for n in _buffer(value)]
 
 
-class Session:
+class Session(Training):
     """One TrainingSession of the library: the bridge's session (its checkpoint, export and learning-rate logic)
     stepped the way onnxruntime-web steps it."""
 
@@ -137,7 +137,6 @@ class Session:
             self.eval_inputs = _signature(self.run._eval_model, module.eval().input_names())
             self.eval_outputs = module.output_names()
         module.train()
-        self.loop = None  # the train() going on
         self.schedulers = {}  # id -> [(warmup, total, initial rate), its optimizer, LinearLRScheduler]
 
     @property
@@ -309,24 +308,7 @@ class Session:
     def _start(self, trainer: Trainer, checkpoints: bool) -> dict:
         self.run.trainer = trainer  # the session's run now: its checkpoints and artifacts_zip tell its epoch
         self.module.train()
-        self.loop = TrainLoop(trainer, trainer.checkpoint if checkpoints else None)
-        return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
-                "epoch": trainer.epoch,
-                "validationRows": 0 if trainer.validation_data is None else len(trainer.validation_data[0])}
-
-    def _loop(self) -> TrainLoop:
-        if self.loop is None:
-            raise RuntimeError("this session is not training: call train() first")
-        return self.loop
-
-    def train_continue(self, budget_ms=50) -> dict:
-        """Whole steps for about ``budget_ms`` milliseconds (TrainLoop.steps)."""
-        return self._loop().steps(budget_ms)
-
-    def train_end(self, finished=True) -> dict:
-        """End the run: its summary (TrainLoop.end)."""
-        loop, self.loop = self._loop(), None
-        return loop.end(bool(finished))
+        return {"validationRows": 0, **self.begun(trainer, trainer.checkpoint if checkpoints else None)}
 
 
 TRAINING_METHODS = {"train_continue", "train_end"}

@@ -7,7 +7,7 @@ from .bridge import _buffer, signature
 from .digits import DigitsSession
 from .images import ImageSession
 from .tabular import TabularSession
-from .train_loop import TRAIN_OPTIONS, TrainLoop
+from .train_loop import TRAIN_OPTIONS, Training
 
 #: kind -> how a page makes one
 FACTORIES = {"tabular": TabularSession, "images": ImageSession, "handwriting": DigitsSession,
@@ -26,7 +26,7 @@ COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature",
 TASK_TRAIN_OPTIONS = {k: v for k, v in TRAIN_OPTIONS.items() if k not in ("validation", "seed", "shuffle")}
 
 
-class TaskSession:
+class TaskSession(Training):
     """One task of kind ``kind`` made from ``args``; ``call(method, args)`` runs one of its kind's methods."""
 
     def __init__(self, kind: str, args):
@@ -35,7 +35,6 @@ class TaskSession:
         self.kind = "handwriting" if kind == "handwriting_snapshot" else kind
         self.task = FACTORIES[kind](*list(_buffer(args) or []))
         self.methods = TASK_METHODS[self.kind] | COMMON
-        self.loop = None  # the train() going on
 
     def call(self, method: str, args: list):
         if method not in self.methods:
@@ -93,23 +92,10 @@ class TaskSession:
         evaluate = getattr(self.task, "evaluate", None)
         trainer.configure(**{TASK_TRAIN_OPTIONS[k]: v for k, v in options.items()}, evaluate_epochs=True,
                           evaluate=None if evaluate is None else (lambda _trainer: evaluate()))
-        self.loop = TrainLoop(trainer, self.checkpoint if checkpoints else None)
-        return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
-                "epoch": trainer.epoch}
+        return self.begun(trainer, self.checkpoint if checkpoints else None)
 
-    def _loop(self) -> TrainLoop:
-        if self.loop is None:
-            raise RuntimeError("this task is not training: call train() first")
-        return self.loop
-
-    def train_continue(self, budget_ms=50) -> dict:
-        return self._loop().steps(budget_ms)
-
-    def train_end(self, finished=True) -> dict:
-        """The run's summary; a finished run also gives the task's metrics now (after the best epoch's parameters
-        are back)."""
-        loop, self.loop = self._loop(), None
-        summary = loop.end(bool(finished))
+    def ended(self, summary: dict, finished: bool) -> dict:
+        """A finished run also gives the task's metrics now (after the best epoch's parameters are back)."""
         evaluate = getattr(self.task, "evaluate", None)
         if finished and evaluate is not None:
             summary["metrics"] = dict(evaluate())

@@ -84,3 +84,35 @@ class TrainLoop:
         """The mean training loss of a finished epoch's steps in this train(), weighted by their rows."""
         total, rows = self.epoch_losses.get(epoch - 1, (0.0, 0))
         return total / rows if rows else None
+
+
+class Training:
+    """train_continue and train_end for a session of the registry whose train_begin sets ``self.loop``."""
+
+    loop = None  # the train() going on
+
+    def begun(self, trainer, checkpoint=None) -> dict:
+        """Start ``trainer``'s loop (``checkpoint``: see TrainLoop); what train()'s onStart is told."""
+        self.loop = TrainLoop(trainer, checkpoint)
+        info = {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
+                "epoch": trainer.epoch}
+        if trainer.validation_data is not None:
+            info["validationRows"] = len(trainer.validation_data[0])
+        return info
+
+    def _loop(self) -> TrainLoop:
+        if self.loop is None:
+            raise RuntimeError("this session is not training: call train() first")
+        return self.loop
+
+    def train_continue(self, budget_ms=50) -> dict:
+        """Whole steps for about ``budget_ms`` milliseconds (TrainLoop.steps)."""
+        return self._loop().steps(budget_ms)
+
+    def train_end(self, finished=True) -> dict:
+        """End the run: its summary (TrainLoop.end, then ``ended``)."""
+        loop, self.loop = self._loop(), None
+        return self.ended(loop.end(bool(finished)), bool(finished))
+
+    def ended(self, summary: dict, finished: bool) -> dict:
+        return summary
