@@ -136,3 +136,44 @@ def test_describe_model_names_inputs_parameters_and_the_signature():
     info = Registry().call("describe_model", None, [model])
     assert [i["name"] for i in info["inputs"]] == ["input"] and info["ops_without_gradient"] == []
     assert info["signature"] == "Inputs: input float [batch, 20]. Outputs: output float [batch, 5]."
+
+
+def drain(registry, handle) -> list:
+    """The records of train_continue calls of one step each, until the run is done."""
+    records = []
+    while True:
+        out = registry.call("train_continue", handle, [0])
+        records += out["records"]
+        if out["done"]:
+            return records
+
+
+def test_a_paused_session_run_goes_on_with_resume_as_if_never_paused():
+    f = oc.files("mlp_ce_adamw")
+    x, y = [np.concatenate(a) for a in zip(*oc.batches("mlp_ce_adamw", 3))]
+    data = {"input": x, "labels": y}
+    options = {"epochs": 2, "batchSize": 5, "learningRate": 0.01, "schedule": "linear", "validation": 0.25}
+
+    def session(registry):
+        return registry.call("create", None, [f["checkpoint"].read_bytes(), f["training"].read_bytes(),
+                                              f["eval"].read_bytes(), f["optimizer"].read_bytes()])["handle"]
+    registry = Registry()
+    whole = session(registry)
+    registry.call("train_begin", whole, [data, options])
+    straight = drain(registry, whole)
+    paused = session(registry)
+    registry.call("train_begin", paused, [data, options])
+    first = registry.call("train_continue", paused, [0])["records"]  # one step, then the page aborts
+    registry.call("train_end", paused, [False])
+    with pytest.raises(ValueError, match="a resumed run keeps its data: the option 'seed' cannot change"):
+        registry.call("train_begin", paused, [data, {"resume": True, "seed": 3}])
+    with pytest.raises(ValueError, match="this dataset of 10 rows is not the one of 24 rows"):
+        registry.call("train_begin", paused, [{k: v[:10] for k, v in data.items()}, {"resume": True}])
+    begin = registry.call("train_begin", paused, [data, {"resume": True, "epochs": 2}])
+    assert begin["epoch"] == 0 and begin["validationRows"] == 6
+    rest = drain(registry, paused)
+    assert [r["loss"] for r in first + rest] == [r["loss"] for r in straight]
+    assert [r["learningRate"] for r in first + rest] == [r["learningRate"] for r in straight]
+    fresh = session(registry)
+    with pytest.raises(ValueError, match="there is no run to resume"):
+        registry.call("train_begin", fresh, [data, {"resume": True}])
