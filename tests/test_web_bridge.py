@@ -93,15 +93,16 @@ def test_errors_leave_the_session_usable():
     assert np.isfinite(s.train_step(flat([x, y])))
 
 
-def test_generate_artifacts_through_the_bridge():
-    from onnxtrain.web import generate_artifacts
+def test_generate_artifacts_through_the_registry():
+    from onnxtrain.web.sessions import generate_artifacts
     model = oc.mlp(n_in=4, hidden=3, n_out=2).SerializeToString()
-    out = generate_artifacts(memoryview(model), ["fc2.weight", "fc2.bias"], ["fc1.weight"], "MSELoss", "SGD")
-    state = api.CheckpointState.load_checkpoint(out["checkpoint"])
+    out = generate_artifacts(memoryview(model), {"requiresGrad": ["fc2.weight", "fc2.bias"],
+                                                 "frozenParams": ["fc1.weight"], "loss": "MSELoss", "optimizer": "SGD"})
+    state = api.CheckpointState.load_checkpoint(out["checkpointState"])
     assert [n for n, p in state.parameters if p.requires_grad] == ["fc2.bias", "fc2.weight"]
-    assert "optimizer_model.onnx" in out
+    assert out["optimizerModel"] is not None
     with pytest.raises(ValueError, match=r"unknown LossType 'HingeLoss'; choose one of \['MSELoss'"):
-        generate_artifacts(model, ["fc2.weight"], None, "HingeLoss", None)
+        generate_artifacts(model, {"requiresGrad": ["fc2.weight"], "loss": "HingeLoss", "optimizer": None})
 
 
 def test_describe_model_and_npz_data(tmp_path):
@@ -197,14 +198,15 @@ def test_the_artifacts_zip_goes_on_training_in_onnxruntime_where_the_page_stoppe
 
 
 def test_validation_in_chunks_gives_the_whole_batch_loss_and_predictions():
+    from onnxtrain.tasks.training import predict
     x, y = oc.batches("mlp_ce_adamw", 4)[0]
     xs, ys = np.concatenate([x] * 5), np.concatenate([y] * 5)
     s = session()
     s.set_data([x, y], [xs, ys])
     whole = s.validation_loss()
     np.testing.assert_allclose(s.validation_loss(chunk=7), whole, rtol=1e-6)
-    full = s.predict(xs, chunk=len(xs))
-    np.testing.assert_allclose(s.predict(xs, chunk=7), full, rtol=1e-6, atol=1e-7)
+    full = predict(s.module, xs, chunk=len(xs))
+    np.testing.assert_allclose(predict(s.module, xs, chunk=7), full, rtol=1e-6, atol=1e-7)
     assert full.shape[0] == len(xs)
 
 

@@ -394,31 +394,25 @@ def test_linear_lr_scheduler_rates_equal_the_api_and_onnxruntime():
         registry.call("lazy_reset_grad", h, [])
         rates.append(registry.call("lr_scheduler_step", h, [key]))
         assert rates[-1] == registry.call("get_learning_rate", h, [])
+    def scheduled_rates(module, optimizer, scheduler):
+        out = [optimizer.get_learning_rate()]
+        for batch in batches:
+            module(*batch)
+            optimizer.step()
+            module.lazy_reset_grad()
+            scheduler.step()
+            out.append(optimizer.get_learning_rate())
+        return out
     module, optimizer = fresh("mlp_ce_sgd")
-    scheduler = api.LinearLRScheduler(optimizer, 2, 5, 0.05)
-    expected = [optimizer.get_learning_rate()]
-    for batch in batches:
-        module(*batch)
-        optimizer.step()
-        module.lazy_reset_grad()
-        scheduler.step()
-        expected.append(optimizer.get_learning_rate())
-    assert rates == expected
+    assert rates == scheduled_rates(module, optimizer, api.LinearLRScheduler(optimizer, 2, 5, 0.05))
     np.testing.assert_allclose(rates, [0.0, 0.025, 0.05, 0.05 * 2 / 3, 0.05 / 3, 0.0, 0.0], rtol=1e-6)
     # onnxruntime-training's wrapper takes the counts swapped
     ort = oc.ort_api()
     f = oc.files("mlp_ce_sgd")
     module = ort.Module(str(f["training"]), ort.CheckpointState.load_checkpoint(str(f["checkpoint"])))
     optimizer = ort.Optimizer(str(f["optimizer"]), module)
-    scheduler = ort.LinearLRScheduler(optimizer, 5, 2, 0.05)
-    theirs = [optimizer.get_learning_rate()]
-    for batch in batches:
-        module(*batch)
-        optimizer.step()
-        module.lazy_reset_grad()
-        scheduler.step()
-        theirs.append(optimizer.get_learning_rate())
-    np.testing.assert_allclose(rates, theirs, rtol=1e-6)
+    np.testing.assert_allclose(rates, scheduled_rates(module, optimizer, ort.LinearLRScheduler(optimizer, 5, 2, 0.05)),
+                               rtol=1e-6)
     # bad settings set nothing; an unknown scheduler is named
     with pytest.raises(ValueError, match="total_step_count must be an integer >= 0"):
         registry.call("create_lr_scheduler", h, [2, -1, 0.05])

@@ -201,10 +201,9 @@ class Trainer:
         if self.train_data is None:
             raise checks.DataError("there is no training data: give it to Trainer() or set_data first")
         n = self.rows
-        order, position, epoch_rng = self.order, self.position, self._epoch_rng
-        rng_state = self.rng.bit_generator.state
-        if order is None:
-            epoch_rng = rng_state
+        order, position, epoch_rng, drawn = self.order, self.position, self._epoch_rng, False
+        if order is None:  # a new epoch's order, drawn from the shuffling state that a checkpoint then keeps
+            epoch_rng, drawn = self.rng.bit_generator.state, True
             order, position = (self.rng.permutation(n) if self.shuffle else np.arange(n)), 0
         rows = order[position:position + size]
         previous_rate = None if self.optimizer is None else self.optimizer.get_learning_rate()
@@ -213,7 +212,8 @@ class Trainer:
         try:
             loss = self.guard.step([a[rows] for a in self.train_data], epoch=self.epoch + 1)
         except Exception as e:
-            self.rng.bit_generator.state = rng_state
+            if drawn:
+                self.rng.bit_generator.state = epoch_rng
             if previous_rate is not None:
                 self.optimizer.set_learning_rate(previous_rate)
             if out_of_memory(e):

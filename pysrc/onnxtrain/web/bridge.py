@@ -13,13 +13,12 @@ import zipfile
 
 import numpy as np
 
-from .. import artifacts, ir
+from .. import ir
 from ..api import CheckpointState, Module, Optimizer
 from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
-from ..runtime import Session
 from ..train import Trainer, data as checks
 from ..train.npz import load_npz
 
@@ -68,19 +67,6 @@ def new_array(shape, dtype: str, nbytes: int) -> tuple:
     if array.nbytes != nbytes:
         raise ValueError(f"a buffer of {nbytes // array.itemsize} {dtype} values cannot have shape {shape}")
     return array, array.__array_interface__["data"][0]
-
-
-def generate_artifacts(model, requires_grad, frozen_params=None, loss="CrossEntropyLoss", optimizer="AdamW",
-                       additional_output_names=None) -> dict:
-    """The four artifacts (name -> bytes) for a forward-only model given as bytes; ``loss`` and ``optimizer``
-    are LossType / OptimType names (``optimizer=None`` for none)."""
-    def names(value):
-        return [str(n) for n in _buffer(value)] if value is not None else None
-    return artifacts.generate_artifacts(
-        _bytes(model), requires_grad=names(requires_grad), frozen_params=names(frozen_params),
-        loss=artifacts.enum_member(artifacts.LossType, loss),
-        optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
-        additional_output_names=names(additional_output_names))
 
 
 def describe_model(model) -> dict:
@@ -216,7 +202,8 @@ class TrainingSession:
         train, val = self.trainer.train_data, self.trainer.validation_data
         n_val = len(val[0]) if val else 0
         return {"rows": len(train[0]) + n_val, "train_rows": len(train[0]), "validation_rows": n_val,
-                "inputs": {n: [list(np.shape(arrays[n])), np.asarray(arrays[n]).dtype.name] for n in self.trainer.names}}
+                "inputs": {n: [list(np.shape(arrays[n])), np.asarray(arrays[n]).dtype.name]
+                           for n in self.trainer.names}}
 
     def step(self, batch_size: int, learning_rate: float) -> dict:
         """One batch of the held data; ``epoch_done`` is set on an epoch's last batch.  A step that fails
@@ -231,11 +218,6 @@ class TrainingSession:
     def validation_loss(self, chunk: int = None):
         """The eval model's loss on the held validation data (None without validation data)."""
         return self.trainer.validation_loss(chunk)
-
-    def predict(self, x: np.ndarray, output: str = "output", chunk: int = 256) -> np.ndarray:
-        """The inference model's ``output`` for the rows of ``x``, ``chunk`` rows at a time."""
-        session = Session(ir.load(self.module.export_model_for_inferencing(None, [output])))
-        return np.concatenate([session.run([x[i:i + chunk]])[0] for i in range(0, len(x), chunk)])
 
     def eval_step(self, inputs) -> list:
         self.module.eval()

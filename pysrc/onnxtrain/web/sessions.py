@@ -8,7 +8,6 @@ Tensors cross the boundary as numpy arrays in and {"type", "dims", "data": bytes
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ..train.npz import load_npz
 from ..train.trainer import held_out
 from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
 from .task_sessions import COMMON, TASK_METHODS, TaskSession
-from .train_loop import TRAIN_OPTIONS, Training
+from .train_loop import TRAIN_OPTIONS, Training, camel_key
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
          np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
@@ -100,7 +99,7 @@ def generate_artifacts(model, options=None) -> dict:
     """The library's generateArtifacts: the four artifacts of a forward model (bytes) as TrainingSession.create
     takes them.  ``options``: requiresGrad, frozenParams, loss (a LossType name, default CrossEntropyLoss; None for
     none, the model's first output being the loss), optimizer (an OptimType name, default AdamW; None for none),
-    additionalOutputNames.  (bridge.generate_artifacts has no way to leave the loss out, hence the direct call.)"""
+    additionalOutputNames."""
     options = dict(_buffer(options) or {})
     known = {"requiresGrad", "frozenParams", "loss", "optimizer", "additionalOutputNames"}
     unknown = sorted(set(options) - known)
@@ -308,7 +307,7 @@ class Session(Training):
     def _start(self, trainer: Trainer, checkpoints: bool) -> dict:
         self.run.trainer = trainer  # the session's run now: its checkpoints and artifacts_zip tell its epoch
         self.module.train()
-        return {"validationRows": 0, **self.begun(trainer, trainer.checkpoint if checkpoints else None)}
+        return self.begun(trainer, trainer.checkpoint if checkpoints else None)
 
 
 TRAINING_METHODS = {"train_continue", "train_end"}
@@ -346,9 +345,10 @@ class Registry:
         session = self._session(handle)
         task = isinstance(session, TaskSession)
         if method != "release" and method not in (session.methods if task else METHODS):
-            raise ValueError(f"a {session.kind} task has no method {method!r}" if task else f"unknown method {method!r}")
+            raise ValueError(f"a {session.kind} task has no method {method!r}" if task
+                             else f"unknown method {method!r}")
         if session.loop is not None and method not in TRAINING_METHODS:
-            name = "train" if method == "train_begin" else re.sub(r"_([a-z])", lambda m: m.group(1).upper(), method)
+            name = "train" if method == "train_begin" else camel_key(method)
             raise RuntimeError(f"this session is training: {name}() has to wait until train() ends (or is aborted)")
         if method == "release":
             del self.sessions[handle]

@@ -2,6 +2,7 @@
 and abort between chunks.  Used by every kind of session of the registry (sessions.Session, tasks.TaskSession)."""
 from __future__ import annotations
 
+import functools
 import re
 import time
 
@@ -14,11 +15,16 @@ TRAIN_OPTIONS = {"epochs": "epochs", "batchSize": "batch_size", "learningRate": 
                  "checkFinite": "check_finite"}
 
 
+@functools.lru_cache(maxsize=None)
+def camel_key(key: str) -> str:
+    """A Python name in camelCase (each record of each step has the same few keys: converted once)."""
+    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+
+
 def camel(value):
     """A record for JavaScript: keys in camelCase (a metric's name as it is), numpy numbers as Python numbers."""
     if isinstance(value, dict):
-        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): (dict(v) if k == "metrics" else camel(v))
-                for k, v in value.items()}
+        return {camel_key(k): (dict(v) if k == "metrics" else camel(v)) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [camel(v) for v in value]
     if isinstance(value, np.generic):
@@ -94,11 +100,9 @@ class Training:
     def begun(self, trainer, checkpoint=None) -> dict:
         """Start ``trainer``'s loop (``checkpoint``: see TrainLoop); what train()'s onStart is told."""
         self.loop = TrainLoop(trainer, checkpoint)
-        info = {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
-                "epoch": trainer.epoch}
-        if trainer.validation_data is not None:
-            info["validationRows"] = len(trainer.validation_data[0])
-        return info
+        return {"rows": trainer.rows, "stepsPerEpoch": trainer.steps_per_epoch, "epochs": trainer.epochs,
+                "epoch": trainer.epoch,
+                "validationRows": 0 if trainer.validation_data is None else len(trainer.validation_data[0])}
 
     def _loop(self) -> TrainLoop:
         if self.loop is None:
