@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 
 from ..train.data import DataError
+
+MAX_NAME = 40  # characters of a class name
 
 
 def show(text, limit: int = 60) -> str:
@@ -46,3 +49,22 @@ def check_validation(validation) -> float:
         raise DataError(f"the validation share is {show(validation)}; it must be above 0 and below 1 (for example "
                         f"0.2)")
     return v
+
+
+def class_name(name, taken) -> str:
+    """``name`` stripped, as a new class's name next to the names ``taken``: not empty, at most MAX_NAME
+    characters, no control or invisible character, not one of ``taken`` up to case."""
+    name = str(name).strip()
+    if not name:
+        raise DataError("a class needs a name")
+    if len(name) > MAX_NAME:
+        raise DataError(f"the class name {show(name)} has {len(name)} characters; at most {MAX_NAME}")
+    # control, format and separator characters, but the zero-width joiner that emoji sequences use
+    odd = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") and c != "\u200d"]
+    if odd:
+        raise DataError(f"the class name {show(name)} contains a control or invisible character "
+                        f"(U+{ord(odd[0]):04X})")
+    same = [c for c in taken if c.casefold() == name.casefold()]
+    if same:
+        raise DataError(f"the class name {show(name)} is taken (by {show(same[0])}); choose another")
+    return name

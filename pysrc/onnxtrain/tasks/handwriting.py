@@ -4,7 +4,6 @@ predictions."""
 from __future__ import annotations
 
 import io
-import unicodedata
 
 import numpy as np
 
@@ -13,13 +12,12 @@ from ..ir.dtypes import DataType
 from ..ir.model import Node, Tensor, TensorType, ValueInfo
 from ..runtime import Session
 from ..train.data import DataError
-from .checks import show, whole
+from .checks import class_name, show, whole
 from .head import classes_doc, with_head
 from .tabular import mlp_model
 from .training import make_artifacts, probabilities, trainer_run, with_weights
 
 HEAD = ("fc2.weight", "fc2.bias")
-MAX_NAME = 40
 MAX_CLASSES = 50
 
 
@@ -96,19 +94,7 @@ class DigitsSession:
 
     def add_class(self, name: str) -> int:
         """A new class (an output of the head); its index."""
-        name = str(name).strip()
-        if not name:
-            raise DataError("a class needs a name")
-        if len(name) > MAX_NAME:
-            raise DataError(f"the class name {show(name)} has {len(name)} characters; at most {MAX_NAME}")
-        # control, format and separator characters, but the zero-width joiner that emoji sequences use
-        odd = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") and c != "\u200d"]
-        if odd:
-            raise DataError(f"the class name {show(name)} contains a control or invisible character "
-                            f"(U+{ord(odd[0]):04X})")
-        taken = [c for c in self.classes if c.casefold() == name.casefold()]
-        if taken:
-            raise DataError(f"the class name {show(name)} is taken (by {show(taken[0])}); choose another")
+        name = class_name(name, self.classes)
         if len(self.classes) >= MAX_CLASSES:
             raise DataError(f"there are {len(self.classes)} classes already; at most {MAX_CLASSES}")
         inits = {t.name: t for t in self.model.graph.initializers}

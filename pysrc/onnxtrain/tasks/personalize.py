@@ -1,0 +1,302 @@
+"""Personalization of a pretrained image backbone (tasks.backbone): the user's classes and photos (camera frames
+or files), each embedded once when added and cached (``features``, and ``block`` for fine-tuning); a head trained
+on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, started from its pretrained weights,
+and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+
+from ..ir import to_bytes
+from ..ir.compose import compose
+from ..ir.dtypes import DataType
+from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..runtime import Session
+from ..train.data import DataError
+from .backbone import Backbone
+from .checks import check_validation, class_name, show, whole
+from .head import CLASSES, classes_doc, with_head
+from .preprocess import check_pixels
+from .split import stratified_split
+from .training import classification_metrics, inference_model, make_artifacts, trainer_run
+
+MAX_CLASSES = 50
+SNAPSHOT_VERSION = 1
+
+
+class PersonalizeSession:
+    """Classes, their samples' cached embeddings and a trained head on the backbone (ONNX bytes); ``run`` makes
+    the training run (see tasks.training)."""
+
+    def __init__(self, backbone: bytes, run=trainer_run):
+        self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone)
+        self.make_run = run
+        self.names = []          # class names, in label order
+        self.samples = {}        # sample id -> class index, in the order added
+        self.store = {}          # sample id -> (features, block): the samples' and the run's
+        self.next_id = 1
+        self.training = None     # the run set up last (None before setup, or after the classes changed)
+        self.settings = None     # that run's setup: fine_tune, validation, seed, optimizer, ids, labels
+        self.validation = None   # that run's validation rows (inputs, labels), or None
+
+    # ---- classes ----------------------------------------------------------------------------------------
+
+    def classes(self) -> list:
+        return list(self.names)
+
+    def counts(self) -> list:
+        """The number of samples of each class, in class order."""
+        counts = [0] * len(self.names)
+        for label in self.samples.values():
+            counts[label] += 1
+        return counts
+
+    def sample_list(self) -> list:
+        """[sample id, class index] of every sample, in the order added."""
+        return [[i, label] for i, label in self.samples.items()]
+
+    def _index(self, index) -> int:
+        i = whole(index, 0, len(self.names) - 1)
+        if i is None:
+            raise DataError(f"there is no class {show(index)}; the classes are numbered 0 to {len(self.names) - 1}"
+                            if self.names else f"there is no class {show(index)}: add a class first")
+        return i
+
+    def add_class(self, name) -> int:
+        """A new class named ``name``; its index.  A run set up before is dropped (its head has other classes)."""
+        name = class_name(name, self.names)
+        if len(self.names) >= MAX_CLASSES:
+            raise DataError(f"there are {len(self.names)} classes already; at most {MAX_CLASSES}")
+        self.names.append(name)
+        self._drop_run()
+        return len(self.names) - 1
+
+    def rename_class(self, index, name) -> None:
+        i = self._index(index)
+        self.names[i] = class_name(name, self.names[:i] + self.names[i + 1:])
+
+    def remove_class(self, index) -> None:
+        """Remove class ``index`` and its samples; the classes after it move down one.  A run is dropped."""
+        i = self._index(index)
+        del self.names[i]
+        self.samples = {s: label - (label > i) for s, label in self.samples.items() if label != i}
+        self._drop_run()
+
+    def _drop_run(self) -> None:
+        self.training = self.settings = self.validation = None
+        self.store = {s: e for s, e in self.store.items() if s in self.samples}
+
+    # ---- samples ----------------------------------------------------------------------------------------
+
+    def add_samples(self, pixels, index) -> list:
+        """Images uint8 [n, height, width, 3 or 4] (RGB or RGBA) of class ``index``, embedded now; their ids."""
+        i = self._index(index)
+        images = check_pixels(pixels, f"the images for class {show(self.names[i])}")
+        features, block = self.backbone.embed(images)
+        ids = list(range(self.next_id, self.next_id + len(images)))
+        for k, s in enumerate(ids):
+            self.store[s] = (features[k].copy(), block[k].copy())
+            self.samples[s] = i
+        self.next_id += len(images)
+        return ids
+
+    def remove_sample(self, sample) -> None:
+        s = whole(sample, 1)
+        if s is None or s not in self.samples:
+            raise DataError(f"there is no sample {show(sample)}" + ("" if self.samples else " (there are none)"))
+        del self.samples[s]
+        if self.settings is None or s not in self.settings["ids"]:
+            del self.store[s]
+
+    # ---- the head and its run ---------------------------------------------------------------------------
+
+    def setup(self, fine_tune=False, validation=0.0, seed=0, optimizer="AdamW") -> dict:
+        """A new run on the samples there are now: the head (a Gemm from the features to the classes, or with
+        ``fine_tune`` also the backbone's last convolution) as training artifacts; ``validation`` (0, or above 0
+        and below 1) of each class's samples held out.  What the run trains on."""
+        counts = self.counts()
+        if len(self.names) < 2:
+            raise DataError(f"there {'is one class' if self.names else 'are no classes'}; add at least two classes "
+                            f"with samples in each to train")
+        empty = [n for n, c in zip(self.names, counts) if c == 0]
+        if empty:
+            raise DataError(f"the class {show(empty[0])} has no samples; add some, or remove the class")
+        seed = whole(seed, 0)
+        if seed is None:
+            raise DataError("the seed must be a whole number of 0 or more")
+        share = 0.0 if validation in (0, 0.0, None) else check_validation(validation)
+        settings = {"fine_tune": bool(fine_tune), "validation": share, "seed": seed, "optimizer": str(optimizer),
+                    "ids": list(self.samples), "labels": list(self.samples.values())}
+        info = self._new_run(settings)
+        self.store = {s: e for s, e in self.store.items() if s in self.samples}
+        return info
+
+    def _new_run(self, settings: dict, checkpoint: bytes = None) -> dict:
+        """The run ``settings`` describe (its samples' ids and labels, as ``setup`` made them), at ``checkpoint``;
+        nothing changes when it cannot be made."""
+        fine_tune, share, seed = settings["fine_tune"], settings["validation"], settings["seed"]
+        y = np.array(settings["labels"], np.int64)
+        x = self._inputs(settings["ids"], fine_tune)
+        train, val = stratified_split(y, share, seed) if share else (list(range(len(y))), [])
+        forward = self.head_model(fine_tune, seed)
+        trainable = [t.name for t in forward.graph.initializers if t.name.startswith("head.")]
+        if fine_tune:
+            trainable += self.backbone.conv
+        arts = make_artifacts(forward, "CrossEntropyLoss", settings["optimizer"], trainable=trainable)
+        validation_data = [x[val], y[val]] if val else None
+        training = self.make_run(arts, [x[train], y[train]], validation_data, seed)
+        if checkpoint is not None:
+            training.restore(checkpoint)
+        self.training, self.validation, self.settings = training, validation_data, settings
+        per_class = lambda rows: np.bincount(y[rows], minlength=len(self.names)).tolist()  # noqa: E731
+        return {"samples": len(y), "train": len(train), "validation": len(val), "classes": list(self.names),
+                "train_per_class": per_class(train), "validation_per_class": per_class(val),
+                "fine_tune": fine_tune, "parameters": training.module.get_parameters_size(True)}
+
+    def _inputs(self, ids: list, fine_tune: bool) -> np.ndarray:
+        k = 1 if fine_tune else 0
+        return np.stack([self.store[s][k] for s in ids]).astype(np.float32)
+
+    def head_model(self, fine_tune: bool, seed: int = 0) -> Model:
+        """The forward model trained: ``features`` -> Gemm -> ``output``, or with ``fine_tune`` ``block`` -> the
+        backbone's layers to ``features`` -> Gemm -> ``output``."""
+        k, f = len(self.names), self.backbone.features
+        rng = np.random.default_rng(seed)
+        bound = 1 / np.sqrt(f)
+        inits = [Tensor("head.weight", rng.uniform(-bound, bound, (k, f)).astype(np.float32), DataType.FLOAT),
+                 Tensor("head.bias", np.zeros(k, np.float32), DataType.FLOAT)]
+        gemm = Node("Gemm", ["features", "head.weight", "head.bias"], ["output"], name="head.gemm",
+                    attributes={"transB": Attribute("transB", AttrType.INT, 1)})
+        graph = Graph(name="head", nodes=[gemm], initializers=inits,
+                      inputs=[ValueInfo("features", TensorType(DataType.FLOAT, ["batch", f]))],
+                      outputs=[ValueInfo("output", TensorType(DataType.FLOAT, ["batch", k]))])
+        head = Model(graph=graph, ir_version=8, opset_imports={"": 17}, producer_name="onnxtrain")
+        if not fine_tune:
+            return head
+        tail = self.backbone.tail
+        return compose(tail, head, {"features": "features"})
+
+    def _run(self):
+        if self.training is None:
+            raise DataError("there is no trained head: add classes and samples, then set up and train")
+        return self.training
+
+    @property
+    def epoch(self) -> int:
+        return self._run().epoch
+
+    def step(self, batch_size: int, learning_rate: float) -> dict:
+        return self._run().step(batch_size, learning_rate)
+
+    def _head(self) -> Session:
+        return Session(inference_model(self._run().module))
+
+    def evaluate(self) -> dict:
+        """Accuracy, baseline and confusion matrix on the validation samples (on the training samples when there
+        is no validation), and the validation loss."""
+        run = self._run()
+        if self.validation is not None:
+            x, y = self.validation
+            on, loss = "validation", run.validation_loss(chunk=256)
+        else:
+            x = self._inputs(self.settings["ids"], self.settings["fine_tune"])
+            y, on, loss = np.array(self.settings["labels"], np.int64), "train", None
+        head = self._head()
+        logits = np.concatenate([head.run([x[i:i + 256]])[0] for i in range(0, len(x), 256)])
+        return {"loss": loss, "on": on, **classification_metrics(logits, y, len(self.names))}
+
+    def predict(self, pixels) -> list:
+        """For each image of uint8 [n, height, width, 3 or 4]: {probabilities, label, class_name}."""
+        head = self._head()
+        images = check_pixels(pixels, "the images to predict")
+        features, block = self.backbone.embed(images)
+        logits = head.run([block if self.settings["fine_tune"] else features])[0].astype(np.float64)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        return [{"probabilities": row.tolist(), "label": int(row.argmax()), "class_name": self.names[int(row.argmax())]}
+                for row in p]
+
+    # ---- export, checkpoints, snapshots -------------------------------------------------------------------
+
+    def exported(self) -> Model:
+        """One model: ``image`` uint8 [N, H, W, 3 or 4] -> preprocessing -> backbone -> the trained head ->
+        ``output`` (scores), ``probabilities``, ``label``; the class names in metadata ``onnxtrain.classes``."""
+        fine_tune = self._run() is not None and self.settings["fine_tune"]
+        inner = inference_model(self.training.module)
+        joint = "block" if fine_tune else "features"
+        model = compose(self.backbone.front(joint), inner, {joint: joint}, prefix="head.")
+        p = self.backbone.preprocess
+        doc = (f"Input 'image': uint8 [batch, height, width, 3 or 4], RGB or RGBA (alpha unused), any size: the "
+               f"centred square is resized to {p['size']}x{p['size']} inside. {classes_doc(self.names)}")
+        out = with_head(model, list(model.graph.inputs), [], [], doc, self.names, min_opset=18)
+        out.metadata_props["onnxtrain.preprocess"] = json.dumps(p)
+        if self.backbone.source:
+            out.metadata_props["onnxtrain.source"] = self.backbone.source
+        return out
+
+    def export_model(self) -> bytes:
+        return to_bytes(self.exported())
+
+    def checkpoint(self, properties: dict = None) -> bytes:
+        return self._run().checkpoint({**(properties or {}), "onnxtrain.personalize": {
+            "classes": self.names, "fine_tune": self.settings["fine_tune"]}})
+
+    def restore(self, data: bytes) -> int:
+        """Continue a saved run of this setup: load its checkpoint; returns its epoch."""
+        return self._run().restore(data)
+
+    def snapshot(self) -> bytes:
+        """The classes, the samples (ids, classes, cached embeddings) and the run (its setup and checkpoint) as
+        .npz bytes, for ``from_snapshot`` with the same backbone."""
+        ids = sorted(self.store)
+        meta = {"version": SNAPSHOT_VERSION, "backbone": self.backbone.sha256, "classes": self.names,
+                "samples": self.sample_list(), "next_id": self.next_id,
+                "settings": self.settings}
+        features = np.stack([self.store[s][0] for s in ids]) if ids else np.zeros((0, self.backbone.features))
+        block = np.stack([self.store[s][1] for s in ids]) if ids else np.zeros((0, *self.backbone.block_shape))
+        arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "ids": np.array(ids, np.int64),
+                  "features": features.astype(np.float32), "block": block.astype(np.float32)}
+        if self.training is not None:
+            arrays["checkpoint"] = np.frombuffer(self.training.checkpoint(), np.uint8)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_snapshot(cls, backbone: bytes, snapshot: bytes, run=trainer_run) -> "PersonalizeSession":
+        """The session a ``snapshot`` was taken of, on ``backbone`` (the same model)."""
+        session = cls(backbone, run)
+        try:
+            archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
+            meta = json.loads(archive["meta"].tobytes())
+            ids, features, block = archive["ids"], archive["features"], archive["block"]
+            checkpoint = archive["checkpoint"].tobytes() if "checkpoint" in archive.files else None
+            names, samples, settings = [str(n) for n in meta["classes"]], meta["samples"], meta["settings"]
+            next_id = int(meta["next_id"])
+        except Exception as e:
+            raise DataError(f"the saved personalization cannot be read ({e})") from None
+        if meta.get("backbone") != session.backbone.sha256:
+            raise DataError("the saved personalization was made with another backbone model; load it with the "
+                            "backbone it was made with")
+        want_f, want_b = (len(ids), session.backbone.features), (len(ids), *session.backbone.block_shape)
+        known = set(ids.tolist())
+        if features.shape != want_f or block.shape != want_b or any(
+                s not in known or not 0 <= c < len(names) for s, c in samples):
+            raise DataError(f"the saved personalization cannot be read (features {list(features.shape)}, block "
+                            f"{list(block.shape)} for {len(ids)} samples, {len(names)} classes)")
+        session.names = names
+        session.store = {int(s): (features[k], block[k]) for k, s in enumerate(ids.tolist())}
+        session.samples = {int(s): int(c) for s, c in samples}
+        session.next_id = next_id
+        if settings is not None:
+            missing = [s for s in settings["ids"] if s not in session.store]
+            if missing or len(settings["labels"]) != len(settings["ids"]):
+                raise DataError(f"the saved personalization cannot be read (the run's sample "
+                                f"{missing[0] if missing else ''} is missing)")
+            session._new_run(settings, checkpoint)
+        return session
+
+
+__all__ = ["CLASSES", "PersonalizeSession"]
