@@ -315,6 +315,49 @@ export class HandwritingTask extends Task {
     Promise<TrainSummary & { examples: number }>;
 }
 
+/** Progress while a backbone loads: bytes so far (total null when the server does not say), seconds since
+ * create() began; stage "ready" once the engine holds it. */
+export interface LoadProgress { loaded: number; total: number | null; seconds: number; stage: "download" | "ready" }
+
+/** RGBA bytes of `count` images of width x height. */
+export interface ImageSize { width: number; height: number; count?: number }
+
+export interface Prediction { probabilities: number[]; label: number; className: string }
+
+/** A pretrained image backbone (ONNX with outputs `features` and `block`) taught the user's own classes: samples
+ * are embedded once when added and cached, the head is trained on the cache, and exportModel() gives one ONNX model
+ * from uint8 RGB(A) pixels of any size to `probabilities` and `label` (class names in its metadata). */
+export class PersonalizeTask extends Task {
+  static create(backbone: URIorBuffer, options?: { onLoad?: (progress: LoadProgress) => void }):
+    Promise<PersonalizeTask>;
+  static fromSnapshot(backbone: URIorBuffer, snapshot: URIorBuffer,
+    options?: { onLoad?: (progress: LoadProgress) => void }): Promise<PersonalizeTask>;
+  info(): Promise<{ inputSize: number; features: number; blockShape: number[]; backboneBytes: number;
+    backboneSha256: string; source: string; loadSeconds: number }>;
+  addClass(name: string): Promise<number>;
+  renameClass(index: number, name: string): Promise<void>;
+  /** Removes the class and its samples; the classes after it move down one. */
+  removeClass(index: number): Promise<void>;
+  /** Samples of class `classIndex`; their ids. */
+  addSamples(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize, classIndex: number): Promise<number[]>;
+  addSamples(image: ImageData, classIndex: number): Promise<number[]>;
+  removeSample(id: number): Promise<void>;
+  classes(): Promise<string[]>;
+  /** Samples per class, in class order. */
+  counts(): Promise<number[]>;
+  samples(): Promise<{ id: number; classIndex: number }[]>;
+  /** A new run on all samples (validation: 0, or the share of each class held out). */
+  setup(options?: { fineTune?: boolean; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }):
+    Promise<{ samples: number; train: number; validation: number; classes: string[]; trainPerClass: number[];
+      validationPerClass: number[]; fineTune: boolean; parameters: number }>;
+  evaluate(): Promise<{ loss: number | null; on: "validation" | "train"; accuracy: number; baseline: number;
+    confusion: number[][] }>;
+  predict(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize): Promise<Prediction>;
+  predict(image: ImageData): Promise<Prediction>;
+  /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
+  snapshot(): Promise<Uint8Array>;
+}
+
 /** onnxruntime-web's env: settings onnxtrain does not need are accepted and ignored. */
 export const env: {
   wasm: { numThreads?: number; simd?: boolean; proxy?: boolean; initTimeout?: number;

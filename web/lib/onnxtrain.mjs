@@ -330,7 +330,7 @@ async function describeModel(model) {
   return connection.call("describe_model", null, [bytes]);
 }
 
-// ---- Tasks: whole training flows (a CSV table, a folder of images, handwriting) held in the engine ------------
+// ---- Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised) -----
 // Each task owns its data, model and run; train() is the sessions' loop over the task's own data, with each
 // epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
 class Task {
@@ -475,5 +475,141 @@ class HandwritingTask extends Task {
   }
 }
 
-export { HandwritingTask, ImageTask, LinearLRScheduler, TabularTask, Tensor, TrainingSession, _engineCall,
-  describeModel, env, generateArtifacts, start };
+// A model's bytes from a URL (relative to the page), fetched with progress: onLoad({loaded, total, seconds,
+// stage: "download"}) per chunk (total is null when the server does not say), or from bytes as they are.
+async function bytesWithProgress(source, what, onLoad, started) {
+  if (onLoad !== undefined && typeof onLoad !== "function") throw new TypeError("onLoad must be a function");
+  if (!(typeof source === "string" || source instanceof URL)) {
+    const bytes = await bytesOf(source, what);
+    if (!bytes) throw new TypeError(`${what} must be a URL, an ArrayBuffer or a Uint8Array`);
+    return bytes;
+  }
+  const response = await fetch(source);
+  if (!response.ok) throw new Error(`${what} ${source}: HTTP ${response.status}`);
+  const length = Number(response.headers.get("content-length"));
+  const total = Number.isFinite(length) && length > 0 ? length : null;
+  const seconds = () => (performance.now() - started) / 1000;
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onLoad?.({ loaded: bytes.length, total: bytes.length, seconds: seconds(), stage: "download" });
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  onLoad?.({ loaded, total, seconds: seconds(), stage: "download" });
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.length;
+    onLoad?.({ loaded, total, seconds: seconds(), stage: "download" });
+  }
+  const bytes = new Uint8Array(loaded);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
+// Images as the engine takes them: RGBA bytes and [count, height, width].  `pixels` is an ImageData (its own size,
+// one image) or RGBA bytes (Uint8Array, Uint8ClampedArray or ArrayBuffer) of `count` images of width x height.
+async function imagesOf(pixels, size, what) {
+  if (typeof ImageData !== "undefined" && pixels instanceof ImageData) {
+    return [new Uint8Array(pixels.data.buffer, pixels.data.byteOffset, pixels.data.byteLength),
+      [1, pixels.height, pixels.width]];
+  }
+  const { width, height, count = 1 } = size ?? {};
+  for (const [name, value] of [["width", width], ["height", height], ["count", count]]) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new TypeError(`${what}: ${name} must be a whole number of 1 or more (got ${value})`);
+    }
+  }
+  const bytes = await bytesOf(pixels, what);
+  if (!bytes) throw new TypeError(`${what} must be RGBA bytes or an ImageData`);
+  return [bytes, [count, height, width]];
+}
+
+// A pretrained image backbone (ONNX with outputs `features` and `block`, see onnxtrain.tasks.backbone) taught the
+// user's own classes: each sample is embedded once when added (in the engine, preprocessing inside one ONNX graph)
+// and cached, the head is trained on the cache, and exportModel() gives one ONNX model from uint8 RGB(A) pixels of
+// any size to `probabilities` and `label`.
+class PersonalizeTask extends Task {
+  // backbone: a URL (fetched here, onLoad({loaded, total, seconds, stage: "download"}) per chunk), an ArrayBuffer
+  // or a Uint8Array.  onLoad is called once more with stage "ready" when the engine holds the backbone.
+  static async create(backbone, { onLoad } = {}) {
+    return this._load("personalize", backbone, [], onLoad);
+  }
+
+  // The task a snapshot() was taken of, on the same backbone (without embedding the samples again).
+  static async fromSnapshot(backbone, snapshot, { onLoad } = {}) {
+    const bytes = await bytesOf(snapshot, "the snapshot");
+    if (!bytes) throw new TypeError("fromSnapshot needs the snapshot's bytes");
+    return this._load("personalize_snapshot", backbone, [bytes], onLoad);
+  }
+
+  static async _load(kind, backbone, rest, onLoad) {
+    const started = performance.now();
+    connect();
+    const bytes = await bytesWithProgress(backbone, "the backbone", onLoad, started);
+    const task = await this._make(kind, [bytes, ...rest]);
+    task._loadSeconds = (performance.now() - started) / 1000;
+    onLoad?.({ loaded: bytes.length, total: bytes.length, seconds: task._loadSeconds, stage: "ready" });
+    return task;
+  }
+
+  // {inputSize, features, blockShape, backboneBytes, backboneSha256, source, loadSeconds}
+  async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
+
+  async addClass(name) { return this._call("add_class", String(name)); }
+
+  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
+
+  // Removes the class and its samples; the classes after it move down one.
+  async removeClass(index) { await this._call("remove_class", Number(index)); }
+
+  // Samples of class `classIndex`: RGBA bytes of `count` images of width x height (or one ImageData); their ids.
+  async addSamples(pixels, size, classIndex) {
+    if (typeof ImageData !== "undefined" && pixels instanceof ImageData && classIndex === undefined) {
+      [size, classIndex] = [undefined, size];
+    }
+    const [bytes, shape] = await imagesOf(pixels, size, "the samples");
+    return this._call("add_samples", bytes, shape, Number(classIndex));
+  }
+
+  async removeSample(id) { await this._call("remove_sample", Number(id)); }
+
+  async classes() { return this._call("classes"); }
+
+  // The number of samples of each class, in class order.
+  async counts() { return this._call("counts"); }
+
+  // Every sample: [{id, classIndex}], in the order added.
+  async samples() {
+    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
+  }
+
+  // A new run (the head for the classes there are now, on all samples): {samples, train, validation, classes,
+  // trainPerClass, validationPerClass, fineTune, parameters}.  Then train().
+  async setup({ fineTune = false, validation = 0, seed = 0, optimizer = "AdamW" } = {}) {
+    return this._call("setup", Boolean(fineTune), Number(validation), Number(seed), String(optimizer));
+  }
+
+  // Accuracy, baseline and confusion on the validation samples (on the training samples without validation).
+  async evaluate() { return this._call("evaluate"); }
+
+  // {probabilities, label, className} of one image: RGBA bytes of width x height, or an ImageData.
+  async predict(pixels, size) {
+    const [bytes, shape] = await imagesOf(pixels, size, "the image");
+    if (shape[0] !== 1) throw new TypeError(`predict takes one image, not ${shape[0]}`);
+    return (await this._call("predict", bytes, shape))[0];
+  }
+
+  // Classes, samples (with their cached embeddings) and the run, as bytes for fromSnapshot.
+  async snapshot() { return this._call("snapshot"); }
+}
+
+export { HandwritingTask, ImageTask, LinearLRScheduler, PersonalizeTask, TabularTask, Tensor, TrainingSession,
+  _engineCall, describeModel, env, generateArtifacts, start };

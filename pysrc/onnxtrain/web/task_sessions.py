@@ -1,23 +1,28 @@
-"""The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting) as sessions of the library's registry,
-next to its TrainingSessions: ``create_task(kind, args)`` makes one, and a page calls the methods its kind allows.
-Training goes through the same train() as a TrainingSession's (train_loop.TrainLoop), on the task's own data."""
+"""The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting, personalizing a backbone) as sessions
+of the library's registry, next to its TrainingSessions: ``create_task(kind, args)`` makes one, and a page calls the
+methods its kind allows.  Training goes through the same train() as a TrainingSession's (train_loop.TrainLoop), on
+the task's own data."""
 from __future__ import annotations
 
 from .bridge import _buffer, signature
 from .digits import DigitsSession
 from .images import ImageSession
+from .personalize import PersonalizeSession
 from .tabular import TabularSession
 from .train_loop import TRAIN_OPTIONS, Training
 
 #: kind -> how a page makes one
 FACTORIES = {"tabular": TabularSession, "images": ImageSession, "handwriting": DigitsSession,
-             "handwriting_snapshot": DigitsSession.restore}
+             "handwriting_snapshot": DigitsSession.restore, "personalize": PersonalizeSession,
+             "personalize_snapshot": PersonalizeSession.from_snapshot}
 #: kind -> the task's own methods (and attributes) a page may call
 TASK_METHODS = {
     "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
     "images": {"info", "size", "classes", "evaluate", "predict"},
     "handwriting": {"classes", "predict", "add_class", "add_example", "counts", "snapshot", "start_fine_tune",
                     "finish_fine_tune"},
+    "personalize": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class",
+                    "add_samples", "remove_sample", "setup", "evaluate", "predict", "snapshot"},
 }
 #: what every task has: its run's checkpoints and artifacts, the export, and train()
 COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature", "train_begin", "train_continue",
@@ -32,7 +37,7 @@ class TaskSession(Training):
     def __init__(self, kind: str, args):
         if kind not in FACTORIES:
             raise ValueError(f"unknown kind of task {kind!r}; the kinds are {sorted(FACTORIES)}")
-        self.kind = "handwriting" if kind == "handwriting_snapshot" else kind
+        self.kind = kind.removesuffix("_snapshot")
         self.task = FACTORIES[kind](*list(_buffer(args) or []))
         self.methods = TASK_METHODS[self.kind] | COMMON
 

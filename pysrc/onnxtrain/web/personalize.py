@@ -1,0 +1,62 @@
+"""Personalizing a pretrained backbone at the JavaScript boundary: the page's RGBA pixels (one flat byte buffer and
+[count, height, width]) onto onnxtrain.tasks.personalize, with the page's run (a bridge TrainingSession)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tasks import personalize
+from ..tasks.checks import whole
+from ..train.data import DataError
+from .bridge import _buffer, _bytes
+from .tabular import training_run
+
+
+def _pixels(pixels, shape, what: str) -> np.ndarray:
+    """RGBA uint8 bytes of [count, height, width] as [count, height, width, 4]."""
+    dims = list(_buffer(shape))
+    sizes = [whole(d, 1) for d in dims]
+    if len(dims) != 3 or None in sizes:
+        raise DataError(f"{what}: the shape {str(dims)[:60]} is not [count, height, width] in whole numbers of 1 "
+                        f"or more")
+    n, h, w = sizes
+    data = _bytes(pixels)
+    if len(data) != n * h * w * 4:
+        raise DataError(f"{what}: the pixel buffer has {len(data):,} bytes, but {n} RGBA image{'s' * (n != 1)} of "
+                        f"{w}×{h} px take {n * h * w * 4:,}")
+    return np.frombuffer(data, np.uint8).reshape(n, h, w, 4)
+
+
+def _camel(prediction: dict) -> dict:
+    return {"probabilities": prediction["probabilities"], "label": prediction["label"],
+            "className": prediction["class_name"]}
+
+
+class PersonalizeSession(personalize.PersonalizeSession):
+    """tasks.personalize.PersonalizeSession for the worker."""
+
+    def __init__(self, backbone, run=training_run):
+        super().__init__(_bytes(backbone), run=run)
+
+    @classmethod
+    def from_snapshot(cls, backbone, snapshot) -> "PersonalizeSession":
+        return super().from_snapshot(_bytes(backbone), _bytes(snapshot), run=training_run)
+
+    def info(self) -> dict:
+        b = self.backbone
+        return {"inputSize": b.preprocess["size"], "features": b.features, "blockShape": b.block_shape,
+                "backboneBytes": b.bytes, "backboneSha256": b.sha256, "source": b.source}
+
+    def add_samples(self, pixels, shape, index) -> list:
+        """RGBA images [count, height, width] of class ``index``; their sample ids."""
+        return super().add_samples(_pixels(pixels, shape, "the samples"), index)
+
+    def setup(self, fine_tune=False, validation=0.0, seed=0, optimizer="AdamW") -> dict:
+        info = super().setup(fine_tune, validation, seed, optimizer)
+        return {"samples": info["samples"], "train": info["train"], "validation": info["validation"],
+                "classes": info["classes"], "trainPerClass": info["train_per_class"],
+                "validationPerClass": info["validation_per_class"], "fineTune": info["fine_tune"],
+                "parameters": info["parameters"]}
+
+    def predict(self, pixels, shape) -> list:
+        """For each RGBA image of [count, height, width]: {probabilities, label, className}."""
+        return [_camel(p) for p in super().predict(_pixels(pixels, shape, "the image"))]
