@@ -291,39 +291,22 @@ for row, target in zip(data.data, data.target):
 """
 
 
-DIGITS = """
-import sys, numpy as np
-from sklearn.datasets import load_digits
-from onnxtrain.tasks.handwriting import pretrain
-digits = load_digits()
-open(sys.argv[1] + "/model.onnx", "wb").write(pretrain(digits.data, digits.target))
-pick = np.random.default_rng(0).permutation(len(digits.data))[:300]
-np.savez(sys.argv[1] + "/replay.npz", x=(digits.data[pick] / 16).astype(np.float32), y=digits.target[pick])
-"""
-
-
-def pretrained_digits(dest: Path) -> None:
-    """The digit classifier the drawing flow personalises, pretrained here by onnxtrain itself."""
-    dest.mkdir(parents=True, exist_ok=True)
-    subprocess.run([str(venv_python()), "-c", DIGITS, str(dest)], check=True,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT / "pysrc")))
-
-
 def sample_data(dest: Path) -> None:
     """The sample CSV the page offers: scikit-learn's bundled wine data."""
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(venv_python()), "-c", SAMPLE_CSV, str(dest / "wine.csv")], check=True)
 
 
-def demo_artifacts(dest: Path) -> None:
-    """A small demo artifact set (an MLP with cross-entropy and AdamW) for the page."""
-    script = ("import sys, shutil; sys.path.insert(0, 'tests'); import ort_cases as oc; "
-              "print(oc.artifact_dir('mlp_ce_adamw'))")
-    folder = Path(subprocess.run([str(ensure_venv()), "-c", script], cwd=ROOT, check=True, capture_output=True,
-                                 text=True, env=dict(os.environ, ONNXTRAIN_CACHE=str(CACHE))).stdout.strip())
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx", "checkpoint"):
-        shutil.copy2(folder / name, dest / name)
+def build_artifacts(dest: Path) -> None:
+    """Every model and artifact set the site ships, made by the recipes in artifacts/ (the demo MLP set by
+    onnxtrain's generate_artifacts, the pretrained digits model, the EfficientNet-Lite0 backbone exported from
+    torch and checked), and their manifest.json, in ``dest``; the slow parts are cached in .cache/artifacts."""
+    try:
+        run([ensure_venv(), "-m", "artifacts", dest, "--cache", CACHE / "artifacts"], cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT / "pysrc"), OMP_NUM_THREADS="1"))
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"build.py: the artifact recipes (python -m artifacts) failed with exit code {e.returncode}; "
+                 "their message is above")
 
 
 APT_UPDATED = []
@@ -384,7 +367,7 @@ def compile_python(dest: Path, wheels: list[Path]) -> None:
 
 
 def build_site() -> Path:
-    """Assemble site/: the web sources, the wheels, demo artifacts and Pyodide."""
+    """Assemble site/: the web sources, the wheels, the artifacts (artifacts/ recipes) and Pyodide."""
     ensure_venv()
     wheel = build_wheel()
     tmp = SITE.with_name("site.tmp")
@@ -412,9 +395,8 @@ def build_site() -> Path:
     build_library(tmp)
     for folder in ("pyodide", "wheels", "kernels"):  # the library has what the page loads of them
         shutil.rmtree(tmp / folder)
-    demo_artifacts(tmp / "artifacts" / "mlp")
+    build_artifacts(tmp / "artifacts")
     sample_data(tmp / "samples")
-    pretrained_digits(tmp / "artifacts" / "digits")
     uplot = npm_package(UPLOT[0], UPLOT[1])
     (tmp / "vendor").mkdir()
     for f in UPLOT[2]:
