@@ -19,6 +19,7 @@ let runId = null;
 let trained = null; // what the last training did (a line), or null while the head does not match the classes
 let stream = null; // the camera's MediaStream
 let recording = null; // {cls, timer, pending: [frames], sending}
+let unsent = 0; // frames recorded and not yet added to the task
 let live = false; // the live prediction loop runs
 let busy = false; // training: no other call may reach the task
 let fed = []; // the last live frames: {pixels (RGBA SIZE x SIZE), probabilities, label}
@@ -76,7 +77,7 @@ function showLoad({ loaded, total, seconds }) {
 
 async function showReady() {
   const info = await task.info();
-  $("cam-load-progress").value = 1;
+  $("cam-load-progress").hidden = true;
   $("cam-load-status").textContent = `Ready: EfficientNet-Lite0 (${(info.backboneBytes / MB).toFixed(1)} MB, ` +
     `${info.features} features per image), loaded in ${info.loadSeconds.toFixed(1)} s.`;
   $("cam-load").hidden = true;
@@ -301,7 +302,11 @@ function startRecording(index) {
   $("cam-error").hidden = true;
   const rec = { cls: classes[index], pending: [], sending: null, timer: null };
   recording = rec;
-  const grab = () => { rec.pending.push(videoPixels()); sendRecorded(rec); };
+  const grab = () => {
+    rec.pending.push(videoPixels());
+    unsent += 1;
+    sendRecorded(rec);
+  };
   grab();
   rec.timer = setInterval(grab, RECORD_MS);
   cards[index]?.record.classList.add("on");
@@ -324,6 +329,7 @@ function sendRecorded(rec) {
     while (rec.pending.length) {
       const frames = rec.pending.splice(0);
       await change(() => addSamples(rec.cls, frames), { classesChanged: false }).catch(showError);
+      unsent -= frames.length;
     }
     rec.sending = null;
   })();
@@ -524,7 +530,9 @@ export function setUpCamera(ready) {
     load,
     // the last frames predicted (RGBA SIZE x SIZE as base64) with the page's probabilities and label
     fed: () => fed.map((f) => ({ ...f, pixels: base64(f.pixels) })),
+    fedCount: () => fed.length,
     clearFed: () => { fed = []; },
+    unsent: () => unsent,
     classes: () => classes.map((c) => ({ name: c.name, samples: c.samples.map((s) => s.id) })),
     saved: () => saving,
   };
