@@ -116,6 +116,10 @@ class PersonalizeSession:
         """A new run on the samples there are now: the head (a Gemm from the features to the classes, or with
         ``fine_tune`` also the backbone's last convolution) as training artifacts; ``validation`` (0, or above 0
         and below 1) of each class's samples held out.  What the run trains on."""
+        seed = whole(seed, 0)
+        if seed is None:
+            raise DataError("the seed must be a whole number of 0 or more")
+        share = 0.0 if validation in (0, 0.0, None) else check_validation(validation)
         counts = self.counts()
         if len(self.names) < 2:
             raise DataError(f"there {'is one class' if self.names else 'are no classes'}; add at least two classes "
@@ -123,10 +127,6 @@ class PersonalizeSession:
         empty = [n for n, c in zip(self.names, counts) if c == 0]
         if empty:
             raise DataError(f"the class {show(empty[0])} has no samples; add some, or remove the class")
-        seed = whole(seed, 0)
-        if seed is None:
-            raise DataError("the seed must be a whole number of 0 or more")
-        share = 0.0 if validation in (0, 0.0, None) else check_validation(validation)
         settings = {"fine_tune": bool(fine_tune), "validation": share, "seed": seed, "optimizer": str(optimizer),
                     "ids": list(self.samples), "labels": list(self.samples.values())}
         info = self._new_run(settings)

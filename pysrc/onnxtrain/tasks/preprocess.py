@@ -49,8 +49,8 @@ def _int(name, value):
 def preprocess_model(size: int, mean, std, output: str = "input") -> Model:
     """``image`` uint8 [N, H, W, 3 or 4] -> ``output`` float32 [N, 3, size, size] (see the module's text)."""
     mean, std = np.float64(mean), np.float64(std)
-    consts = {"pre.one_three": [1, 3], "pre.zero": [0], "pre.two": [2], "pre.rgb": [3], "pre.axes": [1, 2, 3],
-              "pre.three_size": [3, size, size], "pre.batch_axis": [0], "pre.one": [1]}
+    consts = {"pre.zero": [0], "pre.one": [1], "pre.two": [2], "pre.rgb": [3], "pre.axes": [1, 2, 3],
+              "pre.three_size": [3, size, size]}
     inits = [Tensor(name, np.array(v, np.int64), DataType.INT64) for name, v in consts.items()]
     inits += [Tensor("pre.scale", (1 / (255 * std)).astype(np.float32).reshape(1, 3, 1, 1), DataType.FLOAT),
               Tensor("pre.shift", (-mean / std).astype(np.float32).reshape(1, 3, 1, 1), DataType.FLOAT)]
