@@ -1,7 +1,7 @@
 // "Teach a model with your camera or photos": a pretrained EfficientNet-Lite0 (frozen) embeds each sample once, in
 // the engine; a small head learns the user's classes in about a second; live predictions on the camera; one ONNX
 // model (preprocessing, backbone and head) to download.  Built on the library's PersonalizeTask only.
-import * as onnxtrain from "./onnxtrain/onnxtrain.mjs";
+import { PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, downloadButton, element, errorShower } from "./ui.js";
 
@@ -20,7 +20,7 @@ let trained = null; // what the last training did (a line), or null while the he
 let stream = null; // the camera's MediaStream
 let recording = null; // {cls, timer, pending: [frames], sending}
 let unsent = 0; // frames recorded and not yet added to the task
-let live = false; // the live prediction loop runs
+let liveRun = 0; // the live prediction loop that may run (a new camera stream starts a new one)
 let busy = false; // training: no other call may reach the task
 let fed = []; // the last live frames: {pixels (RGBA SIZE x SIZE), probabilities, label}
 let stopping = null; // AbortController of the running train()
@@ -68,7 +68,14 @@ function joined(frames) {
 
 // ---- the backbone -----------------------------------------------------------------------------------------------
 
-function showLoad({ loaded, total, seconds }) {
+function showLoad({ loaded, total, seconds, stage }) {
+  if (stage === "ready") return;
+  if (total && loaded === total) {
+    $("cam-load-progress").value = 1;
+    $("cam-load-status").textContent = `Downloaded the pretrained model: ${(total / MB).toFixed(1)} MB in ` +
+      `${seconds.toFixed(1)} s; preparing it…`;
+    return;
+  }
   const size = total ? `${(loaded / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB` : `${(loaded / MB).toFixed(1)} MB`;
   $("cam-load-progress").hidden = false;
   if (total) $("cam-load-progress").value = loaded / total;
@@ -94,7 +101,7 @@ function load() {
     $("cam-load").disabled = true;
     $("cam-load-status").textContent = "Starting…";
     loading = (async () => {
-      task = await onnxtrain.PersonalizeTask.create(BACKBONE, { onLoad: showLoad });
+      task = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad });
       for (const name of ["Class 1", "Class 2"]) {
         await task.addClass(name);
         classes.push({ name, samples: [] });
@@ -286,7 +293,7 @@ async function startCamera() {
 
 function stopCamera() {
   stopRecording();
-  live = false;
+  liveRun += 1;
   stream?.getTracks().forEach((t) => t.stop());
   stream = null;
   $("cam-video").srcObject = null;
@@ -357,10 +364,9 @@ async function predictFrame(pixels) {
 
 // Predict the camera's frames one after another while the camera is on and the head fits the classes.
 async function startLive() {
-  if (live) return;
-  live = true;
+  const run = ++liveRun;
   const times = [];
-  while (live && stream) {
+  while (run === liveRun && stream) {
     if (!trained || busy || recording) {
       await new Promise((ok) => setTimeout(ok, 100));
       times.length = 0;
@@ -368,7 +374,9 @@ async function startLive() {
     }
     const pixels = videoPixels();
     try {
-      const result = await predictFrame(pixels);
+      const result = await task.predict(pixels, { width: SIZE, height: SIZE });
+      if (run !== liveRun) break; // the camera stopped meanwhile
+      showBars(result.probabilities);
       fed.push({ pixels, probabilities: result.probabilities, label: result.label });
       if (fed.length > KEEP_FED) fed.shift();
     } catch (err) {
@@ -382,7 +390,6 @@ async function startLive() {
       $("cam-fps").textContent = `${fps.toFixed(1)} frames/s`;
     }
   }
-  live = false;
 }
 
 // ---- training ---------------------------------------------------------------------------------------------------
@@ -465,7 +472,7 @@ registerRunKind("camera", {
   async resume(saved) {
     if (busy) throw new Error("Training is running; cancel it before resuming a saved run.");
     $("cam-load").disabled = true;
-    const next = await onnxtrain.PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0), { onLoad: showLoad });
+    const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0), { onLoad: showLoad });
     const names = await next.classes();
     const counts = await next.counts();
     if (names.length !== saved.classes.length || saved.classes.some((c, i) => counts[i] !== c.samples.length)) {
