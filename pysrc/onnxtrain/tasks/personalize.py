@@ -26,6 +26,11 @@ MAX_CLASSES = 50
 SNAPSHOT_VERSION = 1
 
 
+def _shown(value) -> str:
+    """A number as it is, other values quoted (for messages)."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else show(value)
+
+
 class PersonalizeSession:
     """Classes, their samples' cached embeddings and a trained head on the backbone (ONNX bytes); ``run`` makes
     the training run (see tasks.training)."""
@@ -60,8 +65,8 @@ class PersonalizeSession:
     def _index(self, index) -> int:
         i = whole(index, 0, len(self.names) - 1)
         if i is None:
-            raise DataError(f"there is no class {show(index)}; the classes are numbered 0 to {len(self.names) - 1}"
-                            if self.names else f"there is no class {show(index)}: add a class first")
+            raise DataError(f"there is no class {_shown(index)}; the classes are numbered 0 to {len(self.names) - 1}"
+                            if self.names else f"there is no class {_shown(index)}: add a class first")
         return i
 
     def add_class(self, name) -> int:
@@ -105,7 +110,7 @@ class PersonalizeSession:
     def remove_sample(self, sample) -> None:
         s = whole(sample, 1)
         if s is None or s not in self.samples:
-            raise DataError(f"there is no sample {show(sample)}" + ("" if self.samples else " (there are none)"))
+            raise DataError(f"there is no sample {_shown(sample)}" + ("" if self.samples else " (there are none)"))
         del self.samples[s]
         if self.settings is None or s not in self.settings["ids"]:
             del self.store[s]
@@ -150,7 +155,7 @@ class PersonalizeSession:
         if checkpoint is not None:
             training.restore(checkpoint)
         self.training, self.validation, self.settings = training, validation_data, settings
-        per_class = lambda rows: np.bincount(y[rows], minlength=len(self.names)).tolist()  # noqa: E731
+        per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.names)).tolist()  # noqa
         return {"samples": len(y), "train": len(train), "validation": len(val), "classes": list(self.names),
                 "train_per_class": per_class(train), "validation_per_class": per_class(val),
                 "fine_tune": fine_tune, "parameters": training.module.get_parameters_size(True)}
