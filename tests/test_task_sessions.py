@@ -177,3 +177,46 @@ def test_a_paused_session_run_goes_on_with_resume_as_if_never_paused():
     fresh = session(registry)
     with pytest.raises(ValueError, match="there is no run to resume"):
         registry.call("train_begin", fresh, [data, {"resume": True}])
+
+
+def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
+    """The "personalize" kind: the page's RGBA bytes in, the same losses and export as tasks.personalize with a
+    Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""
+    from onnxtrain.tasks.personalize import PersonalizeSession
+    from test_personalize import BACKBONE, crops, photos, rgba
+    if not BACKBONE.exists():
+        pytest.fail(f"{BACKBONE} is missing: build the site first (`python3 build.py site`)")
+    backbone = BACKBONE.read_bytes()
+    images = {name: rgba(crops(photo, 3, "left", k)) for k, (name, photo) in enumerate(list(photos().items())[:2])}
+    registry = Registry()
+    handle = registry.call("create_task", None, ["personalize", [backbone]])["handle"]
+    reference = PersonalizeSession(backbone)
+    for k, (name, x) in enumerate(images.items()):
+        assert registry.call("add_class", handle, [name]) == k == reference.add_class(name)
+        n, h, w = x.shape[:3]
+        assert registry.call("add_samples", handle, [x.tobytes(), [n, h, w], k]) == reference.add_samples(x, k)
+    with pytest.raises(ValueError, match=r"the pixel buffer has 10 bytes, but 1 RGBA image of 4×4 px take 64"):
+        registry.call("add_samples", handle, [bytes(10), [1, 4, 4], 0])
+    assert registry.call("counts", handle, []) == [3, 3]
+    setup = registry.call("setup", handle, [False, 0.34, 1, "AdamW"])
+    assert setup["trainPerClass"] == [2, 2] and setup["validationPerClass"] == [1, 1] and not setup["fineTune"]
+    reference.setup(False, 0.34, 1)
+    _, records, summary = train(registry, handle, {"epochs": 4, "batchSize": 2, "learningRate": 0.003,
+                                                   "keepBest": False})
+    expected = []
+    reference.training.configure(epochs=4, batch_size=2, learning_rate=0.003, keep_best=False,
+                                 evaluate=lambda _t: reference.evaluate())
+    reference.training.run(on_progress=expected.append)
+    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert summary["metrics"] == reference.evaluate() and summary["metrics"]["on"] == "validation"
+    assert registry.call("export_model", handle, []) == reference.export_model()
+    x = images["china"][:1]
+    prediction = registry.call("predict", handle, [x.tobytes(), [1, *x.shape[1:3]]])
+    assert prediction == [{"probabilities": p["probabilities"], "label": p["label"], "className": p["class_name"]}
+                          for p in reference.predict(x)]
+    snapshot = registry.call("snapshot", handle, [])
+    again = registry.call("create_task", None, ["personalize_snapshot", [backbone, snapshot]])["handle"]
+    assert registry.call("checkpoint", again, []) == registry.call("checkpoint", handle, [])
+    assert registry.call("sample_list", again, []) == [[i, int(i > 3)] for i in range(1, 7)]
+    with pytest.raises(ValueError, match="a personalize task has no method 'start_fine_tune'"):
+        registry.call("start_fine_tune", handle, [])
