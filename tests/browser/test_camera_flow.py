@@ -74,17 +74,16 @@ def frames(images, name, n, seed, brightness=1.0):
 
 
 @pytest.fixture(scope="module")
-def camera(tmp_path_factory):
-    """Chromium with a fake camera that plays ``video`` (the test rewrites it; the camera reads it when started)."""
-    from playwright.sync_api import sync_playwright
+def camera(browser, tmp_path_factory):
+    """A second Chromium (the session's Playwright) with a fake camera that plays ``video``: the test rewrites the
+    file, and the camera reads it anew each time the page starts it."""
     video = tmp_path_factory.mktemp("camera") / "camera.y4m"
     write_y4m(video, [np.zeros(VIDEO + (3,), np.uint8)])
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS + [
-            "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
-            f"--use-file-for-fake-video-capture={video}"])
-        yield browser, video
-        browser.close()
+    with_camera = browser.browser_type.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS + [
+        "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+        f"--use-file-for-fake-video-capture={video}"])
+    yield with_camera, video
+    with_camera.close()
 
 
 def open_page(browser, site_url, init_script=None):
@@ -239,8 +238,9 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
     page.evaluate("() => window.onnxtrainCamera.saved()")
     line = reload_and_resume(page, "Camera and photos")
     assert f"{sum(counts)} samples in 3 classes (temple, lake, flower), trained" in line, line
-    page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Restored')",
-                           timeout=180_000)
+    page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Restored') "
+                           "|| !document.getElementById('runs-error').hidden", timeout=180_000)
+    assert page.is_hidden("#runs-error"), page.text_content("#runs-error")
     assert [page.input_value(f".cam-class:nth-child({i + 1}) .cam-name") for i in range(3)] == NAMES
     assert class_counts(page) == counts
     assert [page.locator(".cam-class").nth(i).locator(".cam-thumb").count() for i in range(3)] == counts
