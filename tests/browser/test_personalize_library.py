@@ -2,6 +2,7 @@
 loaded from its URL with progress, two classes of real photos, trained, predicted, exported; the export run by
 onnxruntime in CPython gives the page's probabilities; a snapshot restores; nothing leaves the origin."""
 import base64
+import json
 import shutil
 import threading
 
@@ -12,6 +13,8 @@ import pytest
 
 import build
 from browser.conftest import Page
+from onnxtrain import ir
+from onnxtrain.tasks.preprocess import preprocess_model, read_preprocess
 from test_personalize import ACCURACY_BAR, crops, photos, rgba
 
 BACKBONE_URL = "artifacts/efficientnet_lite0/backbone.onnx"
@@ -186,3 +189,34 @@ def test_bad_calls_reject_with_the_reason_and_the_task_goes_on(page, images):
       return error;
     }""", [LIBRARY, BACKBONE_URL])
     assert "there is one class; add at least two classes" in alone
+
+
+PREPROCESS_IN_PAGE = """
+import base64, json
+import numpy as np
+from onnxtrain import ir
+from onnxtrain.ops import simd
+from onnxtrain.runtime import Session
+from onnxtrain.tasks.preprocess import preprocess_model, read_preprocess
+p = read_preprocess(json.loads(META))
+image = np.frombuffer(base64.b64decode(IMAGE), np.uint8).reshape(SHAPE)
+out = Session(preprocess_model(p["size"], p["mean"], p["std"])).run([image])[0]
+[simd.available(), base64.b64encode(out.tobytes()).decode()]
+"""
+
+
+def test_the_preprocessing_graph_in_the_page_equals_onnxruntime(page):
+    """The page (its SIMD kernels on: Resize by their gemm in float32) computes what onnxruntime computes."""
+    meta = {p.key: p.value for p in onnx.load(str(page.site_backbone)).metadata_props}
+    p = read_preprocess(meta)
+    model = ir.to_bytes(preprocess_model(p["size"], p["mean"], p["std"]))
+    reference = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    for shape in [(2, 240, 320, 4), (1, 480, 640, 3), (1, 150, 100, 4)]:
+        image = rng.integers(0, 256, shape, dtype=np.uint8)
+        code = (f"META = {json.dumps(json.dumps(meta))}\nIMAGE = {b64(image)!r}\nSHAPE = {list(shape)}\n"
+                + PREPROCESS_IN_PAGE)
+        simd_on, out = page.page.evaluate("(code) => lib._engineCall('runPython', { code })", code)
+        assert simd_on
+        got = np.frombuffer(base64.b64decode(out), np.float32).reshape(shape[0], 3, p["size"], p["size"])
+        np.testing.assert_allclose(got, reference.run(None, {"image": image})[0], rtol=1e-5, atol=1e-4)
