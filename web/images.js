@@ -1,14 +1,21 @@
-// "Train on a folder of images": decode in the page, train a small CNN, download a model that takes RGB.
-import { ImageTask } from "./onnxtrain/onnxtrain.mjs";
+// "Train on a folder of images": decode in the page, then either train the head of the pretrained EfficientNet-Lite0
+// on the photos' features (the default) or a small CNN from scratch; download a model that takes the images.
+import { ImageTask, PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
+const BACKBONE = "artifacts/efficientnet_lite0/backbone.onnx";
+const PRETRAINED_SIZE = 224; // the backbone's input: each image's centred square, at this size
+const EMBED_CHUNK = 8; // images per request while the backbone computes their features
+
 let view = null;
-let task = null; // the library's ImageTask of `data`
-let data = null; // the decoded images: {pixels, count, size, labels, classes, skipped, optimizer, name}
+let task = null; // the library's task of `data`: an ImageTask, or `pretrained`
+let pretrained = null; // the PersonalizeTask that holds the backbone, kept from folder to folder
+let data = null; // the decoded images: {pixels, count, size, labels, classes, skipped, optimizer, name, model}
 let fresh = false; // the task is untrained, just made from `data`
+let runInfo = null; // the pretrained run's setup (what it trains on), kept with its saved run
 
 const showError = errorShower("img-error");
 
@@ -19,11 +26,54 @@ function skippedText(skipped) {
 }
 
 function showInfo(info) {
+  const model = data.model === "pretrained" ? "the pretrained EfficientNet-Lite0's features of" : "a CNN from scratch on";
   $("img-info").textContent = `${info.images} images in ${info.classes.length} classes (${info.classes.join(", ")}), ` +
-    `${info.train} for training and ${info.validation} for validation, ${info.size}×${info.size} pixels` +
+    `${info.train} for training and ${info.validation} for validation, ${model} ${data.size}×${data.size} pixels` +
     `${skippedText(data.skipped)}.`;
   $("img-setup").hidden = false;
   $("img-metrics").textContent = "";
+}
+
+function showStatus(text) {
+  $("img-info").textContent = text;
+  $("img-setup").hidden = true;
+}
+
+const megabytes = (n) => `${(n / 1e6).toFixed(1)} MB`;
+
+function showLoad({ loaded, total, seconds, stage }) {
+  showStatus(stage === "ready" ? `The backbone is ready (${megabytes(total)} in ${seconds.toFixed(1)} s).`
+    : `Loading the pretrained backbone: ${megabytes(loaded)}${total ? ` of ${megabytes(total)}` : ""} ` +
+      `(${seconds.toFixed(1)} s)…`);
+}
+
+// Files ({path, bytes}) as RGBA images of each one's centred square at `size` x `size`, labelled by folder (as
+// ImageTask.decodeImages, which stretches the whole image instead).
+async function decodeSquares(files, size) {
+  const context = new OffscreenCanvas(size, size).getContext("2d", { willReadFrequently: true });
+  context.imageSmoothingQuality = "high";
+  const pixels = new Uint8Array(files.length * size * size * 4);
+  const names = [];
+  const skipped = [];
+  for (const file of files) {
+    let bitmap;
+    try {
+      bitmap = await createImageBitmap(new Blob([file.bytes]));
+    } catch {
+      skipped.push(file.path);
+      continue;
+    }
+    const side = Math.min(bitmap.width, bitmap.height);
+    context.clearRect(0, 0, size, size);
+    context.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, size, size);
+    bitmap.close();
+    pixels.set(context.getImageData(0, 0, size, size).data, names.length * size * size * 4);
+    const parts = file.path.split("/").filter(Boolean);
+    names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
+  }
+  const classes = [...new Set(names)].sort();
+  return { pixels: pixels.slice(0, names.length * size * size * 4), count: names.length, size,
+    labels: names.map((n) => classes.indexOf(n)), classes, skipped };
 }
 
 // The files under dropped folders (FileSystemEntry objects), each as {path, file} with its path in the drop.
@@ -43,10 +93,38 @@ async function entryFiles(entries) {
   return found;
 }
 
-// A new task of `data` (the one before it released); its info.
+// The backbone's features of every image of `data`, as the classes of `pretrained` (made once).
+async function embed() {
+  if (!pretrained) pretrained = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad });
+  for (let i = (await pretrained.classes()).length; i > 0; i--) await pretrained.removeClass(i - 1);
+  for (const name of data.classes) await pretrained.addClass(name);
+  const bytes = data.size * data.size * 4;
+  const started = performance.now();
+  for (let c = 0, done = 0; c < data.classes.length; c++) {
+    const rows = data.labels.flatMap((label, i) => (label === c ? [i] : []));
+    for (let k = 0; k < rows.length; k += EMBED_CHUNK) {
+      const chunk = rows.slice(k, k + EMBED_CHUNK);
+      const pixels = new Uint8Array(chunk.length * bytes);
+      chunk.forEach((row, j) => pixels.set(data.pixels.subarray(row * bytes, (row + 1) * bytes), j * bytes));
+      await pretrained.addSamples(pixels, { width: data.size, height: data.size, count: chunk.length }, c);
+      done += chunk.length;
+      const seconds = (performance.now() - started) / 1000;
+      showStatus(`The backbone's features: ${done} of ${data.count} images (${(done / seconds).toFixed(1)} images/s)…`);
+    }
+  }
+}
+
+// A new run on `data` (for the CNN a new task, the one before it released); its info.
 async function makeTask() {
+  if (data.model === "pretrained") {
+    const info = await pretrained.setup({ validation: 0.2, seed: 0, optimizer: data.optimizer || "AdamW" });
+    if (task && task !== pretrained) await task.release();
+    task = pretrained;
+    runInfo = { ...info, images: info.samples };
+    return runInfo;
+  }
   const next = await ImageTask.create({ ...data, pixels: data.pixels.slice(0), optimizer: data.optimizer || "AdamW" });
-  if (task) await task.release();
+  if (task && task !== pretrained) await task.release();
   task = next;
   return task.info();
 }
@@ -55,10 +133,13 @@ async function load(found) {
   $("img-error").hidden = true;
   if (!found.length) throw new Error("the folder is empty");
   const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
-  const decoded = await ImageTask.decodeImages(files, Number($("img-size").value));
+  const model = $("img-model").value;
+  const decoded = model === "pretrained" ? await decodeSquares(files, PRETRAINED_SIZE)
+    : await ImageTask.decodeImages(files, Number($("img-size").value));
   if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
-  data = { ...decoded, optimizer: $("img-optimizer").value,
+  data = { ...decoded, model, optimizer: $("img-optimizer").value,
     name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
+  if (model === "pretrained") await embed();
   const info = await makeTask();
   fresh = true;
   showInfo(info);
@@ -79,7 +160,11 @@ const flow = {
       await makeTask();
     }
     fresh = false;
-    return { kind: "images", name: data.name, images: data, settings: { size: data.size } };
+    const run = { kind: "images", name: data.name, settings: { size: data.size } };
+    // the pretrained run keeps the features (the snapshot), not the pixels
+    return data.model === "pretrained"
+      ? { ...run, images: { ...data, pixels: null }, snapshot: await task.snapshot(), info: runInfo }
+      : { ...run, images: data };
   },
 };
 
@@ -89,7 +174,16 @@ registerRunKind("images", {
   async resume(saved) {
     data = saved.images;
     $("img-optimizer").value = data.optimizer || "AdamW";
-    const info = await makeTask();
+    $("img-model").value = data.model || "scratch";
+    let info;
+    if (data.model === "pretrained") {
+      const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0), { onLoad: showLoad });
+      for (const old of new Set([task, pretrained])) await old?.release();
+      task = pretrained = next;
+      info = saved.info;
+    } else {
+      info = await makeTask();
+    }
     await task.restore(saved.checkpoint.slice(0), saved.bestCheckpoint?.slice(0) ?? null);
     fresh = false;
     showInfo(info);
@@ -112,12 +206,18 @@ export function setUpImages(ready) {
     return dropEntries([...e.dataTransfer.items].map((item) => item.webkitGetAsEntry()).filter(Boolean));
   });
   window.onnxtrainImages = { dropEntries };
+  const sizeShown = () => { $("img-size-label").style.display = $("img-model").value === "pretrained" ? "none" : ""; };
+  $("img-model").addEventListener("change", sizeShown);
+  sizeShown();
   $("img-try").addEventListener("change", async (e) => {
     try {
       const f = e.target.files[0];
-      const decoded = await ImageTask.decodeImages([{ path: f.name, bytes: await f.arrayBuffer() }], data.size);
+      const file = [{ path: f.name, bytes: await f.arrayBuffer() }];
+      const pretrainedRun = data.model === "pretrained";
+      const decoded = pretrainedRun ? await decodeSquares(file, data.size) : await ImageTask.decodeImages(file, data.size);
       if (decoded.count === 0) throw new Error(`${f.name} is not an image`);
-      const p = await task.predict(decoded.pixels);
+      const p = pretrainedRun ? (await task.predict(decoded.pixels, { width: data.size, height: data.size })).probabilities
+        : await task.predict(decoded.pixels);
       const best = p.indexOf(Math.max(...p));
       $("img-prediction").textContent = `Looks like: ${data.classes[best]} (${(100 * p[best]).toFixed(0)}%)`;
     } catch (err) { showError(err); }

@@ -1,4 +1,5 @@
-"""A folder of PNG files, one subfolder per class, trained in the page; the download runs in onnxruntime."""
+"""A folder of PNG files, one subfolder per class, trained in the page (the head of the pretrained backbone, or a
+CNN from scratch); the download runs in onnxruntime."""
 import struct
 import zlib
 
@@ -10,6 +11,7 @@ import onnxruntime as ort
 
 import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
+from photo_scenes import scenes
 from test_images import synthetic
 
 
@@ -41,6 +43,7 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
     root, pixels, labels = folder(tmp_path, 16)
     (root / "red" / "notes.txt").write_text("not an image")
     (root / "blue" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
+    page.select_option("#img-model", "scratch")
     page.select_option("#img-size", "16")
     page.set_input_files("#img-folder", str(root))
     page.wait_for_selector("#img-setup:not([hidden])")
@@ -86,6 +89,7 @@ def test_image_folder_trains_and_exports(site_page, tmp_path):
 def test_a_run_resumes_after_a_reload_and_its_artifacts_train_on_in_onnxruntime(own_page, tmp_path):
     page = own_page.page
     root, pixels, labels = folder(tmp_path, 6)
+    page.select_option("#img-model", "scratch")
     page.select_option("#img-size", "16")
     page.set_input_files("#img-folder", str(root))
     page.wait_for_selector("#img-setup:not([hidden])")
@@ -140,6 +144,7 @@ def test_a_dropped_folder_is_read_with_its_class_subfolders(site_page, tmp_path)
     root, pixels, labels = folder(tmp_path, 5)
     tree = {"photos": {c.name: {f.name: list(f.read_bytes()) for f in c.iterdir()} for c in root.iterdir()}}
     tree["photos"]["readme.txt"] = list(b"class folders below")
+    page.select_option("#img-model", "scratch")
     page.select_option("#img-size", "16")
     page.evaluate("() => { document.getElementById('img-info').textContent = ''; }")
     page.evaluate(DROP, tree)
@@ -148,3 +153,89 @@ def test_a_dropped_folder_is_read_with_its_class_subfolders(site_page, tmp_path)
     assert page.is_hidden("#img-error"), page.text_content("#img-error")
     info = page.text_content("#img-info")
     assert "15 images in 3 classes (blue, green, red)" in info and "skipped 1 file that is not an image: photos/readme.txt" in info
+
+
+def scene_folder(tmp_path, per_class):
+    """scenes/<class>/<i>.png of real objects on the training backgrounds (tests/photo_scenes.py)."""
+    images, labels, names = scenes(per_class, held_out=False)
+    root = tmp_path / "scenes"
+    for i, (img, label) in enumerate(zip(images, labels)):
+        (root / names[label]).mkdir(parents=True, exist_ok=True)
+        (root / names[label] / f"{i}.png").write_bytes(png(np.concatenate([img, np.full((*img.shape[:2], 1), 255,
+                                                                                        np.uint8)], -1)))
+    return root, names
+
+
+def train_in_page(page, epochs: str):
+    page.fill("#img-epochs", epochs)
+    page.click("#img-train")
+    page.wait_for_function("() => /^Done/.test(document.getElementById('img-metrics').textContent) "
+                           "|| !document.getElementById('img-error').hidden", timeout=300_000)
+    assert page.is_hidden("#img-error"), page.text_content("#img-error")
+
+
+def held_out_accuracy(page, tmp_path, name: str, images, labels, classes, size=None) -> float:
+    """The downloaded model's accuracy in onnxruntime on ``images`` (uint8 RGB, 224 px)."""
+    with page.expect_download() as download:
+        page.click("#img-download")
+    path = tmp_path / name
+    download.value.save_as(path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    if size is None:
+        feed = images
+    else:
+        from PIL import Image
+        feed = np.stack([np.asarray(Image.fromarray(i).resize((size, size), Image.BILINEAR)) for i in images])
+        feed = feed.transpose(0, 3, 1, 2).astype(np.float32) / 255
+    label = session.run(["label"], {"image": feed})[0]
+    assert sorted(classes) == json_classes(path)
+    return float(np.mean(np.array([sorted(classes)[i] for i in label]) == np.array([classes[k] for k in labels])))
+
+
+def json_classes(path) -> list:
+    import json
+    return json.loads({p.key: p.value for p in onnx.load(str(path)).metadata_props}["onnxtrain.classes"])
+
+
+def test_the_pretrained_backbone_learns_a_folder_of_few_photos_that_a_cnn_from_scratch_does_not(own_page, tmp_path):
+    """The default (the pretrained backbone's head) and the CNN from scratch on the same folder of 8 photos per class;
+    both downloads on photos of the objects on other backgrounds.  The pretrained run resumes after a reload."""
+    page = own_page.page
+    root, names = scene_folder(tmp_path, 8)
+    held_images, held_labels, _ = scenes(15, held_out=True)
+    assert page.input_value("#img-model") == "pretrained" and page.is_hidden("#img-size-label")
+    page.set_input_files("#img-folder", str(root))
+    page.wait_for_selector("#img-setup:not([hidden])", timeout=300_000)
+    info = page.text_content("#img-info")
+    assert "32 images in 4 classes (astronaut, cat, coffee, rocket), 24 for training and 8 for validation, the " \
+           "pretrained EfficientNet-Lite0's features of 224×224 pixels" in info, info
+    train_in_page(page, "20")
+    assert page.text_content("#img-signature").startswith("The model: Inputs: image uint8 [")
+    pretrained = held_out_accuracy(page, tmp_path, "pretrained.onnx", held_images, held_labels, names)
+    tried = tmp_path / "tried.png"
+    tried.write_bytes(png(np.concatenate([held_images[0], np.full((224, 224, 1), 255, np.uint8)], -1)))
+    page.set_input_files("#img-try", str(tried))
+    page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
+    before = page.text_content("#img-prediction")
+    session = ort.InferenceSession(str(tmp_path / "pretrained.onnx"), providers=["CPUExecutionProvider"])
+    probabilities = session.run(["probabilities"], {"image": held_images[:1]})[0][0]
+    percent = page.evaluate("(p) => (100 * p).toFixed(0)", float(probabilities.max()))
+    assert before == f"Looks like: {sorted(names)[int(probabilities.argmax())]} ({percent}%)"
+    screenshot(page, "#images", "images-pretrained")
+
+    assert "scenes: 32 images in 4 classes, epoch 20/20" in reload_and_resume(page, "scenes")
+    page.wait_for_function("() => document.getElementById('img-metrics').textContent.startsWith('Restored')",
+                           timeout=120_000)
+    assert page.input_value("#img-model") == "pretrained" and "24 for training" in page.text_content("#img-info")
+    page.set_input_files("#img-try", str(tried))
+    page.wait_for_function("() => document.getElementById('img-prediction').textContent.startsWith('Looks like')")
+    assert page.text_content("#img-prediction") == before
+
+    page.select_option("#img-model", "scratch")
+    page.select_option("#img-size", "32")
+    page.set_input_files("#img-folder", str(root))
+    page.wait_for_function("() => document.getElementById('img-info').textContent.includes('a CNN from scratch')")
+    train_in_page(page, "20")
+    scratch = held_out_accuracy(page, tmp_path, "scratch.onnx", held_images, held_labels, names, size=32)
+    print(f"held-out accuracy in the page, 8 photos per class: pretrained {pretrained:.2f}, from scratch {scratch:.2f}")
+    assert pretrained >= 0.9 and scratch <= pretrained - 0.2, (pretrained, scratch)
