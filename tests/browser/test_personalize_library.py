@@ -220,3 +220,30 @@ def test_the_preprocessing_graph_in_the_page_equals_onnxruntime(page):
         assert simd_on
         got = np.frombuffer(base64.b64decode(out), np.float32).reshape(shape[0], 3, p["size"], p["size"])
         np.testing.assert_allclose(got, reference.run(None, {"image": image})[0], rtol=1e-5, atol=1e-4)
+
+
+def test_fine_tuning_the_last_convolution_in_the_page_exports_what_it_predicts(page, images):
+    """After the first test: fineTune trains conv_head (its gradient by the SIMD gemm) with the head; the export
+    in onnxruntime gives the page's probabilities."""
+    _, _, test, labels = images
+    th, tw = test.shape[1:3]
+    out = page.page.evaluate("""async ([pixels, n, h, w]) => {
+      const setup = await task.setup({ fineTune: true });
+      const losses = [];
+      const started = performance.now();
+      await task.train({ epochs: 5, batchSize: 8, learningRate: 0.001, onProgress: (r) => losses.push(r.loss) });
+      const seconds = (performance.now() - started) / 1000;
+      const all = fromB64(pixels);
+      const predicted = [];
+      for (let i = 0; i < n; i++) {
+        predicted.push(await task.predict(all.subarray(i * h * w * 4, (i + 1) * h * w * 4), { width: w, height: h }));
+      }
+      return { setup, losses, seconds, predicted, exported: toB64(await task.exportModel()) };
+    }""", [b64(test), len(test), th, tw])
+    print(f"page: fine-tuning conv_head + head, 5 epochs of 8 samples in {out['seconds']:.1f} s")
+    assert out["setup"]["fineTune"] and out["setup"]["parameters"] == 320 * 1280 + 1280 + 2 * 1280 + 2
+    assert out["losses"][-1] < out["losses"][0] / 2
+    assert np.mean([q["label"] for q in out["predicted"]] == labels) >= ACCURACY_BAR
+    reference = ort.InferenceSession(base64.b64decode(out["exported"]), providers=["CPUExecutionProvider"])
+    probabilities = reference.run(["probabilities"], {"image": test})[0]
+    np.testing.assert_allclose(probabilities, [q["probabilities"] for q in out["predicted"]], atol=2e-5)
