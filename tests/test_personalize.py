@@ -324,3 +324,34 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(taught):
         snapshot = session.snapshot()
         other.metadata_props = dict(session.backbone.model.metadata_props, extra="1")
         PersonalizeSession.from_snapshot(ir.to_bytes(other), snapshot)
+
+
+def test_ir_cut_and_compose_name_what_is_wrong(backbone):
+    """The IR helpers the task is built with: a cut keeps only what its outputs need; a composition prefixes the
+    second model's names, and refuses names that clash or do not exist."""
+    from onnxtrain.ir.compose import ComposeError, compose, cut
+    from onnxtrain.ir.model import Graph, Model, TensorType, ValueInfo
+    tail = backbone.tail
+    clip = next(n for n in tail.graph.nodes if n.op_type == "Clip")
+    first = cut(tail, {"act": clip.outputs[0]})
+    assert [n.op_type for n in first.graph.nodes] == ["Conv", "Clip"]
+    assert [v.name for v in first.graph.outputs] == ["act"] and [v.name for v in first.graph.inputs] == ["block"]
+    assert len(first.graph.initializers) == len(tail.graph.initializers)
+    with pytest.raises(ComposeError, match="the model has no value 'nothing' to cut at"):
+        cut(tail, {"x": "nothing"})
+    pool = Model(graph=Graph(nodes=[Node("GlobalAveragePool", ["x"], ["pooled"], name="pool"),
+                                    Node("Flatten", ["pooled"], ["features"], name="flat")],
+                             inputs=[ValueInfo("x", TensorType(DataType.FLOAT, None))],
+                             outputs=[ValueInfo("features", TensorType(DataType.FLOAT, None))]))
+    with pytest.raises(ComposeError, match="the second model has no input 'act'"):
+        compose(first, pool, {"act": "act"})
+    with pytest.raises(ComposeError, match="the first model has no output 'pooled'"):
+        compose(first, pool, {"x": "pooled"})
+    with pytest.raises(ComposeError, match="both models have a value named '.*'; give the second a prefix"):
+        compose(first, cut(tail, {"act": clip.outputs[0]}), {"block": "act"})
+    joined = compose(first, pool, {"x": "act"}, prefix="b.", outputs=["act", "features"])
+    assert [n.name for n in joined.graph.nodes][-2:] == ["b.pool", "b.flat"]
+    image = np.random.default_rng(0).standard_normal((2, *backbone.block_shape)).astype(np.float32)
+    act, features = Session(joined).run([image])
+    np.testing.assert_array_equal(features, Session(tail).run([image])[0])
+    np.testing.assert_array_equal(act, Session(first).run([image])[0])

@@ -3,6 +3,7 @@
 - ``tabular``: a CSV file -> an MLP whose export takes the raw columns (preprocessing inside the graph);
 - ``images``: RGB(A) images with a class each -> a small CNN whose export normalises its input;
 - ``handwriting``: a pretrained digit classifier personalised with the user's 8x8 drawings and new classes;
+- ``personalize``: a pretrained image backbone (``backbone``, ``preprocess``) taught the user's classes from photos;
 - ``head``: the export head they share (preprocessing in front, probabilities and label behind).
 
 Inputs are bytes, numpy arrays and plain Python values; errors the user can fix are DataError.
