@@ -260,11 +260,19 @@ def predict(page, pixels):
 
 DENY = """navigator.mediaDevices.getUserMedia = () =>
     Promise.reject(new DOMException("Permission denied", "NotAllowedError"));"""
+HOSTILE = "<img src=/hostile onerror=hostile=1>"  # a class name has at most 40 characters
+HOSTILE_FILE = "<img src=hostile onerror=hostile=1>.txt"  # a file name has no "/"
+
+
+def png_file(path, rgb):
+    path.write_bytes(png(np.concatenate([rgb, np.full(rgb.shape[:2] + (1,), 255, np.uint8)], axis=-1)))
+    return path
 
 
 @pytest.mark.parametrize("how", ["denied", "no camera"])
 def test_without_a_camera_the_page_says_so_and_photos_work(browser, site_url, tmp_path, how):
-    """Denied: getUserMedia rejects with NotAllowedError.  No camera: the test's Chromium has no fake device."""
+    """Denied: getUserMedia rejects with NotAllowedError (and the classes are edited: a hostile name, a bad one, one
+    added and removed).  No camera: the session's Chromium has no fake device (and the last block is fine-tuned)."""
     images = photos()
     site = open_page(browser, site_url, DENY if how == "denied" else None)
     page = site.page
@@ -275,33 +283,59 @@ def test_without_a_camera_the_page_says_so_and_photos_work(browser, site_url, tm
     expected = "The camera is not allowed" if how == "denied" else "No camera was found"
     assert message.startswith(expected) and "“Add images”" in message, message
     assert page.is_disabled(".cam-record >> nth=0")
+    names = ["Class 1", "Class 2"]
+    if how == "denied":
+        page.click("#cam-add-class")
+        page.wait_for_function("() => document.querySelectorAll('.cam-class').length === 3")
+        page.locator(".cam-remove").nth(2).click()
+        page.wait_for_function("() => document.querySelectorAll('.cam-class').length === 2")
+        assert page.is_disabled(".cam-remove >> nth=0")  # a model needs two classes
+        field = page.locator(".cam-name").nth(0)
+        field.fill("   ")
+        field.press("Enter")
+        page.wait_for_selector("#cam-error:not([hidden])")
+        assert page.input_value(".cam-name >> nth=0") == "Class 1"  # refused, as it was
+        field.fill(HOSTILE)
+        field.press("Enter")
+        names[0] = HOSTILE
+        page.wait_for_function("(n) => window.onnxtrainCamera.classes()[0].name === n", arg=HOSTILE)
+        assert site.task_call("camera", "classes") == names
+    else:
+        page.check("#cam-fine-tune")
     for i, name in enumerate(["temple", "flower"]):
-        paths = []
-        for k, frame in enumerate(frames(images, name, 4, seed=i)):
-            rgba = np.concatenate([frame, np.full(frame.shape[:2] + (1,), 255, np.uint8)], axis=-1)
-            paths.append(tmp_path / f"{name}-{k}.png")
-            paths[-1].write_bytes(png(rgba))
+        paths = [png_file(tmp_path / f"{name}-{k}.png", frame) for k, frame in enumerate(frames(images, name, 4, i))]
         if i == 0:
-            paths.append(tmp_path / "notes.txt")
+            paths.append(tmp_path / HOSTILE_FILE)
             paths[-1].write_text("not an image")
         page.locator(".cam-files").nth(i).set_input_files([str(p) for p in paths])
         page.wait_for_function(f"() => document.querySelectorAll('.cam-count')[{i}].textContent === '4 samples'",
                                timeout=120_000)
-    assert page.text_content("#cam-error") == "Skipped a file that is not an image: notes.txt"
+    assert page.text_content("#cam-error") == f"Skipped a file that is not an image: {HOSTILE_FILE}"
     page.click("#cam-train")
-    page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Trained')",
-                           timeout=180_000)
-    for name, photo in [("Class 1", "china"), ("Class 2", "flower")]:
-        path = tmp_path / f"{photo}.png"
-        image = images[photo]
-        path.write_bytes(png(np.concatenate([image, np.full(image.shape[:2] + (1,), 255, np.uint8)], axis=-1)))
-        page.set_input_files("#cam-try", str(path))
+    page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Trained') "
+                           "|| !document.getElementById('cam-error').hidden", timeout=180_000)
+    assert page.is_hidden("#cam-error"), page.text_content("#cam-error")
+    what = "the head and the last block" if how == "no camera" else "the head"
+    assert page.text_content("#cam-metrics").startswith(f"Trained {what} on 8 samples in "), page.text_content("#cam-metrics")
+    for name, photo in zip(names, ["china", "flower"]):
+        page.set_input_files("#cam-try", str(png_file(tmp_path / f"{photo}.png", images[photo])))
         page.wait_for_function("(n) => document.getElementById('cam-live-note').textContent.startsWith(n)",
                                arg=f"{photo}.png:")
         assert page.text_content("#cam-live-note") == f"{photo}.png: {name}"
         assert page.locator(".cam-bar").count() == 2
         assert page.text_content(".cam-bar.best .cam-bar-name") == name
-    if how == "denied":
+    if how == "no camera":
+        with page.expect_download() as download:
+            page.click("#cam-artifacts")
+        with zipfile.ZipFile(download.value.path()) as archive:
+            archive.extractall(tmp_path / "artifacts")
+        state = oc.ort_api().CheckpointState.load_checkpoint(str(tmp_path / "artifacts" / "checkpoint"))
+        shapes = sorted(p.data.shape for _, p in state.parameters if p.requires_grad)
+        assert (1280, 320, 1, 1) in shapes and (2, 1280) in shapes, shapes  # conv_head and the head's Gemm
+    else:
         screenshot(page, "#camera", "camera-no-webcam")
+        page.wait_for_function("(n) => document.getElementById('runs-list').textContent.includes(n)", arg=HOSTILE)
+    assert page.evaluate("() => window.hostile") is None
+    assert not [u for u in site.requests if "hostile" in u]
     assert site.off_origin() == []
     site.context.close()
