@@ -17,7 +17,7 @@ from ..runtime import Session
 from ..train.data import DataError
 from .backbone import Backbone
 from .checks import check_validation, class_name, show, whole
-from .head import CLASSES, classes_doc, with_head
+from .head import classes_doc, with_head
 from .preprocess import check_pixels
 from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, trainer_run
@@ -228,9 +228,8 @@ class PersonalizeSession:
     def exported(self) -> Model:
         """One model: ``image`` uint8 [N, H, W, 3 or 4] -> preprocessing -> backbone -> the trained head ->
         ``output`` (scores), ``probabilities``, ``label``; the class names in metadata ``onnxtrain.classes``."""
-        fine_tune = self._run() is not None and self.settings["fine_tune"]
-        inner = inference_model(self.training.module)
-        joint = "block" if fine_tune else "features"
+        inner = inference_model(self._run().module)
+        joint = "block" if self.settings["fine_tune"] else "features"
         model = compose(self.backbone.front(joint), inner, {joint: joint}, prefix="head.")
         p = self.backbone.preprocess
         doc = (f"Input 'image': uint8 [batch, height, width, 3 or 4], RGB or RGBA (alpha unused), any size: the "
@@ -278,30 +277,33 @@ class PersonalizeSession:
             meta = json.loads(archive["meta"].tobytes())
             ids, features, block = archive["ids"], archive["features"], archive["block"]
             checkpoint = archive["checkpoint"].tobytes() if "checkpoint" in archive.files else None
-            names, samples, settings = [str(n) for n in meta["classes"]], meta["samples"], meta["settings"]
-            next_id = int(meta["next_id"])
+            version, backbone_sha = meta.get("version"), meta.get("backbone")
+            names, next_id = [str(n) for n in meta["classes"]], int(meta["next_id"])
+            samples = {int(s): int(c) for s, c in meta["samples"]}
+            settings = meta["settings"]
+            run_ids = [] if settings is None else [int(s) for s in settings["ids"]]
+            run_ok = settings is None or (len(settings["labels"]) == len(run_ids)
+                                          and all(0 <= int(c) < len(names) for c in settings["labels"]))
         except Exception as e:
             raise DataError(f"the saved personalization cannot be read ({e})") from None
-        if meta.get("backbone") != session.backbone.sha256:
+        if version != SNAPSHOT_VERSION:
+            raise DataError(f"the saved personalization is of version {show(version)}; this onnxtrain reads version "
+                            f"{SNAPSHOT_VERSION}")
+        if backbone_sha != session.backbone.sha256:
             raise DataError("the saved personalization was made with another backbone model; load it with the "
                             "backbone it was made with")
-        want_f, want_b = (len(ids), session.backbone.features), (len(ids), *session.backbone.block_shape)
         known = set(ids.tolist())
-        if features.shape != want_f or block.shape != want_b or any(
-                s not in known or not 0 <= c < len(names) for s, c in samples):
+        want_f, want_b = (len(ids), session.backbone.features), (len(ids), *session.backbone.block_shape)
+        if features.shape != want_f or block.shape != want_b or not run_ok or not known >= set(samples) | set(
+                run_ids) or any(not 0 <= c < len(names) for c in samples.values()) or next_id <= max(known, default=0):
             raise DataError(f"the saved personalization cannot be read (features {list(features.shape)}, block "
-                            f"{list(block.shape)} for {len(ids)} samples, {len(names)} classes)")
-        session.names = names
+                            f"{list(block.shape)} for {len(ids)} stored samples, {len(samples)} samples, "
+                            f"{len(names)} classes)")
+        session.names, session.samples, session.next_id = names, samples, next_id
         session.store = {int(s): (features[k], block[k]) for k, s in enumerate(ids.tolist())}
-        session.samples = {int(s): int(c) for s, c in samples}
-        session.next_id = next_id
         if settings is not None:
-            missing = [s for s in settings["ids"] if s not in session.store]
-            if missing or len(settings["labels"]) != len(settings["ids"]):
-                raise DataError(f"the saved personalization cannot be read (the run's sample "
-                                f"{missing[0] if missing else ''} is missing)")
             session._new_run(settings, checkpoint)
         return session
 
 
-__all__ = ["CLASSES", "PersonalizeSession"]
+__all__ = ["PersonalizeSession"]
