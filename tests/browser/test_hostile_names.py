@@ -158,6 +158,7 @@ def test_hostile_image_folder_and_file_names_stay_text(own_page):
     for i, (img, label) in enumerate(zip(pixels, labels)):
         folder[classes[label]][f"{IFRAME.replace('/', '')}{i}.png"] = list(png(img))
     folder[SVG][OPTION.replace("/", "") + ".txt"] = list(b"not an image")
+    page.select_option("#img-model", "scratch")
     page.select_option("#img-size", "16")
     page.evaluate(DROP, {IMG_NOSLASH: folder})
     page.wait_for_function("() => !document.getElementById('img-setup').hidden "
