@@ -20,6 +20,7 @@ let trained = null; // what the last training did (a line), or null while the he
 let stream = null; // the camera's MediaStream
 let recording = null; // {cls, timer, pending: [frames], sending}
 let unsent = 0; // frames recorded and not yet added to the task
+let sends = Promise.resolve(); // the recorded frames on their way to the task
 let liveRun = 0; // the live prediction loop that may run (a new camera stream starts a new one)
 let busy = false; // training: no other call may reach the task
 let fed = []; // the last live frames: {pixels (RGBA SIZE x SIZE), probabilities, label}
@@ -50,8 +51,8 @@ function videoPixels() {
 // A small JPEG of RGBA SIZE x SIZE pixels, to show (and keep in the saved run).
 function thumbnail(pixels) {
   const big = new OffscreenCanvas(SIZE, SIZE);
-  big.getContext("2d").putImageData(new ImageData(new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, SIZE * SIZE * 4),
-    SIZE, SIZE), 0, 0);
+  const rgba = new Uint8ClampedArray(pixels.buffer, pixels.byteOffset, SIZE * SIZE * 4);
+  big.getContext("2d").putImageData(new ImageData(rgba, SIZE, SIZE), 0, 0);
   const small = document.createElement("canvas");
   small.width = small.height = THUMB;
   const context = small.getContext("2d");
@@ -76,7 +77,8 @@ function showLoad({ loaded, total, seconds, stage }) {
       `${seconds.toFixed(1)} s; preparing it…`;
     return;
   }
-  const size = total ? `${(loaded / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB` : `${(loaded / MB).toFixed(1)} MB`;
+  const mb = (n) => (n / MB).toFixed(1);
+  const size = total ? `${mb(loaded)} of ${mb(total)} MB` : `${mb(loaded)} MB`;
   $("cam-load-progress").hidden = false;
   if (total) $("cam-load-progress").value = loaded / total;
   $("cam-load-status").textContent = `Downloading the pretrained model: ${size} · ${seconds.toFixed(1)} s`;
@@ -144,7 +146,9 @@ function classCard(cls) {
     startRecording(at());
   });
   for (const end of ["pointerup", "pointercancel", "lostpointercapture"]) record.addEventListener(end, stopRecording);
-  record.addEventListener("keydown", (e) => { if ((e.key === " " || e.key === "Enter") && !e.repeat) startRecording(at()); });
+  record.addEventListener("keydown", (e) => {
+    if ((e.key === " " || e.key === "Enter") && !e.repeat) startRecording(at());
+  });
   record.addEventListener("keyup", stopRecording);
   record.addEventListener("blur", stopRecording);
   const files = element("input", { type: "file", accept: "image/*", multiple: true, className: "cam-files" });
@@ -332,7 +336,7 @@ function stopRecording() {
 
 function sendRecorded(rec) {
   if (rec.sending) return;
-  rec.sending = (async () => {
+  sends = rec.sending = (async () => {
     while (rec.pending.length) {
       const frames = rec.pending.splice(0);
       await change(() => addSamples(rec.cls, frames), { classesChanged: false }).catch(showError);
@@ -410,6 +414,8 @@ async function train() {
   const started = performance.now();
   let examples = 0;
   try {
+    await sends; // frames recorded until now are samples too
+    await saving; // the engine takes no other call while it trains
     $("cam-metrics").textContent = "Building the head…";
     await task.setup({ fineTune, validation: 0, seed: 0 });
     const result = await task.train({ epochs, batchSize: Number($("cam-batch").value),
@@ -425,8 +431,10 @@ async function train() {
     const seconds = (performance.now() - started) / 1000;
     const what = fineTune ? "the head and the last block" : "the head";
     stale = false;
-    trained = `Trained ${what} on ${total()} samples in ${seconds.toFixed(1)} s` +
-      (result?.loss !== undefined ? ` (loss ${Number(result.loss).toFixed(4)})` : "") + ".";
+    const fit = await task.evaluate();
+    const notes = [...(result?.loss !== undefined ? [`loss ${Number(result.loss).toFixed(4)}`] : []),
+      `${(100 * fit.accuracy).toFixed(0)}% of its samples right`];
+    trained = `Trained ${what} on ${total()} samples in ${seconds.toFixed(1)} s (${notes.join("; ")}).`;
     $("cam-metrics").textContent = trained;
     $("cam-progress").value = 1;
   } catch (err) {
@@ -445,7 +453,8 @@ async function train() {
 function describeRun(r) {
   const names = r.classes.map((c) => c.name).join(", ");
   const n = r.classes.reduce((s, c) => s + c.samples.length, 0);
-  return `${r.name}: ${countText(n)} in ${r.classes.length} classes (${names}), ${r.trained ? "trained" : "not trained"}`;
+  const state = r.trained ? "trained" : "not trained";
+  return `${r.name}: ${countText(n)} in ${r.classes.length} classes (${names}), ${state}`;
 }
 
 // The classes, samples (thumbnails) and the task's snapshot, saved after every change (one save at a time; the last
