@@ -9,6 +9,7 @@ from browser.conftest import reload_and_resume, screenshot
 
 
 def draw(page, strokes):
+    page.locator("#pad").scroll_into_view_if_needed()  # a click lower down (a download) may have scrolled it away
     box = page.locator("#pad").bounding_box()
     for stroke in strokes:
         x0, y0 = stroke[0]
