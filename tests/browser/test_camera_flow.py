@@ -205,6 +205,7 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
         camera_on(page)
         held[name] = live_predictions(page, LIVE_FRAMES)
         fps.append(page.text_content("#cam-fps"))
+        assert page.locator(".cam-bar-name").all_text_contents() == NAMES
         if i == 0:
             screenshot(page, "#camera", "camera")
         camera_off(page)
@@ -330,6 +331,9 @@ def test_without_a_camera_the_page_says_so_and_photos_work(browser, site_url, tm
         assert page.text_content("#cam-live-note") == f"{photo}.png: {name}"
         assert page.locator(".cam-bar").count() == 2
         assert page.text_content(".cam-bar.best .cam-bar-name") == name
+        widths = page.eval_on_selector_all(".cam-bar-fill", "(bars) => bars.map((b) => parseFloat(b.style.width))")
+        shown = [int(t.rstrip("%")) for t in page.locator(".cam-bar-value").all_text_contents()]
+        assert abs(sum(widths) - 100) < 0.2 and np.allclose(widths, shown, atol=0.51), (widths, shown)
     if how == "no camera":
         with page.expect_download() as download:
             page.click("#cam-artifacts")
