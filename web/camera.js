@@ -277,6 +277,7 @@ function showCameraMessage(err) {
 
 async function startCamera() {
   $("cam-camera-message").hidden = true;
+  $("cam-camera").disabled = true; // until the camera answers
   try {
     if (!navigator.mediaDevices?.getUserMedia) throw new Error("no mediaDevices");
     stream = await navigator.mediaDevices.getUserMedia({ audio: false,
@@ -285,6 +286,8 @@ async function startCamera() {
     stream = null;
     showCameraMessage(err);
     return;
+  } finally {
+    $("cam-camera").disabled = false;
   }
   const video = $("cam-video");
   video.srcObject = stream;

@@ -254,6 +254,11 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
     after = predict(page, frame)
     assert after["label"] == before["label"] == 2
     np.testing.assert_array_equal(after["probabilities"], before["probabilities"])
+    page.click("#cam-train")  # the restored task trains again
+    page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Trained') "
+                           "|| !document.getElementById('cam-error').hidden", timeout=180_000)
+    assert page.is_hidden("#cam-error"), page.text_content("#cam-error")
+    assert predict(page, frame)["label"] == 2
     assert site.off_origin() == []
     site.context.close()
 
