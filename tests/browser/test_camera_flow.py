@@ -201,9 +201,15 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
     held = {}
     fps = []
     for i, name in enumerate(NAMES):
-        write_y4m(video, frames(images, name, 10, seed=100 + i, brightness=0.9), fps=5)
+        played = frames(images, name, 10, seed=100 + i, brightness=0.9)
+        write_y4m(video, played, fps=5)
         camera_on(page)
         held[name] = live_predictions(page, LIVE_FRAMES)
+        # each frame the page fed is the centre square of a frame of this video, as the camera played it
+        (top, left), side = [(VIDEO[0] - min(VIDEO)) // 2, (VIDEO[1] - min(VIDEO)) // 2], min(VIDEO)
+        squares = np.stack([resized(f[top:top + side, left:left + side], SIZE, SIZE) for f in played]).astype(float)
+        error = [np.abs(squares - p[..., :3]).mean(axis=(1, 2, 3)).min() for p, _, _ in held[name]]
+        assert max(error) < 4, error  # 1 to 2 levels of 255: 4:2:0 colour and the resampling (measured)
         fps.append(page.text_content("#cam-fps"))
         assert page.locator(".cam-bar-name").all_text_contents() == NAMES
         if i == 0:
