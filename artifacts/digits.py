@@ -24,5 +24,8 @@ def build(dest: Path) -> dict:
             "description": "64-32-10 MLP digit classifier trained with onnxtrain (tasks.handwriting.pretrain: "
                            "Trainer, cross-entropy, AdamW, 30 epochs) on scikit-learn's 1797 8x8 digits; "
                            f"replay.npz holds {REPLAY} of those digits",
-            "made_by": "onnxtrain.tasks.handwriting.pretrain", "data": "scikit-learn's load_digits (bundled)",
+            "made_by": "onnxtrain.tasks.handwriting.pretrain",
+            "data": "scikit-learn's load_digits (bundled; a copy of the UCI Optical Recognition of Handwritten "
+                    "Digits test set)",
+            "license": "MIT (onnxtrain's own); the digits: UCI Machine Learning Repository, CC BY 4.0",
             "files": FILES}

@@ -16,14 +16,17 @@ def _dims(type_proto) -> list:
     return [d.dim_param if d.HasField("dim_param") else d.dim_value for d in type_proto.tensor_type.shape.dim]
 
 
-def _type(value) -> str:
-    """numpy's name of a tensor's element type ("float32", "int64"), or "unspecified" (ONNX type 0)."""
-    code = value.type.tensor_type.elem_type
+def _type(type_proto) -> str:
+    """numpy's name of a tensor's element type ("float32", "int64"), "sequence of <that>" for a sequence of
+    tensors (an optimizer model's params), or "unspecified"."""
+    if type_proto.HasField("sequence_type"):
+        return "sequence of " + _type(type_proto.sequence_type.elem_type)
+    code = type_proto.tensor_type.elem_type
     return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else "unspecified"
 
 
 def _values(values) -> list:
-    return [{"name": v.name, "type": _type(v), "shape": _dims(v.type)} for v in values]
+    return [{"name": v.name, "type": _type(v.type), "shape": _dims(v.type)} for v in values]
 
 
 def model_io(path: Path) -> dict:
