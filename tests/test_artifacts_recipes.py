@@ -177,3 +177,36 @@ def test_demo_mlp_set_is_onnxtrains_and_trains_in_onnxruntime_training_as_its_ow
     np.testing.assert_allclose(mine, theirs, rtol=1e-5)
     assert mine[-1] < mine[0]
     np.testing.assert_allclose(oc.api_run(ours, batches)[0], theirs, rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def exported():
+    """The backbone recipe's torch stage (the cached one build.py made, or made now): the cleaned classifier and
+    torch's reference outputs."""
+    import os
+    recipe = artifacts_module()
+    cache = Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts"
+    folder = recipe._cached(cache / recipe.NAME / f"torch-{recipe.export_key()}", recipe.torch_stage)
+    full = recipe.classifier(folder / "classifier_ort.onnx")
+    return recipe, full, dict(np.load(folder / "torch.npz"))
+
+
+def test_backbone_checks_pass_on_the_export_and_fail_on_a_wrong_one(exported):
+    recipe, full, reference = exported
+    numbers = recipe.check(full, recipe.float16_weights(full), reference)
+    assert numbers["top1"]["coffee"]["torch"] == 967  # espresso
+    # a weight off by 1%: both runtimes now differ from torch
+    wrong = onnx.ModelProto()
+    wrong.CopyFrom(full)
+    weight = next(t for t in wrong.graph.initializer if t.name == "conv_head.weight")
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * np.float32(1.01), weight.name))
+    with pytest.raises(recipe.CheckFailed, match="onnxruntime on the exported efficientnet_lite0: output .* from torch"):
+        recipe.check(wrong, recipe.float16_weights(wrong), reference)
+    # the photos in another order: chelsea's top-1 is then not a cat
+    shuffled = dict(reference, names=reference["names"][::-1])
+    with pytest.raises(recipe.CheckFailed, match="top-1 is .* not one of"):
+        recipe.check(full, recipe.float16_weights(full), shuffled)
+    # if ImageNet's statistics gave the expected classes more probability, the recipe's normalisation is refused
+    sharper = dict(reference, logits_imagenet_stats=reference["logits"][:len(reference["names"])] * 2)
+    with pytest.raises(recipe.CheckFailed, match="fix PREPROCESS"):
+        recipe.check(full, recipe.float16_weights(full), sharper)
