@@ -3,10 +3,9 @@
 // model (preprocessing, backbone and head) to download.  Built on the library's PersonalizeTask only.
 import { PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
-import { $, downloadButton, element, errorShower } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, centredSquare, downloadButton, element, errorShower } from "./ui.js";
 
-const BACKBONE = "artifacts/efficientnet_lite0/backbone.onnx";
-const SIZE = 224; // the frames sent to the task: the centred square of the camera or photo, at the backbone's size
+const SIZE = BACKBONE_SIZE; // the frames sent to the task: the centred square of the camera or photo
 const THUMB = 56;
 const RECORD_MS = 200; // a frame every 200 ms while the record button is held
 const KEEP_FED = 12; // the last live frames kept (with what was predicted) for the test hooks
@@ -29,19 +28,10 @@ let saving = Promise.resolve();
 let dirty = false;
 
 const showError = errorShower("cam-error");
-let frameContext = null; // the canvas frames are cut on
 
 // ---- frames -----------------------------------------------------------------------------------------------------
 
-// The centred square of `source` (a video or an image bitmap, `w` x `h`) as RGBA bytes, SIZE x SIZE.
-function squarePixels(source, w, h) {
-  frameContext = frameContext || new OffscreenCanvas(SIZE, SIZE).getContext("2d", { willReadFrequently: true });
-  const context = frameContext;
-  const side = Math.min(w, h);
-  context.imageSmoothingQuality = "high";
-  context.drawImage(source, (w - side) / 2, (h - side) / 2, side, side, 0, 0, SIZE, SIZE);
-  return new Uint8Array(context.getImageData(0, 0, SIZE, SIZE).data.buffer);
-}
+const squarePixels = (source, w, h) => centredSquare(source, w, h, SIZE);
 
 function videoPixels() {
   const video = $("cam-video");

@@ -4,10 +4,8 @@ import { ImageTask, PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, errorShower, showSignature } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, centredSquare, downloadButton, errorShower, showSignature } from "./ui.js";
 
-const BACKBONE = "artifacts/efficientnet_lite0/backbone.onnx";
-const PRETRAINED_SIZE = 224; // the backbone's input: each image's centred square, at this size
 const EMBED_CHUNK = 8; // images per request while the backbone computes their features
 
 let view = null;
@@ -50,8 +48,6 @@ function showLoad({ loaded, total, seconds, stage }) {
 // Files ({path, bytes}) as RGBA images of each one's centred square at `size` x `size`, labelled by folder (as
 // ImageTask.decodeImages, which stretches the whole image instead).
 async function decodeSquares(files, size) {
-  const context = new OffscreenCanvas(size, size).getContext("2d", { willReadFrequently: true });
-  context.imageSmoothingQuality = "high";
   const pixels = new Uint8Array(files.length * size * size * 4);
   const names = [];
   const skipped = [];
@@ -63,11 +59,8 @@ async function decodeSquares(files, size) {
       skipped.push(file.path);
       continue;
     }
-    const side = Math.min(bitmap.width, bitmap.height);
-    context.clearRect(0, 0, size, size);
-    context.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, size, size);
+    pixels.set(centredSquare(bitmap, bitmap.width, bitmap.height, size), names.length * size * size * 4);
     bitmap.close();
-    pixels.set(context.getImageData(0, 0, size, size).data, names.length * size * size * 4);
     const parts = file.path.split("/").filter(Boolean);
     names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
   }
@@ -134,7 +127,7 @@ async function load(found) {
   if (!found.length) throw new Error("the folder is empty");
   const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
   const model = $("img-model").value;
-  const decoded = model === "pretrained" ? await decodeSquares(files, PRETRAINED_SIZE)
+  const decoded = model === "pretrained" ? await decodeSquares(files, BACKBONE_SIZE)
     : await ImageTask.decodeImages(files, Number($("img-size").value));
   if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
   data = { ...decoded, model, optimizer: $("img-optimizer").value,
