@@ -21,7 +21,7 @@ from onnxtrain.runtime import Session
 from onnxtrain.tasks import backbone as backbone_mod
 from onnxtrain.tasks.personalize import PersonalizeSession
 from onnxtrain.tasks.preprocess import preprocess_model
-from onnxtrain.tasks.training import make_artifacts
+from onnxtrain.tasks.training import inference_model, make_artifacts
 from onnxtrain.train.data import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,6 +129,13 @@ def test_few_samples_per_class_classify_held_out_crops(taught):
     assert session.evaluate()["on"] == "train" and session.evaluate()["accuracy"] == 1.0
     assert all(p["class_name"] == session.classes()[p["label"]] for p in predictions)
     np.testing.assert_allclose([sum(p["probabilities"]) for p in predictions], 1, rtol=1e-6)
+    # a step later the predictions are the new parameters' (the head's session is made again)
+    session.step(12, 0.05)
+    again = session.predict(x[:4])
+    fresh = Session(inference_model(session.training.module)).run([session.backbone.embed(x[:4])[0]])[0]
+    assert not np.allclose([p["probabilities"] for p in again], [p["probabilities"] for p in predictions[:4]])
+    np.testing.assert_allclose([p["probabilities"] for p in again], np.exp(fresh) / np.exp(fresh).sum(1, keepdims=True),
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("fine_tune", [False, True])

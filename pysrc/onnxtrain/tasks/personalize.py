@@ -4,6 +4,7 @@ on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, sta
 and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 
@@ -45,6 +46,7 @@ class PersonalizeSession:
         self.training = None     # the run set up last (None before setup, or after the classes changed)
         self.settings = None     # that run's setup: fine_tune, validation, seed, optimizer, ids, labels
         self.validation = None   # that run's validation rows (inputs, labels), or None
+        self._head_cache = None  # (the run's module and parameters' digest, its inference Session)
 
     # ---- classes ----------------------------------------------------------------------------------------
 
@@ -196,7 +198,13 @@ class PersonalizeSession:
         return self._run().step(batch_size, learning_rate)
 
     def _head(self) -> Session:
-        return Session(inference_model(self._run().module))
+        """The trained head's inference session, made again only when its parameters changed (a live prediction a
+        frame does not pay for the export of a fine-tuned convolution)."""
+        module = self._run().module
+        key = (id(module), hashlib.blake2b(module.get_contiguous_parameters(True), digest_size=16).digest())
+        if self._head_cache is None or self._head_cache[0] != key:
+            self._head_cache = (key, Session(inference_model(module)))
+        return self._head_cache[1]
 
     def evaluate(self) -> dict:
         """Accuracy, baseline and confusion matrix on the validation samples (on the training samples when there
