@@ -479,14 +479,21 @@ def replace_file(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+#: folders of the site whose files the service worker keeps once a page fetched them, not at install
+ON_DEMAND = ("artifacts/efficientnet_lite0/",)
+
+
 def write_precache(site: Path) -> None:
     """The service worker's manifest, precache.json: {"version", "files": {relative URL: sha256 of its bytes}}
-    ("./" is index.html), and sw.js from web/ with that version, which changes with any file."""
-    files = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
+    ("./" is index.html), "onDemand": the same for the files under ON_DEMAND}, and sw.js from web/ with that
+    version, which changes with any file."""
+    every = {p.relative_to(site).as_posix(): sha256(p) for p in sorted(site.rglob("*"))
              if p.is_file() and p.name not in ("sw.js", "precache.json")}
-    files = {"./": files["index.html"], **files}
-    version = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
-    replace_file(site / "precache.json", json.dumps({"version": version, "files": files}, indent=0).encode())
+    on_demand = {f: h for f, h in every.items() if f.startswith(ON_DEMAND)}
+    files = {"./": every["index.html"], **{f: h for f, h in every.items() if f not in on_demand}}
+    version = hashlib.sha256(json.dumps([files, on_demand], sort_keys=True).encode()).hexdigest()[:16]
+    replace_file(site / "precache.json", json.dumps({"version": version, "files": files, "onDemand": on_demand},
+                                                    indent=0).encode())
     sw = (ROOT / "web" / "sw.js").read_text()
     if "__PRECACHE_VERSION__" not in sw:
         sys.exit("build.py: web/sw.js lacks __PRECACHE_VERSION__")

@@ -1,7 +1,9 @@
 // Service worker: keeps the site (Python runtime, wheels, page) in a versioned cache, so a repeat visit starts
-// from the cache and works offline.  build.py writes precache.json, {version, files: {relative URL: sha256}}, and
-// VERSION here, which changes with any file of the site: a deploy gives a new worker, which installs the new files
-// and, once active, serves them.
+// from the cache and works offline.  build.py writes precache.json, {version, files: {relative URL: sha256},
+// onDemand: {relative URL: sha256}}, and VERSION here, which changes with any file of the site: a deploy gives a new
+// worker, which installs the new files and, once active, serves them.  The files `onDemand` lists (the pretrained
+// backbone, which only two flows load) are not downloaded at install: each is kept once a page has fetched it, and
+// a new version takes it over from the one before when it is unchanged.
 const VERSION = "__PRECACHE_VERSION__";
 const CACHE = `onnxtrain-${VERSION}`;
 const HASH = "X-Onnxtrain-Sha256"; // each cached response carries its manifest hash, for the next version to reuse
@@ -35,13 +37,30 @@ async function reuse(earlier, url, sha256) {
   return null;
 }
 
+const MANIFEST = "precache.json";
+let onDemand = null; // resolves to this version's {absolute URL: sha256} of the files cached when first fetched
+
+function onDemandFiles() {
+  onDemand = onDemand || (async () => {
+    const response = await (await caches.open(CACHE)).match(MANIFEST);
+    const listed = response ? (await response.json()).onDemand || {} : {};
+    return Object.fromEntries(Object.entries(listed).map(([url, sha]) => [new URL(url, self.registration.scope).href, sha]));
+  })();
+  return onDemand;
+}
+
 self.addEventListener("install", (event) => {
   event.waitUntil((async () => {
-    const manifest = await (await fetch("precache.json", { cache: "no-store" })).json();
+    const manifest = await (await fetch(MANIFEST, { cache: "no-store" })).json();
     if (manifest.version !== VERSION) throw new Error(`precache.json is of version ${manifest.version}, not ${VERSION}`);
     const earlier = await Promise.all((await caches.keys())
       .filter((key) => key.startsWith("onnxtrain-") && key !== CACHE).map((key) => caches.open(key)));
     const cache = await caches.open(CACHE);
+    await cache.put(MANIFEST, new Response(JSON.stringify(manifest), { headers: { "Content-Type": "application/json" } }));
+    for (const [url, sha256] of Object.entries(manifest.onDemand || {})) {
+      const kept = await reuse(earlier, url, sha256);
+      if (kept) await cache.put(url, kept);
+    }
     const files = Object.entries(manifest.files);
     let next = 0;
     await Promise.all(Array.from({ length: DOWNLOADS }, async () => {
@@ -66,10 +85,26 @@ self.addEventListener("activate", (event) => {
   })());
 });
 
+// An on-demand file from the network, kept in the cache when its bytes are the manifest's.
+async function keep(cache, url, response, sha256) {
+  const body = await response.arrayBuffer();
+  if (hex(await crypto.subtle.digest("SHA-256", body)) !== sha256) return;
+  const headers = new Headers(response.headers);
+  headers.set(HASH, sha256);
+  await cache.put(url, new Response(body, { status: response.status, statusText: response.statusText, headers }));
+}
+
 self.addEventListener("fetch", (event) => {
   if (event.request.method !== "GET" || new URL(event.request.url).origin !== self.location.origin) return;
   event.respondWith((async () => {
-    const cached = await (await caches.open(CACHE)).match(event.request, { ignoreSearch: true });
-    return cached || fetch(event.request);
+    const cache = await caches.open(CACHE);
+    const cached = await cache.match(event.request, { ignoreSearch: true });
+    if (cached) return cached;
+    const response = await fetch(event.request);
+    const url = new URL(event.request.url);
+    url.search = "";
+    const sha256 = (await onDemandFiles())[url.href];
+    if (sha256 && response.ok) event.waitUntil(keep(cache, url.href, response.clone(), sha256).catch(() => {}));
+    return response;
   })());
 });

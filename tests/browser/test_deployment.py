@@ -95,7 +95,8 @@ def test_the_production_page_gives_scripts_no_way_to_python(browser):
         wait_ready(page)
         # no RPC; the flows' own hooks (drop image entries, read the drawing pad, the CSV setup) run no code
         hooks = page.evaluate("() => Object.keys(window).filter((k) => k.startsWith('onnxtrain'))")
-        assert "onnxtrain" not in hooks and set(hooks) <= {"onnxtrainImages", "onnxtrainDigits", "onnxtrainTabular"}
+        assert "onnxtrain" not in hooks and set(hooks) <= {"onnxtrainImages", "onnxtrainDigits", "onnxtrainTabular",
+                                                           "onnxtrainCamera"}
         # app.js, imported again by a page script, gives nothing (its RPC is module-private)
         assert page.evaluate("async () => Object.keys(await import(new URL('app.js', location.href).href))") == []
         # the library's engine, as a script could start one: it has no runPython request
@@ -201,6 +202,47 @@ def test_a_new_deploy_reaches_the_page_behind_a_caching_host_and_works_offline(b
         assert page.evaluate("() => globalThis.onnxtrainDeploy") == "B"
         page.click("#csv-sample")
         page.wait_for_selector("#csv-setup:not([hidden])")
+        assert wrapped.off_origin() == []
+    finally:
+        context.close()
+        server.shutdown()
+
+
+def test_the_backbone_is_cached_when_first_loaded_not_at_install_and_then_works_offline(browser, tmp_path):
+    """The service worker's install leaves out the pretrained backbone (precache.json's onDemand), so a visitor who
+    never opens the camera or image flows does not download it; once a flow has loaded it, it is kept and a reload
+    offline loads it from the cache."""
+    manifest = json.loads((build.SITE / "precache.json").read_text())
+    backbone = "artifacts/efficientnet_lite0/backbone.onnx"
+    assert backbone in manifest["onDemand"] and backbone not in manifest["files"]
+    log = []
+    server, url = serve(build.SITE, log, isolate=False)
+    context = browser.browser_type.launch_persistent_context(
+        tmp_path / "profile", executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+    try:
+        page = context.new_page()
+        wrapped = Page(context, page, url)
+        page.goto(url)
+        wait_ready(page)
+        wait_controlled(page)
+        cache = "onnxtrain-" + manifest["version"]
+        page.wait_for_function(f"async () => (await caches.keys()).includes({cache!r})", timeout=120_000)
+        kept = f"async () => !!(await (await caches.open({cache!r})).match({backbone!r}))"
+        assert not [path for path, _ in log if path.endswith("backbone.onnx")] and not page.evaluate(kept)
+
+        def load_backbone():
+            page.click("#cam-load")
+            page.wait_for_function("() => /^Ready/.test(document.getElementById('cam-load-status').textContent) "
+                                   "|| !document.getElementById('cam-error').hidden", timeout=120_000)
+            assert page.is_hidden("#cam-error"), page.text_content("#cam-error")
+        load_backbone()
+        assert [code for path, code in log if path.endswith("backbone.onnx")] == [200]
+        page.wait_for_function(kept)
+        context.set_offline(True)
+        page.reload()
+        wait_ready(page)
+        load_backbone()
+        assert [code for path, code in log if path.endswith("backbone.onnx")] == [200]
         assert wrapped.off_origin() == []
     finally:
         context.close()
