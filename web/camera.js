@@ -3,7 +3,7 @@
 // model (preprocessing, backbone and head) to download.  Built on the library's PersonalizeTask only.
 import { PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
-import { $, BACKBONE, BACKBONE_SIZE, centredSquare, downloadButton, element, errorShower } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower } from "./ui.js";
 
 const SIZE = BACKBONE_SIZE; // the frames sent to the task: the centred square of the camera or photo
 const THUMB = 56;
@@ -31,7 +31,21 @@ const showError = errorShower("cam-error");
 
 // ---- frames -----------------------------------------------------------------------------------------------------
 
-const squarePixels = (source, w, h) => centredSquare(source, w, h, SIZE);
+let frameContext = null; // the canvas frames are cut on
+
+// The centred square of `source` (a video or an image bitmap, `w` x `h`) as RGBA bytes, SIZE x SIZE (what the
+// backbone's preprocessing would cut itself); the canvas is cleared first, so a transparent photo never shows the
+// frame before it.
+function squarePixels(source, w, h) {
+  if (!frameContext) {
+    frameContext = new OffscreenCanvas(SIZE, SIZE).getContext("2d", { willReadFrequently: true });
+    frameContext.imageSmoothingQuality = "high";
+  }
+  const side = Math.min(w, h);
+  frameContext.clearRect(0, 0, SIZE, SIZE);
+  frameContext.drawImage(source, (w - side) / 2, (h - side) / 2, side, side, 0, 0, SIZE, SIZE);
+  return new Uint8Array(frameContext.getImageData(0, 0, SIZE, SIZE).data.buffer);
+}
 
 function videoPixels() {
   const video = $("cam-video");

@@ -4,7 +4,7 @@ import { ImageTask, PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
-import { $, BACKBONE, BACKBONE_SIZE, centredSquare, downloadButton, errorShower, showSignature } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, downloadButton, errorShower, showSignature } from "./ui.js";
 
 const EMBED_CHUNK = 8; // images per request while the backbone computes their features
 
@@ -43,30 +43,6 @@ function showLoad({ loaded, total, seconds, stage }) {
   showStatus(stage === "ready" ? `The backbone is ready (${megabytes(total)} in ${seconds.toFixed(1)} s).`
     : `Loading the pretrained backbone: ${megabytes(loaded)}${total ? ` of ${megabytes(total)}` : ""} ` +
       `(${seconds.toFixed(1)} s)…`);
-}
-
-// Files ({path, bytes}) as RGBA images of each one's centred square at `size` x `size`, labelled by folder (as
-// ImageTask.decodeImages, which stretches the whole image instead).
-async function decodeSquares(files, size) {
-  const pixels = new Uint8Array(files.length * size * size * 4);
-  const names = [];
-  const skipped = [];
-  for (const file of files) {
-    let bitmap;
-    try {
-      bitmap = await createImageBitmap(new Blob([file.bytes]));
-    } catch {
-      skipped.push(file.path);
-      continue;
-    }
-    pixels.set(centredSquare(bitmap, bitmap.width, bitmap.height, size), names.length * size * size * 4);
-    bitmap.close();
-    const parts = file.path.split("/").filter(Boolean);
-    names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
-  }
-  const classes = [...new Set(names)].sort();
-  return { pixels: pixels.slice(0, names.length * size * size * 4), count: names.length, size,
-    labels: names.map((n) => classes.indexOf(n)), classes, skipped };
 }
 
 // The files under dropped folders (FileSystemEntry objects), each as {path, file} with its path in the drop.
@@ -127,7 +103,7 @@ async function load(found) {
   if (!found.length) throw new Error("the folder is empty");
   const files = await Promise.all(found.map(async ({ path, file }) => ({ path, bytes: await file.arrayBuffer() })));
   const model = $("img-model").value;
-  const decoded = model === "pretrained" ? await decodeSquares(files, BACKBONE_SIZE)
+  const decoded = model === "pretrained" ? await ImageTask.decodeImages(files, BACKBONE_SIZE, { fit: "centre" })
     : await ImageTask.decodeImages(files, Number($("img-size").value));
   if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
   data = { ...decoded, model, optimizer: $("img-optimizer").value,
@@ -207,7 +183,7 @@ export function setUpImages(ready) {
       const f = e.target.files[0];
       const file = [{ path: f.name, bytes: await f.arrayBuffer() }];
       const pretrainedRun = data.model === "pretrained";
-      const decoded = pretrainedRun ? await decodeSquares(file, data.size) : await ImageTask.decodeImages(file, data.size);
+      const decoded = await ImageTask.decodeImages(file, data.size, { fit: pretrainedRun ? "centre" : "stretch" });
       if (decoded.count === 0) throw new Error(`${f.name} is not an image`);
       const p = pretrainedRun ? (await task.predict(decoded.pixels, { width: data.size, height: data.size })).probabilities
         : await task.predict(decoded.pixels);

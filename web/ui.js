@@ -47,20 +47,3 @@ export async function showSignature(task, id) {
 // The pretrained backbone the camera and image-folder flows start from, and the size of its input.
 export const BACKBONE = "artifacts/efficientnet_lite0/backbone.onnx";
 export const BACKBONE_SIZE = 224;
-
-const squareContexts = new Map(); // size -> the canvas context squares of that size are drawn on
-
-// The centred square of `source` (a video, an ImageBitmap, ... of `width` x `height`) at `size` x `size`, as RGBA
-// bytes (what the backbone's preprocessing would cut and resize itself).
-export function centredSquare(source, width, height, size = BACKBONE_SIZE) {
-  if (!squareContexts.has(size)) {
-    const context = new OffscreenCanvas(size, size).getContext("2d", { willReadFrequently: true });
-    context.imageSmoothingQuality = "high";
-    squareContexts.set(size, context);
-  }
-  const context = squareContexts.get(size);
-  const side = Math.min(width, height);
-  context.clearRect(0, 0, size, size);
-  context.drawImage(source, (width - side) / 2, (height - side) / 2, side, side, 0, 0, size, size);
-  return new Uint8Array(context.getImageData(0, 0, size, size).data.buffer);
-}

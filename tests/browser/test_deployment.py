@@ -150,6 +150,18 @@ def deploy_copy(dest, marker):
     return "onnxtrain-" + json.loads((dest / "precache.json").read_text())["version"]
 
 
+def visitor(browser, tmp_path, url):
+    """A browser profile on disk, as a visitor's (its HTTP cache holds files of any size), at ``url`` once the page is
+    ready: its context, page and Page wrapper."""
+    context = browser.browser_type.launch_persistent_context(
+        tmp_path / "profile", executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+    page = context.new_page()
+    wrapped = Page(context, page, url)
+    page.goto(url)
+    wait_ready(page)
+    return context, page, wrapped
+
+
 def caches_now(page):
     return page.evaluate("() => caches.keys()")
 
@@ -163,14 +175,8 @@ def test_a_new_deploy_reaches_the_page_behind_a_caching_host_and_works_offline(b
     os.symlink(tmp_path / "a", live)
     log = []
     server, url = serve(live, log, isolate=False, cache_control="max-age=3600")
-    # a browser profile on disk, as a visitor's: its HTTP cache holds files of any size
-    context = browser.browser_type.launch_persistent_context(
-        tmp_path / "profile", executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+    context, page, wrapped = visitor(browser, tmp_path, url)
     try:
-        page = context.new_page()
-        wrapped = Page(context, page, url)
-        page.goto(url)
-        wait_ready(page)
         assert page.evaluate("() => globalThis.onnxtrainDeploy") == "A"
         wait_controlled(page)
         page.wait_for_function(f"async () => (await caches.keys()).includes({cache_a!r})")
@@ -217,13 +223,8 @@ def test_the_backbone_is_cached_when_first_loaded_not_at_install_and_then_works_
     assert backbone in manifest["onDemand"] and backbone not in manifest["files"]
     log = []
     server, url = serve(build.SITE, log, isolate=False)
-    context = browser.browser_type.launch_persistent_context(
-        tmp_path / "profile", executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+    context, page, wrapped = visitor(browser, tmp_path, url)
     try:
-        page = context.new_page()
-        wrapped = Page(context, page, url)
-        page.goto(url)
-        wait_ready(page)
         wait_controlled(page)
         cache = "onnxtrain-" + manifest["version"]
         page.wait_for_function(f"async () => (await caches.keys()).includes({cache!r})", timeout=120_000)

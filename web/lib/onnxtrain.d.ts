@@ -291,8 +291,10 @@ export class TabularTask extends Task {
 export class ImageTask extends Task {
   static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
     classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<ImageTask>;
-  /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped. */
-  static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number): Promise<{
+  /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped.
+   * `fit`: "stretch" the whole image (default) or take its "centre" square. */
+  static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number,
+    options?: { fit?: "stretch" | "centre" }): Promise<{
     pixels: Uint8Array; count: number; size: number; labels: number[]; classes: string[]; skipped: string[] }>;
   info(): Promise<Record<string, unknown>>;
   evaluate(): Promise<Record<string, unknown>>;

@@ -408,10 +408,13 @@ class ImageTask extends Task {
   }
 
   // Files ({path, bytes}) decoded and resized to size x size RGBA, each labelled by its folder; files that are not
-  // images are skipped and listed.  {pixels, count, size, labels, classes, skipped}
-  static async decodeImages(files, size) {
+  // images are skipped and listed.  `fit`: "stretch" the whole image, or take its "centre" square (what
+  // PersonalizeTask's backbone sees).  {pixels, count, size, labels, classes, skipped}
+  static async decodeImages(files, size, { fit = "stretch" } = {}) {
+    if (fit !== "stretch" && fit !== "centre") throw new TypeError(`fit is "stretch" or "centre", not ${fit}`);
     const canvas = new OffscreenCanvas(size, size);
     const context = canvas.getContext("2d", { willReadFrequently: true });
+    context.imageSmoothingQuality = "high";
     const pixels = [];
     const names = [];
     const skipped = [];
@@ -425,7 +428,12 @@ class ImageTask extends Task {
         continue;
       }
       context.clearRect(0, 0, size, size);
-      context.drawImage(bitmap, 0, 0, size, size);
+      const side = Math.min(bitmap.width, bitmap.height);
+      if (fit === "centre") {
+        context.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, size, size);
+      } else {
+        context.drawImage(bitmap, 0, 0, size, size);
+      }
       bitmap.close();
       pixels.push(context.getImageData(0, 0, size, size).data);
       names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
