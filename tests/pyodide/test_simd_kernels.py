@@ -277,6 +277,37 @@ def test_relu_and_its_gradient_are_bit_equal_to_numpy(shape):
         np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
 
 
+CLIPS = [(np.float32(0), np.float32(6)), (np.float32(0), None), (None, np.float32(6)),
+         (np.float32(-0.5), np.float32(0.5)), (np.float32(3), np.float32(-3)),
+         (np.float32(-np.inf), np.float32(np.inf)), (np.float64(0.1), np.float64(0.7))]
+
+
+@pytest.mark.parametrize("bounds", CLIPS)
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 8, 28, 28)])
+def test_clip_is_bit_equal_to_numpy(shape, bounds):
+    x = 4 * rand(*shape)
+    specials = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 6.0, -6.0, 0.1, np.float32(0.1)], np.float32)
+    flat = x.reshape(-1)
+    flat[:min(flat.size, specials.size)] = specials[:flat.size]
+    lo, hi = bounds
+    clip11, clip1 = lookup("Clip", opset=11), lookup("Clip", opset=6)
+    attributes = {k: float(v) for k, v in (("min", lo), ("max", hi)) if v is not None}
+    with running("clip_f32"):
+        fast = [clip11(x, lo, hi), clip11(x.T, lo, hi), clip1(x, **attributes)]
+    with numpy_only():
+        plain = [clip11(x, lo, hi), clip11(x.T, lo, hi), clip1(x, **attributes)]
+    for f, p in zip(fast, plain):
+        assert f.dtype == p.dtype == np.float32 and f.shape == p.shape
+        np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
+
+
+def test_clip_leaves_one_bound_nan_bounds_and_other_types_to_numpy():
+    x = rand(2, 5)
+    assert simd.clip(x, np.float32(0), None) is None and simd.clip(x, None, np.float32(6)) is None
+    assert simd.clip(x, np.float32(np.nan), np.float32(1)) is None
+    assert simd.clip(x.astype(np.float64), 0.0, 1.0) is None and simd.clip(x, np.zeros(2, np.float32), 1.0) is None
+
+
 def assert_summation_close(out, exact, magnitude, terms):
     """|out - exact| <= 2 * (terms + 2) * eps * magnitude, the error bound of a float32 sum of `terms` products
     (exact: the float64 result; magnitude: the same computation on absolute values)."""

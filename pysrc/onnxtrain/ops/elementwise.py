@@ -229,14 +229,16 @@ def Mean(*data_0):
 
 @kernel("Clip", since=1)
 def Clip_1(input, *, min=-3.4028234663852886e38, max=3.4028234663852886e38):
-    return _like(input, np.clip(input, min, max))
+    out = simd.clip(input, min, max)
+    return _like(input, np.clip(input, min, max)) if out is None else out
 
 
 @kernel("Clip", since=11)
 def Clip_11(input, min=None, max=None):
     if min is None and max is None:
         return input
-    return _like(input, np.clip(input, min, max))
+    out = simd.clip(input, min, max)
+    return _like(input, np.clip(input, min, max)) if out is None else out
 
 
 @kernel("Where")

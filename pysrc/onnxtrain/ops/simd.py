@@ -170,6 +170,29 @@ def relu_grad(dy: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     return _elementwise("relu_grad_f32", dy, x)
 
 
+def _bound(value) -> float | None:
+    """A Clip bound (a number or a one-element float array) as a float32 number; None for a NaN or anything else."""
+    value = np.asarray(value)
+    if value.size != 1 or value.dtype.kind != "f":
+        return None
+    bound = float(np.float32(value.reshape(())))
+    return None if bound != bound else bound
+
+
+def clip(x: np.ndarray, lo, hi) -> np.ndarray | None:
+    """np.clip(x, lo, hi) for float32 x and two bounds that are not NaN.  (With one bound, numpy's clip is
+    np.maximum or np.minimum, which keep -0.0 against a bound of 0; that case stays numpy's.)"""
+    if not _on or x.dtype != F32 or lo is None or hi is None:
+        return None
+    lo, hi = _bound(lo), _bound(hi)
+    if lo is None or hi is None:
+        return None
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, F32)
+    _lib.clip_f32(out.size, _ptr(x), ctypes.c_float(lo), ctypes.c_float(hi), _ptr(out))
+    return out
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray | None:
     return _elementwise("sigmoid_f32", x)
 
