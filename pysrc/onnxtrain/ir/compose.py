@@ -45,8 +45,7 @@ def cut(model: Model, outputs: dict) -> Model:
     values renamed; the inputs and initializers it does not use are dropped.  Subgraphs of control-flow nodes are
     not searched for the outer values they read."""
     graph = model.graph
-    produced = {o for node in graph.nodes for o in node.outputs} | {v.name for v in graph.inputs} \
-        | {t.name for t in graph.initializers}
+    produced = _names(graph)
     missing = [v for v in outputs.values() if v not in produced]
     if missing:
         raise ComposeError(f"the model has no value {missing[0]!r} to cut at")

@@ -21,7 +21,7 @@ from .checks import check_validation, class_name, show, whole
 from .head import classes_doc, with_head
 from .preprocess import check_pixels
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, trainer_run
+from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
 
 MAX_CLASSES = 50
 SNAPSHOT_VERSION = 1
@@ -216,20 +216,17 @@ class PersonalizeSession:
         else:
             x = self._inputs(self.settings["ids"], self.settings["fine_tune"])
             y, on, loss = np.array(self.settings["labels"], np.int64), "train", None
-        head = self._head()
-        logits = np.concatenate([head.run([x[i:i + 256]])[0] for i in range(0, len(x), 256)])
-        return {"loss": loss, "on": on, **classification_metrics(logits, y, len(self.names))}
+        return {"loss": loss, "on": on, **classification_metrics(predict(run.module, x), y, len(self.names))}
 
     def predict(self, pixels) -> list:
         """For each image of uint8 [n, height, width, 3 or 4]: {probabilities, label, class_name}."""
         head = self._head()
         images = check_pixels(pixels, "the images to predict")
         features, block = self.backbone.embed(images)
-        logits = head.run([block if self.settings["fine_tune"] else features])[0].astype(np.float64)
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        return [{"probabilities": row.tolist(), "label": int(row.argmax()), "class_name": self.names[int(row.argmax())]}
-                for row in p]
+        logits = head.run([block if self.settings["fine_tune"] else features])[0]
+        labels = logits.argmax(axis=1)
+        return [{"probabilities": probabilities(row), "label": int(k), "class_name": self.names[int(k)]}
+                for row, k in zip(logits, labels)]
 
     # ---- export, checkpoints, snapshots -------------------------------------------------------------------
 
