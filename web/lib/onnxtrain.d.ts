@@ -141,6 +141,9 @@ export interface TrainOptions {
   patience?: number;
   /** Default true: a step with a non-finite loss or update is undone and the run fails with an Error. */
   checkFinite?: boolean;
+  /** FedProx's proximal term as a proximal step: after each optimizer step every trainable parameter w becomes
+   * w - learningRate * proximalMu * (w - w0), w0 its value when the run began. Default 0 (none). */
+  proximalMu?: number;
   /** true: each epoch's last record carries `checkpoint` (and `bestCheckpoint` when it is the best so far), and
    * the summary of a finished run the checkpoint it ends with. */
   checkpoints?: boolean;
@@ -358,6 +361,84 @@ export class PersonalizeTask extends Task {
   predict(image: ImageData): Promise<Prediction>;
   /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array>;
+}
+
+/** Beyond onnxruntime-web: what a federation server's fed/info says (`python -m onnxtrain federate`). */
+export interface FederationInfo {
+  model: string;
+  /** The number of float32 trainable parameters, in getContiguousParameters' order. */
+  parameters: number;
+  /** Paths relative to the site's root (the folder above the federation's API). */
+  artifacts: { trainModel: string; evalModel: string; optimizerModel: string; checkpointState: string };
+  rounds: number;
+  minClients: number;
+  strategy: string;
+  localEpochs: number;
+  batchSize: number;
+  learningRate: number;
+  /** Server-side differential privacy, when on. */
+  dp: { noiseMultiplier: number; clippingNorm: number } | null;
+  /** The training inputs: name -> [dims, type]. */
+  inputs: Record<string, [(number | string | null)[], string]>;
+  outputs: string[];
+  /** How a folder of images becomes the input (size x size, channel-first, values / 255; class i = the folder
+   * named classes[i]), or null. */
+  image: { size: number; channels: number; classes: string[] } | null;
+}
+
+/** fed/status. */
+export interface FederationStatus {
+  phase: "waiting" | "running" | "done" | "failed";
+  /** The round in progress (0 before the first). */
+  round: number;
+  rounds: number;
+  /** Pages connected now. */
+  clients: number;
+  /** Flower nodes taking part. */
+  nodes: number;
+  history: { round: number; results: number; failures: number; rejected: string[];
+    global: { loss: number; accuracy: number } | null; seconds: number }[];
+  error: string | null;
+}
+
+/** A round as this page takes part in it (join's onRound). */
+export interface FederationRound {
+  round: number;
+  /** "training": the global parameters arrived; "sent": the trained ones were accepted; "rejected": the server
+   * said no (error: why); "failed": a local step failed and nothing was sent for the round (error: why). */
+  phase: "training" | "sent" | "rejected" | "failed";
+  /** On the local data: loss and accuracy after training, the received global model's accuracy before. */
+  local: { loss: number | null; accuracy: number | null; globalAccuracy: number | null; examples: number } | null;
+  error: string | null;
+}
+
+export interface FederationJoinOptions {
+  session: TrainingSession;
+  /** The page's own data: training input name -> rows (session.readDataset gives one). */
+  dataset: Dataset;
+  onRound?: (round: FederationRound) => void;
+  /** fed/status every few seconds while joined. */
+  onStatus?: (status: FederationStatus) => void;
+  /** Aborting leaves the federation; join() then rejects with signal.reason. */
+  signal?: AbortSignal;
+}
+
+/** Beyond onnxruntime-web: the page as one client of a Flower federation. Only parameter vectors (raw float32)
+ * and empty bodies leave the page; metrics travel as numbers in the X-Metrics header. */
+export class Federation {
+  /** The federation at baseUrl (relative to the page, default "fed/"); rejects when none runs there. */
+  static connect(baseUrl?: string | URL): Promise<Federation>;
+  readonly info: FederationInfo;
+  /** fed/global.onnx: the current global model for inference, at any round. */
+  readonly globalModelUrl: string;
+  readonly joined: boolean;
+  /** A TrainingSession of the federation's artifacts. */
+  session(): Promise<TrainingSession>;
+  /** Take part until the run ends (reason "done"), leave() (reason "left") or the signal aborts (rejects). */
+  join(options: FederationJoinOptions): Promise<{ reason: "done" | "left"; rounds: number;
+    status: FederationStatus | null }>;
+  leave(): Promise<void>;
+  status(): Promise<FederationStatus>;
 }
 
 /** onnxruntime-web's env: settings onnxtrain does not need are accepted and ignored. */
