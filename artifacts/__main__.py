@@ -11,14 +11,15 @@ from pathlib import Path
 
 import onnxtrain
 
-from . import demo_mlp, digits, efficientnet_lite0
+from . import demo_mlp, digits, efficientnet_lite0, federated_digits
 from .efficientnet_lite0 import CheckFailed
 from .manifest import describe_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_LICENSE = "MIT (onnxtrain's own; made by the project from its own code and bundled data)"
 # name (the site folder under artifacts/) -> recipe module; every module has build(dest[, cache]) -> entry part.
-RECIPES = {"mlp": demo_mlp, "digits": digits, "efficientnet_lite0": efficientnet_lite0}
+RECIPES = {"mlp": demo_mlp, "digits": digits, "efficientnet_lite0": efficientnet_lite0,
+           "federated_digits": federated_digits}
 
 
 def build_artifacts(dest: Path, cache: Path, only=None) -> dict:

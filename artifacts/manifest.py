@@ -38,10 +38,11 @@ def model_io(path: Path) -> dict:
             "outputs": _values(model.graph.output)}
 
 
-def describe(path: Path) -> dict:
-    """{"name", "bytes", "sha256"} of a file, with "opset_import", "inputs" and "outputs" if it is a model."""
+def describe(path: Path, name: str = None) -> dict:
+    """{"name" (``name``, by default the file's), "bytes", "sha256"} of a file, with "opset_import", "inputs" and
+    "outputs" if it is a model."""
     data = path.read_bytes()
-    entry = {"name": path.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    entry = {"name": name or path.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     if path.suffix == ".onnx":
         entry.update(model_io(path))
     return entry
@@ -51,4 +52,4 @@ def describe_folder(folder: Path, names: list) -> list:
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{folder}: the recipe did not write {missing}")
-    return [describe(folder / n) for n in names]
+    return [describe(folder / n, n) for n in names]

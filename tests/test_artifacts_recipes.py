@@ -49,7 +49,7 @@ def test_manifest_lists_every_file_with_its_size_and_sha256():
             listed.add(path)
     on_disk = {p for p in SITE_ARTIFACTS.rglob("*") if p.is_file() and p.name != "manifest.json"}
     assert on_disk == listed
-    assert {e["name"] for e in manifest()["artifacts"]} == {"mlp", "digits", "efficientnet_lite0"}
+    assert {e["name"] for e in manifest()["artifacts"]} == {"mlp", "digits", "efficientnet_lite0", "federated_digits"}
 
 
 def _io(values, inits=()):
@@ -58,7 +58,7 @@ def _io(values, inits=()):
             for v in values if v.name not in inits and v.type.tensor_type.elem_type]
 
 
-@pytest.mark.parametrize("name", ["mlp", "digits", "efficientnet_lite0"])
+@pytest.mark.parametrize("name", ["mlp", "digits", "efficientnet_lite0", "federated_digits"])
 def test_manifest_inputs_and_outputs_are_the_models(name):
     e = entry(name)
     models = [f for f in e["files"] if f["name"].endswith(".onnx")]
@@ -177,6 +177,65 @@ def test_demo_mlp_set_is_onnxtrains_and_trains_in_onnxruntime_training_as_its_ow
     np.testing.assert_allclose(mine, theirs, rtol=1e-5)
     assert mine[-1] < mine[0]
     np.testing.assert_allclose(oc.api_run(ours, batches)[0], theirs, rtol=1e-5)
+
+
+def _digits_csv(path: Path) -> tuple:
+    table = np.loadtxt(path, delimiter=",", skiprows=1)
+    return table[:, :64].astype(np.float32), table[:, 64].astype(np.int64)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_federated_sets_train_in_onnxruntime_training_as_in_onnxtrain(model):
+    """Federation clients of either kind get the same artifacts: 14 SGD steps on a client file give the same losses
+    and parameter vectors (ORT's contiguous order) in onnxruntime-training 1.19.2 and onnxtrain."""
+    folder = SITE_ARTIFACTS / "federated_digits" / model
+    files = {"training": folder / "training_model.onnx", "eval": folder / "eval_model.onnx",
+             "optimizer": folder / "optimizer_model.onnx", "checkpoint": folder / "checkpoint"}
+    x, y = _digits_csv(SITE_ARTIFACTS / "federated_digits" / "data" / "client_0.csv")
+    x = x.reshape(-1, 1, 8, 8) if model == "cnn" else x
+    batches = [(x[i:i + 16], y[i:i + 16]) for i in range(0, 224, 16)]
+    api = oc.ort_api()
+    module = api.Module(str(files["training"]), api.CheckpointState.load_checkpoint(str(files["checkpoint"])),
+                        str(files["eval"]))
+    optimizer = api.Optimizer(str(files["optimizer"]), module)
+    optimizer.set_learning_rate(0.1)
+    theirs = []
+    for batch in batches:
+        loss, logits = module(*batch)
+        assert logits.shape == (len(batch[0]), 10)
+        theirs.append(float(loss))
+        optimizer.step()
+        module.lazy_reset_grad()
+    from onnxtrain import api as ours_api
+    mine = ours_api.Module(str(files["training"]), ours_api.CheckpointState.load_checkpoint(str(files["checkpoint"])),
+                           str(files["eval"]))
+    ours_optimizer = ours_api.Optimizer(str(files["optimizer"]), mine)
+    ours_optimizer.set_learning_rate(0.1)
+    losses = []
+    for batch in batches:
+        losses.append(float(np.asarray(mine(*batch)[0])))
+        ours_optimizer.step()
+        mine.lazy_reset_grad()
+    np.testing.assert_allclose(losses, theirs, rtol=1e-5)
+    assert np.mean(losses[-5:]) < 0.9 * np.mean(losses[:5])
+    np.testing.assert_allclose(mine.get_contiguous_parameters(False), module.get_contiguous_parameters().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_federated_splits_are_disjoint_non_iid_and_cover_the_digits():
+    from sklearn.datasets import load_digits
+    data = SITE_ARTIFACTS / "federated_digits" / "data"
+    digits = load_digits()
+    parts = [_digits_csv(data / f"client_{k}.csv") for k in range(8)] + [_digits_csv(data / "test.csv")]
+    rows = [np.round(x * 16).astype(int) for x, _ in parts]
+    keys = [{r.tobytes() + bytes([l]) for r, l in zip(x, y)} for x, (_, y) in zip(rows, parts)]
+    everything = {r.astype(int).tobytes() + bytes([l]) for r, l in zip(digits.data, digits.target)}
+    assert set().union(*keys) == everything
+    assert sum(len(x) for x, _ in parts) == len(digits.data)
+    shares = np.array([np.bincount(y, minlength=10) / len(y) for _, y in parts[:8]])
+    # class skew: on every client some digit is at least twice as common as in the whole data
+    assert (shares.max(axis=1) > 0.2).all()
+    assert len(parts[-1][0]) == int(0.2 * len(digits.data))
 
 
 @pytest.fixture(scope="module")

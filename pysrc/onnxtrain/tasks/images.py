@@ -20,10 +20,10 @@ def _ints(name, values):
     return Attribute(name, AttrType.INTS, list(values))
 
 
-def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Model:
-    """input [batch, 3, size, size] -> (Conv 3x3, Relu, MaxPool 2) per entry of ``channels`` -> Gemm."""
+def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0, in_channels: int = 3) -> Model:
+    """input [batch, in_channels, size, size] -> (Conv 3x3, Relu, MaxPool 2) per entry of ``channels`` -> Gemm."""
     rng = np.random.default_rng(seed)
-    nodes, inits, prev, c_in, side = [], [], "input", 3, size
+    nodes, inits, prev, c_in, side = [], [], "input", in_channels, size
     for i, c_out in enumerate(channels):
         w, b = f"conv{i + 1}.weight", f"conv{i + 1}.bias"
         bound = 1 / np.sqrt(c_in * 9)
@@ -45,7 +45,7 @@ def cnn_model(size: int, n_classes: int, channels=(8, 16), seed: int = 0) -> Mod
               Node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], name="fc",
                    attributes={"transB": Attribute("transB", AttrType.INT, 1)})]
     graph = Graph(name="image_cnn", nodes=nodes, initializers=inits,
-                  inputs=[ValueInfo("input", TensorType(DataType.FLOAT, ["batch", 3, size, size]))],
+                  inputs=[ValueInfo("input", TensorType(DataType.FLOAT, ["batch", in_channels, size, size]))],
                   outputs=[ValueInfo("output", TensorType(DataType.FLOAT, ["batch", n_classes]))])
     return Model(graph=graph, ir_version=8, opset_imports={"": 17}, producer_name="onnxtrain")
 

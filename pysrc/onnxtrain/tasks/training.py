@@ -18,15 +18,17 @@ from ..runtime import Session
 from ..train import Trainer
 
 
-def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None) -> dict:
+def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None, extra_outputs=None) -> dict:
     """``generate_artifacts``' dict of bytes for ``forward``, training the initializers named in ``trainable``
-    (default all; the others frozen); ``loss`` and ``optimizer`` are LossType and OptimType names."""
+    (default all; the others frozen); ``loss`` and ``optimizer`` are LossType and OptimType names;
+    ``extra_outputs`` are forward outputs the training and eval models also give."""
     names = [t.name for t in forward.graph.initializers]
     trainable = names if trainable is None else list(trainable)
     return artifacts.generate_artifacts(forward, requires_grad=trainable,
                                         frozen_params=[n for n in names if n not in trainable],
                                         loss=artifacts.enum_member(artifacts.LossType, loss),
-                                        optimizer=artifacts.enum_member(artifacts.OptimType, optimizer))
+                                        optimizer=artifacts.enum_member(artifacts.OptimType, optimizer),
+                                        additional_output_names=extra_outputs)
 
 
 def trainer_run(arts: dict, train: list, validation=None, seed: int = 0, **options) -> Trainer:
