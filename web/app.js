@@ -1,6 +1,7 @@
 // The page: every flow is built on the onnxtrain library (onnxtrain/onnxtrain.mjs), as another site's page would be.
 import { setUpCamera } from "./camera.js";
 import { setUpDigits } from "./digits.js";
+import { setUpFederation } from "./federation.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { exposeHooks } from "./hooks.js";
@@ -17,7 +18,7 @@ if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }
 const tasks = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
-  digits: setUpDigits(ready), camera: setUpCamera(ready) };
+  digits: setUpDigits(ready), camera: setUpCamera(ready), fed: setUpFederation(ready) };
 exposeHooks({ ready, tasks }); // nothing in the site; the test site's copy exposes them
 initRuns(ready).catch(errorShower("runs-error"));
 
