@@ -154,7 +154,9 @@ async function loadFolder(list) {
     lines.push(`skipped the folders that are not classes of this federation: ${made.skipped.join(", ")}`);
   }
   const notImages = decoded.skipped.length;
-  if (notImages) lines.push(`skipped ${notImages} ${notImages === 1 ? "file that is not an image" : "files that are not images"}`);
+  if (notImages) {
+    lines.push(`skipped ${notImages} ${notImages === 1 ? "file that is not an image" : "files that are not images"}`);
+  }
   if (!made.rows) throw new Error(`none of the images is in a folder named like a class (${image.classes.join(", ")})`);
   const name = files[0].path.split("/").filter(Boolean)[0] || "images";
   setData({ dataset: made.dataset, rows: made.rows, name,
