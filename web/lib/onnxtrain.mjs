@@ -807,7 +807,7 @@ class Federation {
       return { reason: "left", rounds: run.rounds, status: await this.status().catch(() => null) };
     } finally {
       run.stop.abort();
-      await statusLoop;
+      await Promise.all([statusLoop, run.polling]);
       signal?.removeEventListener("abort", onAbort);
       globalThis.removeEventListener?.("pagehide", onHide);
       this._joined = null;
@@ -847,21 +847,44 @@ class Federation {
     }
   }
 
-  // The long-poll loop: null when stopped (leave or abort), {reason: "done", rounds} when the run ended.
+  // The rounds: null when stopped (leave or abort), {reason: "done", rounds} when the run ended.  Tasks come from
+  // _poll, which goes on polling while a round trains, so the page is never silent while it is there.
   async _rounds(run, session, onRound) {
-    run.rounds = 0;
+    const queue = [];
+    let wake = () => {};
+    const put = (item) => { queue.push(item); wake(); };
+    run.stop.signal.addEventListener("abort", () => wake(), { once: true });
+    run.polling = this._poll(run, put);
+    for (;;) {
+      while (!queue.length && !run.stop.signal.aborted) await new Promise((resolve) => { wake = resolve; });
+      if (run.stop.signal.aborted) return null;
+      const item = queue.shift();
+      if (item.gone) return this._ended(run);
+      if (item.error) throw item.error;
+      const ended = await this._round(run, item, session, onRound);
+      if (ended) return ended;
+    }
+  }
+
+  // Long polls of fed/next, one after another until the page stops: each task ({round, task, config, body}), the
+  // run's end ({gone: true}) or a failure ({error}) goes to put().  Failed polls (the network, a server error) are
+  // retried with a back-off, for up to FED_GIVE_UP_MS.
+  async _poll(run, put) {
     let failingSince = null, retries = 0;
     while (!run.stop.signal.aborted) {
-      let response;
+      let response, body = null;
       try {
         response = await fetch(this._url("next", run.client), { cache: "no-store", signal: run.stop.signal });
         if (response.status >= 500) throw fedError("the federation's next task", response, await response.text());
+        if (response.status === 200) body = new Uint8Array(await response.arrayBuffer());
       } catch (err) {
-        if (run.stop.signal.aborted) return null;
+        if (run.stop.signal.aborted) return;
         failingSince ??= performance.now();
         if (performance.now() - failingSince > FED_GIVE_UP_MS) {
           const seconds = FED_GIVE_UP_MS / 1000;
-          throw new Error(`lost the federation server at ${this._base} for over ${seconds} s: ${err.message}`);
+          const lost = `lost the federation server at ${this._base} for over ${seconds} s: ${err.message}`;
+          put({ error: new Error(lost) });
+          return;
         }
         await sleep(FED_RETRY_MS[Math.min(retries++, FED_RETRY_MS.length - 1)], run.stop.signal);
         continue;
@@ -869,12 +892,17 @@ class Federation {
       failingSince = null;
       retries = 0;
       if (response.status === 204) continue;
-      if (response.status === 410) return this._ended(run);
-      if (response.status !== 200) throw fedError("the federation's next task", response, await response.text());
-      const ended = await this._round(run, response, session, onRound);
-      if (ended) return ended;
+      if (response.status === 410) {
+        put({ gone: true });
+        return;
+      }
+      if (response.status !== 200) {
+        put({ error: fedError("the federation's next task", response, await response.text()) });
+        return;
+      }
+      put({ round: Number(response.headers.get("X-Round")), task: response.headers.get("X-Task"),
+        config: roundConfig(response.headers.get("X-Config"), this.info), body });
     }
-    return null;
   }
 
   // 410: the run ended, or the server forgot this page (silent too long?).
@@ -886,12 +914,8 @@ class Federation {
       "restarted): join again");
   }
 
-  async _round(run, response, session, onRound) {
+  async _round(run, { round, task, config, body }, session, onRound) {
     const { feeds, examples } = run;
-    const round = Number(response.headers.get("X-Round"));
-    const task = response.headers.get("X-Task");
-    const config = roundConfig(response.headers.get("X-Config"), this.info);
-    const body = new Uint8Array(await response.arrayBuffer());
     const report = (phase, local = null, error = null) => onRound?.({ round, phase, local, error });
     let local, parameters;
     try {
