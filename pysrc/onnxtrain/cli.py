@@ -247,6 +247,29 @@ def _train_parser(sub) -> None:
     tr.add_argument("--checkpoint-dir", metavar="DIR", help="save the run there after each epoch; resume from it")
 
 
+def _federation_parsers(sub) -> None:
+    """``federate`` and ``join``; their modules (and flwr, a tooling dependency) load only when they run."""
+    from .federated import federate, join
+    fed = sub.add_parser("federate", help="run a Flower federation that pages, CPython and onnxruntime-training "
+                                          "clients join", description=federate.__doc__)
+    federate.add_arguments(fed)
+    joining = sub.add_parser("join", help="join a running federation as a native client (onnxtrain or "
+                                          "onnxruntime-training)", description=join.__doc__)
+    join.add_arguments(joining)
+
+
+def federation_command(args) -> int:
+    from .federated import federate, join
+    try:
+        return federate.federate(args) if args.command == "federate" else join.join(args)
+    except (DataError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (RuntimeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["browser-check"]:
@@ -269,7 +292,10 @@ def main(argv=None) -> int:
     insp = sub.add_parser("inspect", help="print a model's or checkpoint's inputs, outputs and parameters")
     insp.add_argument("file")
     _train_parser(sub)
+    _federation_parsers(sub)
     args = parser.parse_args(argv)
+    if args.command in ("federate", "join"):
+        return federation_command(args)
     if args.command == "train":
         try:
             return train(args)

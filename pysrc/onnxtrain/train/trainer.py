@@ -24,7 +24,7 @@ from .guard import StepGuard, check_finite_state
 PROPERTY = "onnxtrain.trainer"
 SCHEDULES = ("constant", "linear")
 SETTINGS = {"batch_size", "epochs", "learning_rate", "schedule", "warmup", "shuffle", "keep_best", "patience",
-            "evaluate", "check_finite", "evaluate_epochs"}
+            "evaluate", "check_finite", "evaluate_epochs", "proximal_mu"}
 
 
 def out_of_memory(error: BaseException) -> bool:
@@ -79,26 +79,32 @@ class Trainer:
     rate over the run's ``epochs * steps_per_epoch`` steps, the first ``warmup`` fraction of them warming up.
     ``evaluate(trainer) -> dict`` adds metrics at each epoch's end.  With ``evaluate_epochs=False`` the caller
     ends epochs itself with ``end_epoch(validation_loss)`` (a page that computes its own metrics does).
+
+    ``proximal_mu`` > 0 adds FedProx's proximal term (mu/2)*||w - w_start||^2 as a proximal step: after each
+    optimizer step every trainable parameter becomes w - rate * mu * (w - w_start) (float32), where w_start are the
+    parameters the run started from (when the data was set, the setting was given, or a checkpoint was loaded).
     """
 
     def __init__(self, module, optimizer, data=None, *, validation=None, batch_size: int = 32, epochs=1,
                  learning_rate=None, schedule: str = "constant", warmup: float = 0.0, shuffle: bool = True,
                  seed: int = 0, keep_best: bool = True, patience: int = 0, evaluate=None,
-                 check_finite: bool = True, evaluate_epochs: bool = True):
+                 check_finite: bool = True, evaluate_epochs: bool = True, proximal_mu: float = 0.0):
         self.module, self.optimizer = module, optimizer
         self.names = module.train().input_names()
         self.guard = StepGuard(module, optimizer)
         self.best = BestEpoch(keep_best, patience)
         self.batch_size, self.epochs, self.learning_rate, self.schedule, self.warmup = 32, 1, None, "constant", 0.0
+        self.proximal_mu, self._anchor = 0.0, None
         self.configure(batch_size=batch_size, epochs=epochs, learning_rate=learning_rate, schedule=schedule,
                        warmup=warmup, shuffle=shuffle, evaluate=evaluate, check_finite=check_finite,
-                       evaluate_epochs=evaluate_epochs)
+                       evaluate_epochs=evaluate_epochs, proximal_mu=proximal_mu)
         self.train_data = self.validation_data = None
         self.set_data(data, validation, seed)
 
     def configure(self, **settings) -> None:
         """Change settings of the run (the constructor's keywords but the data's: batch_size, epochs,
-        learning_rate, schedule, warmup, shuffle, keep_best, patience, evaluate, check_finite, evaluate_epochs);
+        learning_rate, schedule, warmup, shuffle, keep_best, patience, evaluate, check_finite, evaluate_epochs,
+        proximal_mu: setting it anchors the proximal term at the parameters as they are now);
         they are all checked before any changes, and the run's counters stay (the linear schedule counts the run's
         steps, so it decays over ``epochs`` at the batch size it has now)."""
         unknown = sorted(set(settings) - SETTINGS)
@@ -112,6 +118,10 @@ class Trainer:
         if new["schedule"] == "linear" and epochs is None:
             raise ValueError("the linear schedule needs a number of epochs to decay over")
         warmup = checks.fraction(new["warmup"], "warmup fraction")
+        mu = settings.get("proximal_mu", self.proximal_mu)
+        if isinstance(mu, bool) or not isinstance(mu, (int, float, np.floating, np.integer)) or \
+                not np.isfinite(mu) or mu < 0:
+            raise ValueError(f"proximal_mu must be a finite number >= 0, got {mu!r}")
         rate = self.learning_rate
         if settings.get("learning_rate") is not None:
             rate = check_learning_rate(settings["learning_rate"])
@@ -130,6 +140,18 @@ class Trainer:
             self.evaluate_epochs = bool(settings["evaluate_epochs"])
         if "evaluate" in settings:
             self.evaluate = settings["evaluate"]
+        if "proximal_mu" in settings:
+            self.proximal_mu = float(mu)
+            self._anchor_parameters()
+
+    def _anchor_parameters(self) -> None:
+        """w_start of the proximal term: a copy of the trainable parameters now (None without the term)."""
+        self._anchor = {n: a.copy() for n, a in self._trainable().items()} if self.proximal_mu else None
+
+    def _proximal_step(self) -> None:
+        scale = np.float32(self.optimizer.get_learning_rate() * self.proximal_mu)
+        for name, w in self._trainable().items():
+            w -= scale * (w - self._anchor[name])
 
     # ---- data ------------------------------------------------------------------------------------------
 
@@ -169,6 +191,7 @@ class Trainer:
         self._epoch_rng = None  # the shuffling state the current epoch's order came from
         self.history = []
         self.best.reset()
+        self._anchor_parameters()
 
     @property
     def rows(self) -> int:
@@ -220,6 +243,8 @@ class Trainer:
                 raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
                                   f"size (nothing was changed, training can go on)") from e
             raise
+        if self._anchor is not None and self.optimizer is not None:
+            self._proximal_step()
         self.order, self.position, self._epoch_rng = order, position + len(rows), epoch_rng
         self.steps += 1
         epoch_done = self.position >= n
@@ -421,3 +446,4 @@ class Trainer:
         state._properties.update(loaded._properties)
         if self.optimizer is not None:
             self.optimizer._load_state()
+        self._anchor_parameters()

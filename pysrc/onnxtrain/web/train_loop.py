@@ -12,7 +12,7 @@ import numpy as np
 TRAIN_OPTIONS = {"epochs": "epochs", "batchSize": "batch_size", "learningRate": "learning_rate",
                  "schedule": "schedule", "warmup": "warmup", "shuffle": "shuffle", "seed": "seed",
                  "validation": "validation", "keepBest": "keep_best", "patience": "patience",
-                 "checkFinite": "check_finite"}
+                 "checkFinite": "check_finite", "proximalMu": "proximal_mu"}
 
 
 @functools.lru_cache(maxsize=None)

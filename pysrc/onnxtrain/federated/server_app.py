@@ -1,0 +1,43 @@
+"""The federation's Flower ServerApp (run by flwr-serverapp): the guarded strategy over the global vector that the
+federation server holds, whose progress and global evaluation go to that server."""
+from __future__ import annotations
+
+import math
+
+from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
+from flwr.serverapp import Grid, ServerApp
+
+from .bridge_client import BridgeClient
+from .strategies import make_strategy
+
+app = ServerApp()
+
+
+def evaluation(bridge: BridgeClient):
+    """Flower's evaluate_fn: the federation server evaluates (and keeps) each round's global model."""
+    def evaluate(server_round: int, arrays: ArrayRecord):
+        metrics = bridge.evaluate(server_round, arrays.to_numpy_ndarrays()[0])
+        numbers = {k: float(v) for k, v in (metrics or {}).items()
+                   if isinstance(v, (int, float)) and math.isfinite(v)}
+        return MetricRecord(numbers) if numbers else None
+    return evaluate
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    cfg = context.run_config
+    bridge = BridgeClient(str(cfg["bridge"]), str(cfg["bridge-token"]))
+    try:
+        initial = bridge.initial()
+        strategy = make_strategy(str(cfg["strategy"]), initial.size, int(cfg["min-clients"]),
+                                 float(cfg["proximal-mu"]), float(cfg["server-learning-rate"]),
+                                 float(cfg["dp-noise"]), float(cfg["dp-clip"]), reporter=bridge)
+        train_config = ConfigRecord({"local-epochs": int(cfg["local-epochs"]), "batch-size": int(cfg["batch-size"]),
+                                     "learning-rate": float(cfg["learning-rate"])})
+        strategy.start(grid=grid, initial_arrays=ArrayRecord([initial]), num_rounds=int(cfg["num-server-rounds"]),
+                       timeout=float(cfg["round-timeout"]), train_config=train_config,
+                       evaluate_fn=evaluation(bridge))
+    except BaseException as e:
+        bridge.end(False, f"{type(e).__name__}: {e}")
+        raise
+    bridge.end(True)
