@@ -3,8 +3,9 @@ next to native CPython clients in the same run of the bench.
 
 For each model (--models: the MLP and the CNN of artifacts/federated_digits/) and each number of clients
 (--clients, e.g. 4 and 8), two federations run one after the other, each started by `python -m onnxtrain federate`
-(--record-requests, free ports, --rounds rounds, --min-clients = the number of clients, the server's other
-settings unless given here):
+(--record-requests, free ports, --rounds rounds, --min-clients = the number of clients, FedAvg, each client 5
+local epochs of SGD with batches of 32 and a rate of 0.5 per round, as tests/test_federation.py trains, unless
+given here; the server's other defaults):
 
 - browser: that many pages of one headless Chromium (Debian's, driven by Playwright; one browser context per page),
   each a client through the library's Federation API (bench/pages/federated.js), each with its own
@@ -19,10 +20,12 @@ Every process runs one thread (OMP_NUM_THREADS=1; the page's engine is single-th
 - the round time: the median [min-max] of the time from one round's end to the next one's (round 1: from its
   start), seen in fed/status, and the median of the rounds' own `seconds` in fed/status's history; rounds per
   minute = 60 / that median round time;
-- bytes per client per round, during the rounds (from round 1's start to the run's end, divided by the rounds):
-  for a page, every fed/ request it made (request line and headers, body; response headers and body, as Chromium
-  counts them for Playwright's request.sizes()), and its payload alone: the global parameters it received and the
-  parameters it sent (the server's fed/requests record gives the body lengths the server read; both are 4*N for a
+- bytes per client per round, counted from round 1's end to the last round's end and divided by the rounds in
+  between (no startup traffic in them; the median over clients): for a page, every fed/ request it made (request
+  line and headers, body; response headers and body, as Chromium counts them for Playwright's request.sizes():
+  the long polls, the tasks, the results; the bench's pages do not poll fed/status as the app's panel does every
+  3 s), and its payload alone: the global parameters it received and the parameters it sent with its metrics
+  header (the server's fed/requests record gives the body lengths the server read; the vectors are 4*N bytes for a
   model of N float32 parameters); for a native client, everything its flower-supernode exchanged with the
   SuperLink (a counting TCP relay sits between them: Flower's protobuf messages, polls and heartbeats);
 - the global model's accuracy on data/test.csv after the last round (the server evaluates it each round).
@@ -221,7 +224,7 @@ def federate(site: Path, model: str, clients: int, args, logs: Path, tag: str):
     command = [sys.executable, "-m", "onnxtrain", "federate", "--artifacts", str(site / FED_DIR / model),
                "--site", str(site), "--eval", str(site / FED_DIR / "data" / "test.csv"), "--rounds", str(args.rounds),
                "--min-clients", str(clients), "--port", str(port), "--superlink-port", str(superlink),
-               "--record-requests"]
+               "--record-requests", "--log-dir", str(logs / f"{tag}-flower")]
     for option in ("local_epochs", "batch_size", "learning_rate", "round_timeout"):
         value = getattr(args, option)
         if value is not None:
@@ -265,6 +268,7 @@ def fed_kind(url: str) -> str:
 
 def browser_run(playwright, site: Path, model: str, clients: int, args, logs: Path) -> dict:
     from browser.conftest import CHROMIUM_ARGS
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     tag = f"{model}-{clients}-browser"
     t0 = time.time()
     process, url, _ = federate(site, model, clients, args, logs, tag)
@@ -291,7 +295,11 @@ def browser_run(playwright, site: Path, model: str, clients: int, args, logs: Pa
                     raise RuntimeError(f"page {k}: {page.evaluate('window.bench.error')}")
 
         wait_run(watch, process, args.timeout, alive)
-        pages[0].wait_for_timeout(1000 * POLL_S)  # the last requests' events
+        for page in pages:  # each page sees the run's end (410, then fed/status: done) while the server lingers
+            try:
+                page.wait_for_function("() => window.bench.phase !== 'joined'", timeout=15_000)
+            except PlaywrightTimeout:
+                pass
         results = [page.evaluate("window.bench.out") for page in pages]
         ended = [page.evaluate("window.bench.phase") for page in pages]
         wire = [page_bytes(finished[k], watch, info) for k in range(clients)]
@@ -312,7 +320,7 @@ def browser_run(playwright, site: Path, model: str, clients: int, args, logs: Pa
     local = [(e["sent"] - e["training"]) / 1000 for r in results for e in r["rounds"] if "sent" in e]
     out["page_round_s"] = local
     out["rounds_sent"] = [sum("sent" in e for e in r["rounds"]) for r in results]
-    out["page_phase_after_run"] = ended  # "done" when a page saw the run's end before the server stopped
+    out["page_phase_after_run"] = ended  # "done": the page's join() ended with the run
     return out
 
 
@@ -330,13 +338,13 @@ def native_run(site: Path, model: str, clients: int, args, logs: Path) -> dict:
             log = open(logs / f"{tag}-join{k}.log", "wb")
             command = [sys.executable, "-m", "onnxtrain", "join", "--superlink", f"127.0.0.1:{relay.port}",
                        "--server", url, "--data", str(site / FED_DIR / "data" / f"client_{k}.csv"),
-                       "--backend", "onnxtrain"]
+                       "--backend", "onnxtrain", "--work-dir", str(logs / f"{tag}-join{k}")]
             joins.append(subprocess.Popen(command, cwd=ROOT, env=env(), stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True))
 
         def alive():
             for k, join in enumerate(joins):
-                if join.poll() is not None:
+                if join.poll():  # a join ends by itself (0) once it sees the run's end
                     raise RuntimeError(f"native client {k} exited ({join.returncode}); see {logs}/{tag}-join{k}.log")
 
         wait_run(watch, process, args.timeout, alive)
@@ -471,9 +479,9 @@ def main():
     parser.add_argument("--clients", type=int, nargs="+", default=[4, 8], help="clients per federation (<= 8)")
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], help="mlp and/or cnn (others are skipped)")
     parser.add_argument("--kinds", nargs="+", choices=["browser", "native"], default=["browser", "native"])
-    parser.add_argument("--local-epochs", type=int, help="the federate command's (default: the server's)")
-    parser.add_argument("--batch-size", type=int, help="the federate command's (default: the server's)")
-    parser.add_argument("--learning-rate", type=float, help="the federate command's (default: the server's)")
+    parser.add_argument("--local-epochs", type=int, default=5, help="the clients' epochs per round (default 5)")
+    parser.add_argument("--batch-size", type=int, default=32, help="the clients' batch size (default 32)")
+    parser.add_argument("--learning-rate", type=float, default=0.5, help="the clients' rate (default 0.5)")
     parser.add_argument("--round-timeout", type=float, help="the federate command's (default: the server's)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a federation may take in all")
     parser.add_argument("--quick", action="store_true", help="3 rounds, the MLP, 4 clients")
