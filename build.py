@@ -3,6 +3,8 @@
 
     python3 build.py serve [--port N] [--no-isolation]
                                           build the site and serve it on 127.0.0.1
+    python3 build.py serve --federate [federate options]
+                                          ... with a Flower federation of the digits that pages join
     python3 build.py test [pytest args]   set up everything and run the whole test suite
     python3 build.py site                 assemble site/ (the static site, fully self-contained, no test hooks)
     python3 build.py bench                run the benchmarks in bench/
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import sys
@@ -574,12 +577,44 @@ def serve_in_background(root: Path, isolate: bool = False) -> tuple[http.server.
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
+# `serve --federate`: the site's federated digits MLP, the held-out digits, and settings for a demo (pages join
+# from the site's federation panel); options after --federate are `python -m onnxtrain federate`'s and win.
+FEDERATION_DEMO = ["--artifacts", "artifacts/federated_digits/mlp",
+                   "--eval", "artifacts/federated_digits/data/test.csv",
+                   "--rounds", "20", "--min-clients", "2", "--local-epochs", "5", "--learning-rate", "0.3"]
+
+
+def serve_federation(port: int, args: list[str]) -> int:
+    """The site with a Flower federation (python -m onnxtrain federate in the venv); its exit code."""
+    py = ensure_venv()
+    site = build_site()
+    demo = [a if not a.startswith("artifacts/") else str(site / a) for a in FEDERATION_DEMO]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "pysrc"))
+    proc = subprocess.Popen([str(py), "-m", "onnxtrain", "federate", "--site", str(site), "--port", str(port), *demo,
+                             *args], cwd=ROOT, env=env)
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signal.SIGTERM))
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # the terminal's Ctrl-C reached federate too; wait for it to stop its processes
+            continue
+
+
 def cmd_serve(args: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="build.py serve", description="Build the site and serve it on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--no-isolation", action="store_true",
                         help="leave out the cross-origin-isolation headers (COOP/COEP), as a plain static host would")
-    options = parser.parse_args(args)
+    parser.add_argument("--federate", action="store_true",
+                        help="also run a Flower federation that pages join (the digits demo); the options that follow "
+                             "are python -m onnxtrain federate's (see its --help)")
+    options, rest = parser.parse_known_args(args)
+    if options.federate:
+        if options.no_isolation:
+            parser.error("--no-isolation is for the static site; the federation server always isolates")
+        return serve_federation(options.port, rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     build_site()
     server = make_server(SITE, options.port, isolate=not options.no_isolation)
     print(f"onnxtrain site: http://127.0.0.1:{server.server_address[1]}/  (Ctrl-C to stop)", flush=True)
