@@ -167,6 +167,21 @@ def processes_using(path: Path) -> list:
     return found
 
 
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_native_backends_train_a_round_alike(digits, mu):
+    """onnxruntime-training 1.19.2 and onnxtrain: the same local round (batches, SGD, FedProx's proximal step)."""
+    from onnxtrain.federated.local_round import train_onnxruntime
+    mlp, csv = str(digits / "mlp"), str(digits / "data" / "client_4.csv")
+    start = FederatedModel(mlp).initial + np.float32(0.01)
+    settings = {"epochs": 2, "batchSize": 16, "learningRate": 0.3, "proximalMu": mu}
+    ours, our_metrics = train_onnxtrain(mlp, csv, start, settings, seed=5)
+    theirs, their_metrics = train_onnxruntime(mlp, csv, start, settings, seed=5)
+    assert np.abs(ours - start).max() > 0.05
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    assert our_metrics.keys() == their_metrics.keys() == {"num-examples", "loss", "accuracy", "global-accuracy"}
+    assert our_metrics == pytest.approx(their_metrics, rel=1e-5)
+
+
 def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_path):
     mlp, data = str(digits / "mlp"), digits / "data"
     fed = Federate(tmp_path, ["--artifacts", mlp, "--eval", str(data / "test.csv"), "--rounds", str(ROUNDS),
