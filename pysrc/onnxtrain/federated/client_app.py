@@ -8,7 +8,6 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from .bridge_client import BridgeClient, BridgeError
-from .local_round import train_round
 
 app = ClientApp()
 
@@ -32,6 +31,7 @@ def train(msg: Message, context: Context) -> Message:
         except BridgeError as e:
             raise RuntimeError(str(e)) from None
     else:
+        from .local_round import train_round  # onnxtrain's training, only for a native node
         trained, metrics = train_round(str(node.get("backend", "onnxtrain")), str(node["artifacts"]),
                                        str(node["data"]), vector, settings, seed=round_)
     return Message(RecordDict({"arrays": ArrayRecord([trained]), "metrics": MetricRecord(metrics)}), reply_to=msg)

@@ -8,6 +8,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
 from .bridge_client import BridgeClient
+from .polling_grid import PollingGrid
 from .strategies import make_strategy
 
 app = ServerApp()
@@ -34,7 +35,7 @@ def main(grid: Grid, context: Context) -> None:
                                  float(cfg["dp-noise"]), float(cfg["dp-clip"]), reporter=bridge)
         train_config = ConfigRecord({"local-epochs": int(cfg["local-epochs"]), "batch-size": int(cfg["batch-size"]),
                                      "learning-rate": float(cfg["learning-rate"])})
-        strategy.start(grid=grid, initial_arrays=ArrayRecord([initial]), num_rounds=int(cfg["num-server-rounds"]),
+        strategy.start(grid=PollingGrid(grid), initial_arrays=ArrayRecord([initial]), num_rounds=int(cfg["num-server-rounds"]),
                        timeout=float(cfg["round-timeout"]), train_config=train_config,
                        evaluate_fn=evaluation(bridge))
     except BaseException as e:
