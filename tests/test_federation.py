@@ -200,9 +200,10 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     silent = Page(fed.url, mlp, str(data / "client_3.csv"), {2: "silent"})
     for page in (faulty, silent):
         page.start()
-    deadline = time.monotonic() + 480
+    deadline, started = time.monotonic() + 480, set()
     while (status := fed.status())["phase"] not in ("done", "failed"):
         assert time.monotonic() < deadline and fed.proc.poll() is None, fed.text()
+        started.update(tree(fed.proc.pid))  # every process federate started, to see them all gone at the end
         time.sleep(1)
     ran = time.monotonic() - fed.started
     assert status["phase"] == "done", (status, fed.text())
@@ -258,7 +259,7 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     assert fed.proc.wait(60) == 0, fed.text()
     for join in joins:
         assert join.proc.wait(60) == 0, join.out.read_text()
-    assert processes_using(fed.log_dir) == []
+    assert processes_using(fed.log_dir) == [] and still_running(sorted(started)) == []
     seconds = [round(h["seconds"], 1) for h in history]
     print(f"startup {startup:.1f} s, run {ran:.1f} s, round seconds {seconds}")
 
@@ -271,8 +272,33 @@ def test_sigterm_stops_every_process(digits, tmp_path):
     while not any("flower-supernode" in p for p in processes_using(fed.log_dir)):
         assert time.monotonic() < deadline, fed.text()
         time.sleep(0.5)
-    time.sleep(3)
-    assert processes_using(fed.log_dir)
+    while not any("flwr-serverapp" in p for p in tree(fed.proc.pid)):  # started by the superlink's superexec
+        assert time.monotonic() < deadline, fed.text()
+        time.sleep(0.5)
+    started = tree(fed.proc.pid)
+    assert len(started) >= 5, started  # superlink, its superexec and flwr-serverapp, flwr run, supernode, ...
     fed.proc.send_signal(signal.SIGTERM)
     assert fed.proc.wait(30) == 130, fed.text()
+    assert still_running(started) == []
     assert processes_using(fed.log_dir) == []
+
+
+def still_running(processes: list, wait: float = 5.0) -> list:
+    """Those of the "pid: command" ``processes`` that still run (not gone, not a zombie) after up to ``wait`` s."""
+    from onnxtrain.federated.processes import _alive
+    deadline = time.monotonic() + wait
+    while (running := [p for p in processes if _alive(int(p.split(":")[0]))]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return running
+
+
+def tree(pid: int) -> list:
+    """"pid: command" of the live descendants of ``pid``."""
+    from onnxtrain.federated.processes import descendants
+    out = []
+    for child in descendants([pid]):
+        try:
+            out.append(f"{child}: " + Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return out

@@ -84,21 +84,66 @@ class Children:
         return time.monotonic() - start
 
     def stop_all(self, grace: float = 5.0) -> None:
+        """Stop the processes, their groups and every descendant (flower-superlink starts its flower-superexec,
+        which starts flwr-serverapp, in a session of its own)."""
+        tree = descendants([p.pid for p in self.procs])
         for proc in reversed(self.procs):
             _signal_group(proc, signal.SIGTERM)
+        _signal_pids(tree, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for proc in self.procs:
             try:
                 proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.1)
         for proc in self.procs:  # the group too: helpers of a process that exited may still run
             _signal_group(proc, signal.SIGKILL)
             try:
                 proc.wait(1)
             except subprocess.TimeoutExpired:
                 pass
+        _signal_pids([pid for pid in tree if _alive(pid)], signal.SIGKILL)
         self.procs = []
+
+
+def descendants(pids: list) -> list:
+    """The live descendants of ``pids`` (from /proc; none where there is no /proc)."""
+    children = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _signal_pids(pids: list, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _signal_group(proc: subprocess.Popen, sig) -> None:
