@@ -110,6 +110,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         try:
             body = self._body()
         except Refused as e:
+            self.close_connection = True  # its body is left unread
             return self._reply(413, str(e))
         if path.startswith("/fed/"):
             self._record(path, body)
