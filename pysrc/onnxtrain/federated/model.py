@@ -18,6 +18,8 @@ ARTIFACT_FILES = (TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL, CHECKPOINT)
 
 def read_artifacts(folder: str) -> dict:
     """file name -> bytes of the four artifact files in ``folder``; FileNotFoundError naming a missing one."""
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"the artifact folder {folder} does not exist (it holds {', '.join(ARTIFACT_FILES)})")
     missing = [n for n in ARTIFACT_FILES if not os.path.isfile(os.path.join(folder, n))]
     if missing:
         raise FileNotFoundError(f"the artifact folder {folder} lacks {missing} (it needs {list(ARTIFACT_FILES)})")
