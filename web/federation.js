@@ -174,7 +174,9 @@ function setData(next) {
 
 function showStatus(status) {
   if (!status) return;
-  history = status.history || [];
+  // round 0: the initial global model, where the server has held-out data to measure it on
+  const initial = status.initial ? [{ round: 0, global: status.initial, results: null }] : [];
+  history = [...initial, ...(status.history || [])];
   const phases = { waiting: "waiting for clients", running: "running", done: "finished", failed: "failed" };
   const round = status.round ? `round ${status.round} of ${status.rounds}` : `${status.rounds} rounds`;
   $("fed-clients").textContent = `Federation: ${phases[status.phase] || status.phase}, ${round} · ` +
@@ -204,11 +206,13 @@ function showRounds() {
   const all = new Set([...history.map((h) => h.round), ...rounds.keys()]);
   const order = [...all].sort((a, b) => a - b);
   const byRound = new Map(history.map((h) => [h.round, h]));
+  const outcome = (h) => (h && h.results !== null
+    ? `${h.results} / ${h.failures}${h.rejected?.length ? ` / ${h.rejected.length} rejected` : ""}` : "–");
   const rows = order.map((r) => {
     const h = byRound.get(r), mine = rounds.get(r);
-    return [r, percent(h?.global?.accuracy), number(h?.global?.loss), percent(mine?.local?.globalAccuracy),
-      percent(mine?.local?.accuracy), number(mine?.local?.loss), mine ? mine.phase : "–",
-      h ? `${h.results} / ${h.failures}${h.rejected?.length ? ` / ${h.rejected.length} rejected` : ""}` : "–"];
+    return [r === 0 ? "0 (start)" : r, percent(h?.global?.accuracy), number(h?.global?.loss),
+      percent(mine?.local?.globalAccuracy), percent(mine?.local?.accuracy), number(mine?.local?.loss),
+      mine ? mine.phase : "–", outcome(h)];
   });
   $("fed-table").replaceChildren(rows.length ? tableOf(rows, ["round", "global accuracy (server's test set)",
     "global loss", "global model on your data", "after local training", "local loss", "this page",

@@ -398,6 +398,8 @@ export interface FederationStatus {
   nodes: number;
   history: { round: number; results: number; failures: number; rejected: string[];
     global: { loss: number; accuracy: number } | null; seconds: number }[];
+  /** The initial global model's metrics on the server's held-out data, when it has some. */
+  initial?: { loss: number; accuracy: number | null } | null;
   error: string | null;
 }
 
