@@ -158,7 +158,9 @@ def federate(args, out=sys.stdout) -> int:
                              args.port, args.site, HOST)
         url = f"http://{HOST}:{server.server_address[1]}"
         threading.Thread(target=server.serve_forever, daemon=True, name="fed-http").start()
-        seconds = children.wait_port(superlink, HOST, args.superlink_port)
+        seconds = children.wait_port(superlink, HOST, args.superlink_port, stopped=stop.is_set)
+        if stop.is_set():
+            raise Stopped()
         say(f"SuperLink up on {superlink_address} after {seconds:.1f} s")
         app = write_app(os.path.join(work, "app"), run_config(args, url, token))
         connection = write_connection(flwr_home, superlink_address)

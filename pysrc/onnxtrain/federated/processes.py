@@ -71,10 +71,11 @@ class Children:
         self.procs.append(proc)
         return proc
 
-    def wait_port(self, proc: subprocess.Popen, host: str, port: int, timeout: float = 60) -> float:
-        """Seconds until ``port`` accepts; RuntimeError with the log's end if ``proc`` exits or time runs out."""
+    def wait_port(self, proc: subprocess.Popen, host: str, port: int, timeout: float = 60, stopped=None) -> float:
+        """Seconds until ``port`` accepts; RuntimeError with the log's end if ``proc`` exits or time runs out
+        (or as soon as ``stopped()``)."""
         start = time.monotonic()
-        while not port_open(host, port):
+        while not port_open(host, port) and not (stopped is not None and stopped()):
             if proc.poll() is not None:
                 raise RuntimeError(f"{proc.name} exited with code {proc.returncode}:\n{log_tail(proc.log)}")
             if time.monotonic() - start > timeout:

@@ -7,7 +7,7 @@ import math
 from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
-from .bridge_client import BridgeClient
+from .bridge_client import BridgeClient, BridgeError
 from .polling_grid import PollingGrid
 from .strategies import make_strategy
 
@@ -39,6 +39,9 @@ def main(grid: Grid, context: Context) -> None:
                        timeout=float(cfg["round-timeout"]), train_config=train_config,
                        evaluate_fn=evaluation(bridge))
     except BaseException as e:
-        bridge.end(False, f"{type(e).__name__}: {e}")
+        try:
+            bridge.end(False, f"{type(e).__name__}: {e}")
+        except BridgeError:
+            pass  # the server is gone; the error below is the run's
         raise
     bridge.end(True)
