@@ -519,8 +519,8 @@ def main():
                                                                    "payload_per_round", "wire_per_round", "accuracy",
                                                                    "error")}
                     print(f"{model}, {clients} {kind} clients ({time.perf_counter() - t:.0f} s): {brief}", flush=True)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"rounds": args.rounds, "runs": runs}, indent=1))
+                    args.json.parent.mkdir(parents=True, exist_ok=True)  # after each federation: kept if stopped
+                    args.json.write_text(json.dumps({"rounds": args.rounds, "runs": runs}, indent=1))
     report(runs, args)
     print(f"\n(results in {args.json}; bench took {time.perf_counter() - t0:.0f} s)")
 
