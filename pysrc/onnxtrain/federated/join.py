@@ -46,6 +46,11 @@ def status(server: str):
 
 
 def join(args, out=sys.stdout) -> int:
+    if args.backend == "onnxruntime":
+        try:
+            import onnxruntime.training.api  # noqa: F401  (checked here rather than in every round)
+        except ImportError as e:
+            raise RuntimeError(f"the onnxruntime backend needs onnxruntime-training 1.19.2: {e}") from None
     server = args.server if args.server.endswith("/") else args.server + "/"
     data = os.path.abspath(args.data)
     work = args.work_dir or tempfile.mkdtemp(prefix="onnxtrain-client-")
