@@ -222,12 +222,13 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     assert len(history[1]["rejected"]) == 1 and "wrong size" in history[1]["rejected"][0], history[1]
     assert history[1]["results"] == 2 and history[1]["failures"] == 1, history[1]
     assert silent.rounds == [1, 2] and silent.error is None and faulty.error is None
-    assert history[1]["seconds"] < PAGE_TIMEOUT + 45 < ROUND_TIMEOUT, history
+    assert re.search(r"round 2: failure: node \d+ round 2: .*page \w+ \(slot \d\) went silent for more than 10 s",
+                     fed.text()), fed.text()
+    assert history[1]["seconds"] < 0.75 * ROUND_TIMEOUT, history  # the silence rule ended it, not the timeout
     # round 3: the silent page's slot has no page: its node fails at once
     assert history[2]["results"] == 3 and history[2]["failures"] == 1, history[2]
     for reason in history[0]["rejected"] + history[1]["rejected"]:
         assert reason in fed.text()
-    assert re.search(r"page \w+ \(slot \d\) went silent for more than 10 s: dropped", fed.text())
 
     # the global model learned: accuracy on the held-out digits
     initial, final = status["initial"], history[-1]["global"]
