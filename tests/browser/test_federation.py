@@ -97,12 +97,15 @@ def onnx_accuracy(model: bytes, test) -> float:
     return float(np.mean(np.argmax(logits, axis=1) == test["labels"]))
 
 
-def check_privacy(recorded: Recorded, origin: str, parameters: int, csv_text: str, rows: int):
-    """Only empty bodies and parameter vectors leave the page; X-Metrics holds numbers; nothing of the CSV."""
+def check_privacy(recorded: Recorded, origin: str, parameters: int, csv_text: str, rows: int, inputs=None):
+    """Only empty bodies and parameter vectors leave the page; X-Metrics holds numbers; nothing of the CSV (nor of
+    ``inputs``, the rows as the page's model takes them, when given).  The number of results the page sent."""
     off = [r["url"] for r in recorded.requests if not r["url"].startswith((origin, "blob:", "data:"))]
     assert off == [], off
     lines = [line for line in csv_text.splitlines()[1:] if line]
     features = np.array([[float(v) for v in line.split(",")[:-1]] for line in lines], np.float32)
+    if inputs is not None:
+        features = np.concatenate([features, inputs.reshape(len(inputs), -1)])
     results = 0
     for r in recorded.requests:
         body = r["body"]
@@ -110,7 +113,7 @@ def check_privacy(recorded: Recorded, origin: str, parameters: int, csv_text: st
         assert body == b"" or (r["method"] == "POST" and "/fed/result?" in r["url"]), (r["method"], r["url"])
         for line in lines[:50]:
             assert line.encode() not in body and line not in r["url"]
-        for row in features[:50]:  # a row's pixels as float32 are not in any vector
+        for row in features[::max(1, len(features) // 100)]:  # a row's pixels as float32 are in no vector
             assert row.tobytes() not in body
         metrics = r["headers"].get("x-metrics")
         if metrics is not None:
@@ -144,8 +147,10 @@ def test_pages_cpython_and_onnxruntime_clients_train_one_model_with_flower(brows
         # the pages' engines start together; then each loads its split and joins through the panel
         pages = [Recorded(browser, federation.url, f"page {k}") for k in PAGES]
         dropout = Recorded(browser, federation.url, "page that drops out")
-        held = []  # its first result is held on the way, then the tab closes: it drops out holding its task
-        dropout.page.route(lambda url: "/fed/result?" in url, lambda route: held.append(route))
+        # its first result does not get through (a route that fails it; a route held open would be let through
+        # when the tab closes), then the tab closes: it drops out holding its task
+        held = []
+        dropout.page.route(lambda url: "/fed/result?" in url, lambda route: (held.append(route), route.abort()))
         for k, recorded in zip([*PAGES, DROPOUT], [*pages, dropout]):
             recorded.load(DATA / f"client_{k}.csv")
             assert recorded.page.text_content("#fed-model").startswith(
@@ -241,3 +246,70 @@ def test_pages_cpython_and_onnxruntime_clients_train_one_model_with_flower(brows
     assert federation.proc.returncode == 0, federation.output[-3000:]  # SIGTERM while it lingers: a clean exit
     for process in natives:
         assert "joined the federation" in process.output, process.output
+
+
+def digit_folder(root, csv_path):
+    """The rows of a client's CSV as 8x8 grey PNGs in one folder per class (values 0..1 -> 0..255), a folder that
+    is not a class and a file that is not an image; the pixels as the panel's input ([n, 1, 8, 8], value / 255)
+    and the labels."""
+    from PIL import Image
+    lines = csv_path.read_text().splitlines()[1:]
+    rows = np.array([[float(v) for v in line.split(",")] for line in lines])
+    grey = np.round(rows[:, :-1] * 255).astype(np.uint8).reshape(-1, 8, 8)
+    labels = rows[:, -1].astype(np.int64)
+    for i, (image, label) in enumerate(zip(grey, labels)):
+        (root / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(image).convert("RGB").save(root / str(label) / f"{i}.png")
+    (root / "cats").mkdir()
+    Image.new("RGB", (8, 8), (200, 120, 40)).save(root / "cats" / "cat.png")
+    (root / "0" / "notes.txt").write_text("not an image")
+    return (grey / 255).astype(np.float32).reshape(-1, 1, 8, 8), labels
+
+
+def test_a_page_joins_with_a_folder_of_images(browser, tmp_path):
+    """The CNN federation with class names: the panel takes a folder (one subfolder per class), skips what is not
+    a class or not an image, and trains on the pixels as the server describes them (channel-first, value / 255).
+    With one client and one round the global model is that page's trained model, so its accuracy on the same
+    images in onnxruntime is the accuracy the page reported."""
+    x, labels = digit_folder(tmp_path / "digits", DATA / "client_7.csv")
+    classes = ",".join(str(c) for c in range(10))
+    federation = Federation(["--artifacts", str(FED / "cnn"), "--site", str(build.TEST_SITE), "--classes", classes,
+                             "--rounds", "1", "--min-clients", "1", "--local-epochs", str(EPOCHS), "--batch-size",
+                             str(BATCH), "--learning-rate", str(RATE), "--record-requests", "--linger", "300"])
+    recorded = None
+    try:
+        parameters = federation.json("fed/info")["parameters"]
+        recorded = Recorded(browser, federation.url, "page with images")
+        page = recorded.page
+        page.click("#fed-panel > summary")
+        page.wait_for_selector("#fed-setup:not([hidden])")
+        assert page.is_visible("#fed-folder") and "one subfolder per class (0, 1, 2" in page.text_content("#fed-inputs")
+        page.set_input_files("#fed-folder", str(tmp_path / "digits"))
+        page.wait_for_function("() => document.getElementById('fed-data').textContent "
+                               "|| !document.getElementById('fed-error').hidden", timeout=120_000)
+        assert page.is_hidden("#fed-error"), page.text_content("#fed-error")
+        counts = ", ".join(f"{c}: {n}" for c, n in enumerate(np.bincount(labels, minlength=10)) if n)
+        assert page.text_content("#fed-data") == (
+            f"digits: {len(labels)} images (per class: {counts}); skipped the folders that are not classes of this "
+            "federation: cats; skipped 1 file that is not an image. They stay in this page.")
+        page.click("#fed-join")
+        page.wait_for_function(DONE, timeout=180_000)
+        assert page.text_content("#fed-round") == "The federation finished; this page took part in 1 round."
+        [result] = [r for r in recorded.requests if "/fed/result?" in r["url"]]
+        assert len(result["body"]) == 4 * parameters
+        metrics = json.loads(result["headers"]["x-metrics"])
+        assert metrics["num-examples"] == len(labels)
+        model, headers = federation.get("fed/global.onnx")
+        assert headers["X-Round"] == "1"
+        session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        [logits] = session.run(["output"], {"input": x})
+        assert float(np.mean(np.argmax(logits, axis=1) == labels)) == pytest.approx(metrics["accuracy"],
+                                                                                   abs=1.5 / len(labels))
+        assert metrics["accuracy"] > 0.5  # trained: the untrained CNN guesses one class
+        assert check_privacy(recorded, federation.url.rstrip("/"), parameters, (DATA / "client_7.csv").read_text(),
+                             len(labels), x) == 1
+    finally:
+        if recorded is not None:
+            recorded.context.close()
+        federation.stop()
+    assert federation.proc.returncode == 0, federation.output[-3000:]
