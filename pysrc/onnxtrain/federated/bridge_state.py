@@ -77,6 +77,8 @@ class BridgeState:
         with self.cv:
             if self.phase in ("done", "failed"):
                 raise Refused(f"the federation's run has ended ({self.phase}); no more rounds to join")
+            if self._stop.is_set():
+                raise Refused("the federation server is stopping")
             slot = next((s for s in self.slots if s.client is None and s.alive()), None)
             if slot is None:
                 if len(self.slots) >= self.max_slots:
