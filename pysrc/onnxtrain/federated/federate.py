@@ -4,6 +4,7 @@ one flower-supernode per page slot, and submits the run (`flwr run` of a generat
 round and each rejected update, and stops every process it started when the run ends, on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import shutil
@@ -56,7 +57,7 @@ def add_arguments(parser) -> None:
                         help="keep serving the site, status and global model S seconds after the run ends")
     parser.add_argument("--log-dir", metavar="DIR", help="where the Flower processes' logs go (default: a new "
                                                          "temporary folder, removed at the end)")
-    parser.add_argument("--record-requests", action="store_true", help=__import__("argparse").SUPPRESS)
+    parser.add_argument("--record-requests", action="store_true", help=argparse.SUPPRESS)  # tests: GET fed/requests
 
 
 def check_arguments(args) -> None:

@@ -35,9 +35,9 @@ def main(grid: Grid, context: Context) -> None:
                                  float(cfg["dp-noise"]), float(cfg["dp-clip"]), reporter=bridge)
         train_config = ConfigRecord({"local-epochs": int(cfg["local-epochs"]), "batch-size": int(cfg["batch-size"]),
                                      "learning-rate": float(cfg["learning-rate"])})
-        strategy.start(grid=PollingGrid(grid), initial_arrays=ArrayRecord([initial]), num_rounds=int(cfg["num-server-rounds"]),
-                       timeout=float(cfg["round-timeout"]), train_config=train_config,
-                       evaluate_fn=evaluation(bridge))
+        strategy.start(grid=PollingGrid(grid), initial_arrays=ArrayRecord([initial]),
+                       num_rounds=int(cfg["num-server-rounds"]), timeout=float(cfg["round-timeout"]),
+                       train_config=train_config, evaluate_fn=evaluation(bridge))
     except BaseException as e:
         try:
             bridge.end(False, f"{type(e).__name__}: {e}")
