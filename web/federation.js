@@ -244,7 +244,9 @@ function drawChart(order, byRound) {
   };
   chart = new uPlot({
     width: Math.min(element_.clientWidth || 600, 720), height: 220,
-    series: [{ label: "round" }, { label: "global (server's test set)", stroke: "#2857d8", value: shown },
+    series: [{ label: "round", value: (u, v, series, index) => String(index === null || index === undefined
+      ? u.data[0].at(-1) : v) },
+      { label: "global (server's test set)", stroke: "#2857d8", value: shown },
       { label: "global on your data", stroke: "#d8572a", value: shown },
       { label: "after local training", stroke: "#2a9d5c", value: shown }],
     axes: [{ label: "round", incrs: [1, 2, 5, 10, 20, 50, 100] },

@@ -284,9 +284,16 @@ def test_a_page_joins_with_a_folder_of_images(browser, tmp_path):
         page.click("#fed-panel > summary")
         page.wait_for_selector("#fed-setup:not([hidden])")
         assert page.is_visible("#fed-folder") and "one subfolder per class (0, 1, 2" in page.text_content("#fed-inputs")
+        # a CSV that does not fit the CNN's input: the error shows in the panel, and the engine goes on
+        short = {"name": "short.csv", "mimeType": "text/csv", "buffer": b"a,b,labels\n1,2,3\n"}
+        page.set_input_files("#fed-csv", short)
+        page.wait_for_selector("#fed-error:not([hidden])")
+        assert "input 'input' takes [1, 8, 8] values per row" in page.text_content("#fed-error")
+        assert page.is_disabled("#fed-join")
         page.set_input_files("#fed-folder", str(tmp_path / "digits"))
-        page.wait_for_function("() => document.getElementById('fed-data').textContent "
-                               "|| !document.getElementById('fed-error').hidden", timeout=120_000)
+        page.wait_for_function("() => document.getElementById('fed-data').textContent || (!document.getElementById("
+                               "'fed-error').hidden && !document.getElementById('fed-error').textContent.includes("
+                               "'values per row'))", timeout=120_000)
         assert page.is_hidden("#fed-error"), page.text_content("#fed-error")
         counts = ", ".join(f"{c}: {n}" for c, n in enumerate(np.bincount(labels, minlength=10)) if n)
         assert page.text_content("#fed-data") == (
