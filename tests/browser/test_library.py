@@ -48,8 +48,8 @@ window.libraryLoaded = true;
 """
 
 # What onnxtrain.mjs exports (and the classic script's global holds), sorted
-EXPORTS = ["HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask", "Tensor",
-           "TrainingSession",
+EXPORTS = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
+           "Tensor", "TrainingSession",
            "_engineCall", "describeModel", "env", "generateArtifacts", "start"]
 
 
