@@ -186,7 +186,7 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     mlp, data = str(digits / "mlp"), digits / "data"
     fed = Federate(tmp_path, ["--artifacts", mlp, "--eval", str(data / "test.csv"), "--rounds", str(ROUNDS),
                               "--min-clients", "4", "--round-timeout", str(ROUND_TIMEOUT), "--page-timeout",
-                              str(PAGE_TIMEOUT), "--linger", "30", *SETTINGS])
+                              str(PAGE_TIMEOUT), "--linger", "8", *SETTINGS])
     startup = time.monotonic() - fed.started
     info = json.loads(fed.get("fed/info")[0])
     model = FederatedModel(mlp)
