@@ -122,6 +122,11 @@ def federate(args, out=sys.stdout) -> int:
     model = FederatedModel(args.artifacts)
     eval_data = read_csv(args.eval, model.types) if args.eval else None
     info = make_info(args, model)
+    try:  # fed/global.onnx must work at any round: the initial model's export now
+        model.export(model.initial, args.outputs)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"--outputs {' '.join(args.outputs)}: the eval model cannot export them ({e}); its "
+                         f"outputs are {model.eval_outputs}") from None
     started = time.monotonic()
     work = args.log_dir or tempfile.mkdtemp(prefix="onnxtrain-federation-")
     os.makedirs(work, exist_ok=True)
@@ -155,8 +160,11 @@ def federate(args, out=sys.stdout) -> int:
 
         state = BridgeState(model.size, start_node, page_timeout=args.page_timeout, max_slots=args.max_pages,
                             log=say)
-        server = make_server(Federation(state, model, info, eval_data, args.outputs, token, args.record_requests),
-                             args.port, args.site, HOST)
+        try:
+            server = make_server(Federation(state, model, info, eval_data, args.outputs, token,
+                                            args.record_requests), args.port, args.site, HOST)
+        except OSError as e:
+            raise RuntimeError(f"cannot serve on {HOST}:{args.port} ({e.strerror}): choose another --port") from None
         url = f"http://{HOST}:{server.server_address[1]}"
         threading.Thread(target=server.serve_forever, daemon=True, name="fed-http").start()
         seconds = children.wait_port(superlink, HOST, args.superlink_port, stopped=stop.is_set)
