@@ -167,6 +167,22 @@ def processes_using(path: Path) -> list:
     return found
 
 
+def test_federate_refuses_bad_settings_with_clear_errors(digits, capsys):
+    from onnxtrain import cli
+    from onnxtrain.federated.federate import image_info
+    mlp = str(digits / "mlp")
+    for args, said in [(["--artifacts", "/nonexistent"], "the artifact folder /nonexistent does not exist"),
+                       (["--artifacts", mlp, "--dp-noise", "1"], "needs both --dp-noise and --dp-clip"),
+                       (["--artifacts", mlp, "--rounds", "0"], "--rounds must be at least 1"),
+                       (["--artifacts", mlp, "--outputs", "probabilities"], "--outputs probabilities: the eval model"),
+                       (["--artifacts", mlp, "--classes", "a,b"], "--classes needs a model whose input 'features' is "
+                                                                  "images")]:
+        assert cli.main(["federate", *args]) == 2
+        assert said in capsys.readouterr().err
+    assert image_info(FederatedModel(str(digits / "cnn")), " 0, 1,2 ") == {"size": 8, "channels": 1,
+                                                                            "classes": ["0", "1", "2"]}
+
+
 @pytest.mark.parametrize("mu", [0.0, 0.5])
 def test_native_backends_train_a_round_alike(digits, mu):
     """onnxruntime-training 1.19.2 and onnxtrain: the same local round (batches, SGD, FedProx's proximal step)."""
