@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import sys
 import urllib.parse
 
 import numpy as np
@@ -207,6 +208,11 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A page that went away mid-reply (a closed tab, an aborted poll) is no error of the server's."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def make_server(federation: Federation, port: int, site=None, host: str = "127.0.0.1") -> Server:

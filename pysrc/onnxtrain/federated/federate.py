@@ -36,7 +36,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--proximal-mu", type=float, default=0.1, metavar="MU", help="FedProx's mu; default 0.1")
     parser.add_argument("--server-learning-rate", type=float, default=0.01, metavar="ETA",
                         help="FedAdam's server-side rate; default 0.01")
-    parser.add_argument("--local-epochs", type=int, default=1, metavar="E", help="default 1")
+    parser.add_argument("--local-epochs", type=int, default=5, metavar="E",
+                        help="epochs each client trains per round; default 5 (a round costs Flower seconds anyway)")
     parser.add_argument("--batch-size", type=int, default=32, metavar="B", help="default 32")
     parser.add_argument("--learning-rate", type=float, default=0.1, metavar="LR", help="clients' rate; default 0.1")
     parser.add_argument("--round-timeout", type=float, default=120.0, metavar="S",
