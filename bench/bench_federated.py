@@ -54,6 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "pysrc")]
 import build  # noqa: E402
+from onnxtrain.federated.processes import free_port  # noqa: E402
 
 PAGES = ROOT / "bench" / "pages"
 BENCH_SITE = build.CACHE / "bench-federated-site"
@@ -79,12 +80,6 @@ def assemble() -> Path:
     shutil.rmtree(BENCH_SITE, ignore_errors=True)
     tmp.rename(BENCH_SITE)
     return BENCH_SITE
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def env() -> dict:

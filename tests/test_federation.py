@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("flwr")
-
-from onnxtrain.federated.local_round import train_onnxtrain  # noqa: E402
-from onnxtrain.federated.model import ARTIFACT_FILES, FederatedModel, read_csv  # noqa: E402
+from onnxtrain.federated.local_round import train_onnxtrain
+from onnxtrain.federated.model import ARTIFACT_FILES, FederatedModel, read_csv
+from onnxtrain.federated.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE_DATA = ROOT / "site" / "artifacts" / "federated_digits"
@@ -40,12 +38,6 @@ def digits(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("federated_digits")
     federated_digits.build(dest)
     return dest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def env() -> dict:

@@ -8,16 +8,13 @@ import time
 
 import numpy as np
 import pytest
+from flwr.app import ArrayRecord, Error, Message, MetricRecord, RecordDict
+from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
+from flwr.supercore.task_identity import TaskIdentity
 
-pytest.importorskip("flwr")
-
-from flwr.app import ArrayRecord, Error, Message, MetricRecord, RecordDict  # noqa: E402
-from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg  # noqa: E402
-from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
-
-from onnxtrain.federated.bridge_state import REJECTED, BridgeState, Gone, Refused  # noqa: E402
-from onnxtrain.federated.checks import parse_metrics, vector_problem  # noqa: E402
-from onnxtrain.federated.strategies import Guarded, make_strategy  # noqa: E402
+from onnxtrain.federated.bridge_state import REJECTED, BridgeState, Gone, Refused
+from onnxtrain.federated.checks import parse_metrics, vector_problem
+from onnxtrain.federated.strategies import Guarded, make_strategy
 
 SIZE = 5
 

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,15 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from onnxtrain.federated.processes import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = re.compile(r"serving (http://127\.0\.0\.1:\d+)/")
 SUPERLINK = re.compile(r"SuperLink up on (127\.0\.0\.1:\d+)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def child_env() -> dict:
