@@ -273,6 +273,50 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     print(f"startup {startup:.1f} s, run {ran:.1f} s, round seconds {seconds}")
 
 
+def _weights(model: bytes) -> dict:
+    from onnxtrain import ir
+    return {t.name: t.data.astype(np.float64) for t in ir.load(model).graph.initializers
+            if t.data.dtype == np.float32}
+
+
+def test_fedadam_with_server_side_dp_between_native_clients(digits, tmp_path):
+    """FedAdam moves each weight by about its server rate per round (not by the clients' average change, as FedAvg
+    would), and Flower's DP wrapper clips each update and adds noise, as its log says."""
+    eta, noise, clip = 0.01, 0.0001, 5.0
+    fed = Federate(tmp_path, ["--artifacts", str(digits / "mlp"), "--rounds", "2", "--min-clients", "2",
+                              "--strategy", "fedadam", "--server-learning-rate", str(eta), "--dp-noise", str(noise),
+                              "--dp-clip", str(clip), "--linger", "8", *SETTINGS])
+    info = json.loads(fed.get("fed/info")[0])
+    assert info["strategy"] == "FedAdam" and info["dp"] == {"noiseMultiplier": noise, "clippingNorm": clip}
+    initial, headers = fed.get("fed/global.onnx")
+    assert headers["X-Round"] == "0"
+    joins = [Join(tmp_path, fed, digits / "data" / "client_5.csv", "onnxtrain"),
+             Join(tmp_path, fed, digits / "data" / "client_6.csv", "onnxruntime")]
+    deadline = time.monotonic() + 300
+    while (status := fed.status())["phase"] not in ("done", "failed"):
+        assert time.monotonic() < deadline and fed.proc.poll() is None, fed.text()
+        time.sleep(1)
+    assert status["phase"] == "done", (status, fed.text())
+    assert [(h["round"], h["results"], h["failures"], h["rejected"]) for h in status["history"]] == [
+        (1, 2, 0, []), (2, 2, 0, [])]
+    final, headers = fed.get("fed/global.onnx")
+    assert headers["X-Round"] == "2"
+    before, after = _weights(initial), _weights(final)
+    assert before.keys() == after.keys() and before
+    moved = max(np.abs(after[k] - before[k]).max() for k in before)
+    # round 1 moves every weight with a non-zero update by eta; round 2 by at most ~1.35 eta (Adam's moments);
+    # the noise's standard deviation is noise * clip / 2 = 0.00025
+    assert 0.9 * eta < moved < 2.5 * eta + 0.003, moved
+    assert fed.proc.wait(60) == 0, fed.text()
+    # flwr run streams the ServerApp's log and is stopped once the run is done: the last round's lines may be cut
+    log = (fed.log_dir / "flwr-run.log").read_text()
+    noised = log.count(f"aggregate_fit: central DP noise with {noise * clip / 2:.4f} stdev added")
+    clipped = log.count(f"aggregate_fit: parameters are clipped by value: {clip:.4f}")  # one per reply
+    assert noised >= 1 and 2 * noised <= clipped <= 2 * noised + 2, log[-3000:]
+    for join in joins:
+        assert join.proc.wait(60) == 0, join.out.read_text()
+
+
 def test_sigterm_stops_every_process(digits, tmp_path):
     fed = Federate(tmp_path, ["--artifacts", str(digits / "mlp"), "--rounds", "1", "--min-clients", "3"])
     status, body = post(f"{fed.url}/fed/join")
