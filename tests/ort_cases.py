@@ -253,17 +253,24 @@ def small_mlp_artifacts(directory: Path) -> Path:
     return directory
 
 
-def api_run(files: dict, batches: list) -> tuple:
+def first_output(outputs) -> float:
+    """The loss: a training model's only or first output, as a number."""
+    return float(np.asarray(outputs[0] if isinstance(outputs, (list, tuple)) else outputs).reshape(-1)[0])
+
+
+def api_run(files: dict, batches: list, learning_rate: float = None) -> tuple:
     """onnxtrain's api trained on ``batches`` (one step each) over the artifacts ``files`` (paths or bytes; keys
-    training, eval, optimizer, checkpoint, as ``files()`` gives them): the losses, the trainable parameters after
-    each step, and the module."""
+    training, eval, optimizer, checkpoint, as ``files()`` gives them), at ``learning_rate`` if given: the losses,
+    the trainable parameters after each step, and the module."""
     from onnxtrain import api
     state = api.CheckpointState.load_checkpoint(files["checkpoint"])
     module = api.Module(files["training"], state, files["eval"])
     optimizer = api.Optimizer(files["optimizer"], module)
+    if learning_rate is not None:
+        optimizer.set_learning_rate(learning_rate)
     losses, params = [], []
     for batch in batches:
-        losses.append(float(np.asarray(module(*batch)).reshape(-1)[0]))
+        losses.append(first_output(module(*batch)))
         optimizer.step()
         module.lazy_reset_grad()
         params.append(module.get_contiguous_parameters(True).copy())

@@ -151,29 +151,38 @@ def test_onnxtrain_runtime_equals_onnxruntime_on_the_backbone():
     assert np.abs(want["features"][0] - want["features"][1]).max() > 100 * RUNTIME_RTOL * want["features"].max()
 
 
-def _ort_losses(files: dict, batches: list) -> list:
+def _artifact_files(folder: Path) -> dict:
+    """An artifact set's paths, keyed as ort_cases.files() keys them."""
+    return {"training": folder / "training_model.onnx", "eval": folder / "eval_model.onnx",
+            "optimizer": folder / "optimizer_model.onnx", "checkpoint": folder / "checkpoint"}
+
+
+def _ort_run(files: dict, batches: list, learning_rate: float = None) -> tuple:
+    """onnxruntime-training 1.19.2 trained on ``batches``, one step each: the losses, the last step's outputs and
+    the module."""
     api = oc.ort_api()
     state = api.CheckpointState.load_checkpoint(str(files["checkpoint"]))
     module = api.Module(str(files["training"]), state, str(files["eval"]))
     optimizer = api.Optimizer(str(files["optimizer"]), module)
-    losses = []
+    if learning_rate is not None:
+        optimizer.set_learning_rate(learning_rate)
+    losses, outputs = [], None
     for batch in batches:
-        losses.append(float(np.asarray(module(*batch)).reshape(-1)[0]))
+        outputs = module(*batch)
+        losses.append(oc.first_output(outputs))
         optimizer.step()
         module.lazy_reset_grad()
-    return losses
+    return losses, outputs, module
 
 
 def test_demo_mlp_set_is_onnxtrains_and_trains_in_onnxruntime_training_as_its_own():
-    folder = SITE_ARTIFACTS / "mlp"
-    ours = {"training": folder / "training_model.onnx", "eval": folder / "eval_model.onnx",
-            "optimizer": folder / "optimizer_model.onnx", "checkpoint": folder / "checkpoint"}
+    ours = _artifact_files(SITE_ARTIFACTS / "mlp")
     for key in ("training", "eval", "optimizer"):
         assert onnx.load(str(ours[key])).producer_name == "onnxtrain", key
     assert entry("mlp")["source"]["made_by"] == "onnxtrain.artifacts.generate_artifacts"
     batches = oc.batches("mlp_ce_adamw", 20)
-    theirs = _ort_losses(oc.files("mlp_ce_adamw"), batches)
-    mine = _ort_losses(ours, batches)
+    theirs = _ort_run(oc.files("mlp_ce_adamw"), batches)[0]
+    mine = _ort_run(ours, batches)[0]
     np.testing.assert_allclose(mine, theirs, rtol=1e-5)
     assert mine[-1] < mine[0]
     np.testing.assert_allclose(oc.api_run(ours, batches)[0], theirs, rtol=1e-5)
@@ -188,38 +197,16 @@ def _digits_csv(path: Path) -> tuple:
 def test_federated_sets_train_in_onnxruntime_training_as_in_onnxtrain(model):
     """Federation clients of either kind get the same artifacts: 14 SGD steps on a client file give the same losses
     and parameter vectors (ORT's contiguous order) in onnxruntime-training 1.19.2 and onnxtrain."""
-    folder = SITE_ARTIFACTS / "federated_digits" / model
-    files = {"training": folder / "training_model.onnx", "eval": folder / "eval_model.onnx",
-             "optimizer": folder / "optimizer_model.onnx", "checkpoint": folder / "checkpoint"}
+    files = _artifact_files(SITE_ARTIFACTS / "federated_digits" / model)
     x, y = _digits_csv(SITE_ARTIFACTS / "federated_digits" / "data" / "client_0.csv")
     x = x.reshape(-1, 1, 8, 8) if model == "cnn" else x
     batches = [(x[i:i + 16], y[i:i + 16]) for i in range(0, 224, 16)]
-    api = oc.ort_api()
-    module = api.Module(str(files["training"]), api.CheckpointState.load_checkpoint(str(files["checkpoint"])),
-                        str(files["eval"]))
-    optimizer = api.Optimizer(str(files["optimizer"]), module)
-    optimizer.set_learning_rate(0.1)
-    theirs = []
-    for batch in batches:
-        loss, logits = module(*batch)
-        assert logits.shape == (len(batch[0]), 10)
-        theirs.append(float(loss))
-        optimizer.step()
-        module.lazy_reset_grad()
-    from onnxtrain import api as ours_api
-    mine = ours_api.Module(str(files["training"]), ours_api.CheckpointState.load_checkpoint(str(files["checkpoint"])),
-                           str(files["eval"]))
-    ours_optimizer = ours_api.Optimizer(str(files["optimizer"]), mine)
-    ours_optimizer.set_learning_rate(0.1)
-    losses = []
-    for batch in batches:
-        losses.append(float(np.asarray(mine(*batch)[0])))
-        ours_optimizer.step()
-        mine.lazy_reset_grad()
+    theirs, outputs, module = _ort_run(files, batches, learning_rate=0.1)
+    assert outputs[1].shape == (len(batches[-1][0]), 10)
+    losses, params, _ = oc.api_run(files, batches, learning_rate=0.1)
     np.testing.assert_allclose(losses, theirs, rtol=1e-5)
     assert np.mean(losses[-5:]) < 0.9 * np.mean(losses[:5])
-    np.testing.assert_allclose(mine.get_contiguous_parameters(False), module.get_contiguous_parameters().numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(params[-1], module.get_contiguous_parameters().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_federated_splits_are_disjoint_non_iid_and_cover_the_digits():

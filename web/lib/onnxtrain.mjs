@@ -146,16 +146,22 @@ function abortReason(signal) {
   return signal.reason ?? new DOMException("train() was aborted", "AbortError");
 }
 
-function checkTrainCallbacks(onProgress, signal, onStart) {
-  for (const [name, callback] of [["onProgress", onProgress], ["onStart", onStart]]) {
+// `method`'s callbacks (name -> value) must be functions where given and its signal an AbortSignal; an aborted
+// signal throws its reason.
+function checkCallbacks(method, callbacks, signal) {
+  for (const [name, callback] of Object.entries(callbacks)) {
     if (callback !== undefined && typeof callback !== "function") {
-      throw new TypeError(`train's ${name} must be a function`);
+      throw new TypeError(`${method}'s ${name} must be a function`);
     }
   }
   if (signal !== undefined && (typeof signal !== "object" || typeof signal?.aborted !== "boolean")) {
-    throw new TypeError("train's signal must be an AbortSignal");
+    throw new TypeError(`${method}'s signal must be an AbortSignal`);
   }
   if (signal?.aborted) throw abortReason(signal);
+}
+
+function checkTrainCallbacks(onProgress, signal, onStart) {
+  checkCallbacks("train", { onProgress, onStart }, signal);
 }
 
 // train() of a session or a task: the epoch loop runs in the engine (onnxtrain.train.Trainer), a chunk of whole
@@ -756,15 +762,7 @@ class Federation {
   async join({ session, dataset, onRound, onStatus, signal } = {}) {
     if (this._joined) throw new Error("this page has already joined the federation: leave() first");
     if (!(session instanceof TrainingSession)) throw new TypeError("join needs the session (fed.session())");
-    for (const [name, callback] of [["onRound", onRound], ["onStatus", onStatus]]) {
-      if (callback !== undefined && typeof callback !== "function") {
-        throw new TypeError(`join's ${name} must be a function`);
-      }
-    }
-    if (signal !== undefined && (typeof signal !== "object" || typeof signal?.aborted !== "boolean")) {
-      throw new TypeError("join's signal must be an AbortSignal");
-    }
-    if (signal?.aborted) throw abortReason(signal);
+    checkCallbacks("join", { onRound, onStatus }, signal);
     const run = { client: null, stop: new AbortController(), rounds: 0, done: null };
     this._joined = run;
     try {
