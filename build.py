@@ -182,7 +182,7 @@ def build_wheel() -> Path:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     files: list[tuple[str, bytes]] = []
     for path in sorted((ROOT / "pysrc" / "onnxtrain").rglob("*")):
-        if path.suffix in (".py", ".html", ".mjs") and path.is_file() and "__pycache__" not in path.parts:
+        if path.suffix in (".py", ".html", ".mjs", ".wgsl") and path.is_file() and "__pycache__" not in path.parts:
             files.append((path.relative_to(ROOT / "pysrc").as_posix(), path.read_bytes()))
     info = f"{name}.dist-info"
     metadata = ["Metadata-Version: 2.1", "Name: onnxtrain", f"Version: {version}",

@@ -1,0 +1,298 @@
+"""The GPU in CPython: a WebGPU device from the ``wgpu`` package (the ``webgpu`` extra), and the run of a Program
+on it.  In the page the same Programs run on ``navigator.gpu`` (web/lib/webgpu.mjs); both hosts do the same.
+
+A run records its dispatches into the device's pending commands.  They are submitted when something must be
+read back (an output someone asked for, or the inputs of a node that runs on the CPU), so a train step and the
+optimizer step before it reach the GPU as one submission.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .errors import GPUMemoryError, NoAdapterError, WebGPUError
+from .lowering import Copy, Dispatch
+from .tensors import from_gpu_bytes, to_gpu_array
+
+PARAMS_ALIGN = 256   # WebGPU's minUniformBufferOffsetAlignment (its largest allowed value)
+_lavapipe = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+_shared: dict = {}
+_lock = threading.Lock()
+
+
+def _wgpu():
+    try:
+        import wgpu
+    except ImportError as e:
+        raise NoAdapterError("WebGPU in CPython needs the 'wgpu' package: pip install onnxtrain[webgpu]") from e
+    return wgpu
+
+
+def open_device() -> "Device":
+    """The process's WebGPU device (made on first use)."""
+    with _lock:
+        if "device" not in _shared:
+            _shared["device"] = Device(_wgpu())
+        return _shared["device"]
+
+
+class Device:
+    def __init__(self, wgpu):
+        self.wgpu = wgpu
+        if "VK_DRIVER_FILES" not in os.environ and "VK_ICD_FILENAMES" not in os.environ and os.path.exists(_lavapipe):
+            has_gpu = any(os.path.exists(p) for p in ("/dev/dri", "/dev/nvidia0"))
+            if not has_gpu:
+                os.environ["VK_DRIVER_FILES"] = _lavapipe
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except Exception as e:  # wgpu raises its own errors when no backend finds an adapter
+            raise NoAdapterError(f"WebGPU: no adapter ({type(e).__name__}: {e})") from e
+        if adapter is None:
+            raise NoAdapterError("WebGPU: no adapter")
+        self.adapter_info = dict(adapter.info)
+        limits = {k.replace("_", "-"): v for k, v in adapter.limits.items()}
+        wanted = {k: limits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
+                                         "max-storage-buffers-per-shader-stage", "max-compute-workgroup-storage-size",
+                                         "max-compute-invocations-per-workgroup") if k in limits}
+        self.device = adapter.request_device_sync(required_limits=wanted)
+        self.limits = wanted
+        self.queue = self.device.queue
+        self._pipelines: dict = {}
+        self._layouts: dict = {}
+        self._encoder = None
+        self._pass = None
+        self.bytes_held = 0
+        self.submissions = 0
+
+    # -- resources ------------------------------------------------------------------------------------
+
+    def buffer(self, nbytes: int, what: str = "a tensor"):
+        wgpu = self.wgpu
+        nbytes = max(16, -(-int(nbytes) // 16) * 16)
+        limit = self.limits.get("max-storage-buffer-binding-size")
+        if limit is not None and nbytes > limit:
+            raise GPUMemoryError(f"WebGPU: {what} needs a buffer of {nbytes} bytes, over this adapter's limit of "
+                                 f"{limit} bytes per storage buffer")
+        try:
+            buf = self.device.create_buffer(size=nbytes, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                                            | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.UNIFORM)
+        except Exception as e:
+            raise GPUMemoryError(f"WebGPU: cannot allocate {nbytes} bytes for {what}: {e}") from e
+        self.bytes_held += nbytes
+        return buf
+
+    def release(self, buf) -> None:
+        self.bytes_held -= buf.size
+        buf.destroy()
+
+    def write(self, buf, data: np.ndarray) -> None:
+        """Write ``data`` at the start of ``buf``, after the pending commands (a queue write would overtake
+        them, so with commands pending the data goes through a staging buffer copied in order)."""
+        if not data.nbytes:
+            return
+        if self._encoder is None:
+            self.queue.write_buffer(buf, 0, data)
+            return
+        data = np.frombuffer(data.tobytes() + bytes(-data.nbytes % 4), np.uint8)
+        staging = self.device.create_buffer_with_data(data=data, usage=self.wgpu.BufferUsage.COPY_SRC)
+        self._end_pass()
+        self._encoder.copy_buffer_to_buffer(staging, 0, buf, 0, data.nbytes)
+
+    def pipeline(self, source: str, n_in: int, n_out: int):
+        key = (source, n_in, n_out)
+        found = self._pipelines.get(key)
+        if found is None:
+            layout = self._layout(n_in, n_out)
+            module = self.device.create_shader_module(code=source)
+            pipe = self.device.create_compute_pipeline(
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": "main"})
+            found = self._pipelines[key] = (pipe, layout)
+        return found
+
+    def _layout(self, n_in: int, n_out: int):
+        layout = self._layouts.get((n_in, n_out))
+        if layout is None:
+            wgpu = self.wgpu
+            stage = wgpu.ShaderStage.COMPUTE
+            entries = [{"binding": 0, "visibility": stage, "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+            entries += [{"binding": 1 + i, "visibility": stage,
+                         "buffer": {"type": wgpu.BufferBindingType.read_only_storage if i < n_in
+                                    else wgpu.BufferBindingType.storage}} for i in range(n_in + n_out)]
+            layout = self._layouts[(n_in, n_out)] = self.device.create_bind_group_layout(entries=entries)
+        return layout
+
+    def bind_group(self, layout, params, params_offset: int, buffers: list, sizes: list):
+        entries = [{"binding": 0, "resource": {"buffer": params, "offset": params_offset, "size": PARAMS_ALIGN}}]
+        entries += [{"binding": 1 + i, "resource": {"buffer": b, "offset": 0, "size": -(-n // 4) * 4}}
+                    for i, (b, n) in enumerate(zip(buffers, sizes))]
+        return self.device.create_bind_group(layout=layout, entries=entries)
+
+    # -- commands -------------------------------------------------------------------------------------
+
+    def _encoder_(self):
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def dispatch(self, pipeline, group, groups) -> None:
+        if self._pass is None:
+            self._pass = self._encoder_().begin_compute_pass()
+        self._pass.set_pipeline(pipeline)
+        self._pass.set_bind_group(0, group)
+        self._pass.dispatch_workgroups(*groups)
+
+    def copy(self, src, dst, nbytes: int) -> None:
+        self._end_pass()
+        self._encoder_().copy_buffer_to_buffer(src, 0, dst, 0, -(-nbytes // 4) * 4)
+
+    def flush(self) -> None:
+        """Submit the pending commands."""
+        self._end_pass()
+        if self._encoder is not None:
+            self.queue.submit([self._encoder.finish()])
+            self._encoder = None
+            self.submissions += 1
+
+    def read(self, buffers: list) -> list:
+        """The bytes of ``[(buffer, nbytes)]``, after the pending commands: one submission."""
+        wgpu = self.wgpu
+        staging = []
+        for buf, n in buffers:
+            n = -(-max(n, 4) // 4) * 4
+            s = self.device.create_buffer(size=n, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            self._end_pass()
+            self._encoder_().copy_buffer_to_buffer(buf, 0, s, 0, n)
+            staging.append(s)
+        self.flush()
+        out = []
+        for s in staging:
+            s.map_sync(wgpu.MapMode.READ)
+            out.append(bytes(s.read_mapped()))
+            s.unmap()
+            s.destroy()
+        return out
+
+
+class Runner:
+    """A Program bound to a device: its buffers, pipelines and bind groups, made once; ``run`` per step."""
+
+    def __init__(self, program, device: Device):
+        self.program, self.device = program, device
+        self.buffers = []
+        try:
+            for i, b in enumerate(program.buffers):
+                if b.kind == "resident":
+                    self.buffers.append(None)
+                    continue
+                self.buffers.append(device.buffer(b.nbytes, f"buffer {i} of the program ({b.kind})"))
+                if b.kind == "const":
+                    device.write(self.buffers[-1], b.value)
+            self._prepare()
+        except Exception:
+            self.release()
+            raise
+
+    def _prepare(self) -> None:
+        device, program = self.device, self.program
+        dispatches = [s for s in program.steps if isinstance(s, Dispatch)]
+        params = bytearray()
+        offsets = []
+        for d in dispatches:
+            offsets.append(len(params))
+            params += d.params + bytes(-len(d.params) % PARAMS_ALIGN or (PARAMS_ALIGN if not d.params else 0))
+        self.params = device.buffer(max(len(params), PARAMS_ALIGN), "the dispatches' parameters")
+        device.write(self.params, np.frombuffer(bytes(params) or bytes(PARAMS_ALIGN), np.uint8))
+        self.commands = []
+        at = iter(offsets)
+        for step in program.steps:
+            if isinstance(step, Dispatch):
+                pipe, layout = device.pipeline(step.source, len(step.inputs), len(step.outputs))
+                group = device.bind_group(layout, self.params, next(at),
+                                          [self._buffer(s) for s in step.inputs + step.outputs], step.sizes)
+                self.commands.append(("dispatch", pipe, group, step.groups))
+            elif isinstance(step, Copy):
+                self.commands.append(("copy", step.src, step.dst, step.nbytes))
+            else:
+                self.commands.append(("host", step))
+
+    def _buffer(self, storage):
+        buf = self.buffers[storage.index]
+        return buf if buf is not None else storage.resident.gpu_buffer
+
+    def release(self) -> None:
+        for b in self.buffers:
+            if b is not None:
+                self.device.release(b)
+        self.buffers = []
+        if getattr(self, "params", None) is not None:
+            self.device.release(self.params)
+            self.params = None
+
+    def run(self, feeds: list, wanted: list) -> list:
+        """Upload the feeds, record the program, and return the values of the outputs at ``wanted`` (indices
+        into the graph's outputs): numpy arrays, read back in the one submission."""
+        device, program = self.device, self.program
+        for pos, index, storage in program.feeds:
+            value = feeds[pos] if index is None else feeds[pos][index]
+            device.write(self.buffers[storage.index], to_gpu_array(np.asarray(value), "a fed value"))
+        for command in self.commands:
+            kind = command[0]
+            if kind == "dispatch":
+                device.dispatch(command[1], command[2], command[3])
+            elif kind == "copy":
+                device.copy(self._buffer(command[1]), self._buffer(command[2]), command[3])
+            else:
+                self._host(command[1])
+        results = [None] * len(wanted)
+        reads = []
+        for k, i in enumerate(wanted):
+            t = program.outputs[i]
+            if t.value is not None and (t.storage is None or t.storage.kind == "const"):
+                results[k] = t.value.copy()
+            else:
+                reads.append((k, t))
+        if reads:
+            data = device.read([(self._buffer(t.storage), 4 * t.size) for _, t in reads])
+            for (k, t), raw in zip(reads, data):
+                results[k] = from_gpu_bytes(raw, t.dtype, t.shape)
+        return results
+
+    def _host(self, step) -> None:
+        needed = [t for arg in step.inputs for t in (arg if isinstance(arg, list) else [arg])
+                  if t is not None and t.value is None]
+        data = self.device.read([(self._buffer(t.storage), 4 * t.size) for t in needed])
+        got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(needed, data)}
+
+        def host(t):
+            return None if t is None else t.value if t.value is not None else got[id(t)]
+        args = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in step.inputs]
+        result = step.fn(*args, **step.kwargs)
+        result = result if isinstance(result, tuple) else (result,)
+        for t, r in zip(step.outputs, result):
+            if t is None:
+                continue
+            r = np.asarray(r)
+            if r.shape != t.shape:
+                raise WebGPUError(f"{step.node.op_type} (on the CPU) gave shape {list(r.shape)} this time, "
+                                  f"{list(t.shape)} when the step was compiled: its output shape depends on the "
+                                  f"data, which a WebGPU program cannot follow")
+            self.device.write(self._buffer(t.storage), to_gpu_array(r.astype(t.dtype, copy=False), "a CPU result"))
+        # in-place CPU nodes (optimizers on the CPU) wrote into host copies of GPU buffers: write them back
+        for arg in step.inputs:
+            for t in (arg if isinstance(arg, list) else [arg]):
+                if t is not None and t.value is None and id(t) in got and _in_place(step):
+                    self.device.write(self._buffer(t.storage), to_gpu_array(got[id(t)], "a CPU result"))
+
+
+def _in_place(step) -> bool:
+    from ..runtime.plan import IN_PLACE_OPS
+    from ..ops.registry import normalize_domain
+    return (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
