@@ -12,7 +12,8 @@
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
 
 Everything is installed here: a venv in .venv with the pinned packages of
-requirements-test.txt, Debian's chromium for the browser tests, Pyodide from
+requirements-test.txt, Debian's chromium for the browser tests and mesa-vulkan-drivers
+for the WebGPU tests (a CPU Vulkan adapter), Pyodide from
 npm and the Pyodide wheels (checked by sha256 against Pyodide's lock file).
 Downloads are cached under .cache/, so a rebuild works offline.
 """
@@ -48,6 +49,9 @@ SITE = ROOT / "site"
 TEST_SITE = CACHE / "test-site"
 TEST_HOOKS = ROOT / "tests" / "browser" / "hooks"
 CHROMIUM = Path("/usr/bin/chromium")
+# Mesa's CPU Vulkan driver (lavapipe): the WebGPU adapter the `wgpu` package finds for the WebGPU tests (CI has no
+# GPU).  The tests point Vulkan at it with VK_DRIVER_FILES.
+LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 # The SIMD kernels (web/kernels/*.c) become a wasm side module that Pyodide loads into its own memory: one
 # build with relaxed SIMD (fused multiply-add) and one with plain SIMD128 for engines without it.
 CLANG, WASM_LD = Path("/usr/bin/clang-16"), Path("/usr/bin/wasm-ld-16")
@@ -633,8 +637,9 @@ def ensure_chromium() -> None:
 def cmd_test(args: list[str]) -> int:
     py = ensure_venv()
     ensure_chromium()
+    apt_install(LAVAPIPE, "mesa-vulkan-drivers", "the WebGPU tests (a CPU Vulkan adapter for wgpu)")
     build_test_site(build_site())
-    env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE))
+    env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE), VK_DRIVER_FILES=str(LAVAPIPE))
     return subprocess.run([str(py), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 
 

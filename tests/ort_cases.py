@@ -258,13 +258,13 @@ def first_output(outputs) -> float:
     return float(np.asarray(outputs[0] if isinstance(outputs, (list, tuple)) else outputs).reshape(-1)[0])
 
 
-def api_run(files: dict, batches: list, learning_rate: float = None) -> tuple:
+def api_run(files: dict, batches: list, learning_rate: float = None, device: str = "cpu") -> tuple:
     """onnxtrain's api trained on ``batches`` (one step each) over the artifacts ``files`` (paths or bytes; keys
-    training, eval, optimizer, checkpoint, as ``files()`` gives them), at ``learning_rate`` if given: the losses,
-    the trainable parameters after each step, and the module."""
+    training, eval, optimizer, checkpoint, as ``files()`` gives them), at ``learning_rate`` if given, on
+    ``device``: the losses, the trainable parameters after each step, and the module."""
     from onnxtrain import api
     state = api.CheckpointState.load_checkpoint(files["checkpoint"])
-    module = api.Module(files["training"], state, files["eval"])
+    module = api.Module(files["training"], state, files["eval"], device=device)
     optimizer = api.Optimizer(files["optimizer"], module)
     if learning_rate is not None:
         optimizer.set_learning_rate(learning_rate)

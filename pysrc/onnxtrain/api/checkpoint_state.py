@@ -80,6 +80,7 @@ class Parameters:
         self._state = state
 
     def _entry(self, name: str) -> _Entry:
+        self._state._on_host(writing=True)
         entries = self._state._entries
         if name not in entries:
             raise KeyError(f"no parameter named '{name}' in the checkpoint state (parameters: {sorted(entries)})")
@@ -159,6 +160,7 @@ class CheckpointState:
         self._properties = dict(data.properties)
         self._optimizer = data.optimizer_groups[0] if data.optimizer_groups else None
         self._learning_rate = None  # set by the Optimizer; saved as LEARNING_RATE_PROPERTY
+        self._device = None         # a device's copies of the arrays (webgpu.residency.Residency), if any
 
     @classmethod
     def load_checkpoint(cls, checkpoint_uri) -> "CheckpointState":
@@ -187,7 +189,14 @@ class CheckpointState:
             self._optimizer = OptimizerGroup()
         return self._optimizer
 
+    def _on_host(self, writing: bool = False) -> None:
+        """Make the host arrays current where a device changed its copies; ``writing`` if the caller may change
+        them (the device then takes them again before its next step)."""
+        if self._device is not None:
+            self._device.to_host(writing)
+
     def _to_data(self, include_optimizer_state: bool) -> CheckpointData:
+        self._on_host()
         def arrays(requires_grad):
             return {n: (e.data if e.data is not None else np.zeros(0, e.dtype))
                     for n, e in self._entries.items() if e.requires_grad == requires_grad}

@@ -30,16 +30,16 @@ class Module:
 
     def __init__(self, train_model_uri, state: CheckpointState, eval_model_uri=None, device: str = "cpu",
                  session_options=None):
-        if device != "cpu":
-            raise ValueError(f"onnxtrain runs on the CPU only, not on device {device!r}")
         if not isinstance(state, CheckpointState):
             raise TypeError(f"state must be a CheckpointState, got {type(state).__name__}")
         self._state = state
+        self.device = device
+        self._residency = _residency(device, state)
         self.training = True
         self._accumulate = False  # False: the next train step overwrites the gradients
 
         self._train_model = load_model(train_model_uri, "training model")
-        self._train = Session(self._train_model)
+        self._train = _session(self._train_model, device)
         names = self._train.input_names
         entries = state._entries
         self._param_names = [n for n in names if n in entries]
@@ -75,7 +75,7 @@ class Module:
         self._eval = None
         if eval_model_uri is not None:
             self._eval_model = load_model(eval_model_uri, "eval model")
-            self._eval = Session(self._eval_model)
+            self._eval = _session(self._eval_model, device)
             self._eval_user_inputs = [n for n in self._eval.input_names if n not in entries]
             self._eval_layout = _feed_layout(self._eval.input_names, self._eval_user_inputs, entries)
 
@@ -90,19 +90,37 @@ class Module:
         if self.training:
             self._check_count(user_inputs, self._train_user_inputs)
             flag = self._keep if self._accumulate else self._reset
-            feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) if kind else flag
+            feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind)) if kind else flag
                      for kind, key in self._train_layout]
-            everything = self._train.run(feeds)
-            outputs = [everything[i] for i in self._train_user_output_index]
+            if self._residency is None:
+                everything = self._train.run(feeds)
+                outputs = [everything[i] for i in self._train_user_output_index]
+            else:
+                outputs = self._train.run(feeds, self._train_user_outputs)
             self._accumulate = True
         else:
             if self._eval is None:
                 raise RuntimeError("this Module has no eval model: pass eval_model_uri to run eval steps")
             self._check_count(user_inputs, self._eval_user_inputs)
-            feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) for kind, key in self._eval_layout]
+            feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind))
+                     for kind, key in self._eval_layout]
             outputs = self._eval.run(feeds)
         outputs = [np.asarray(o) for o in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _held(self, array):
+        """A state array as a feed: itself on the CPU, its resident GPU copy on WebGPU."""
+        return array if self._residency is None else self._residency.resident(array)
+
+    def device_report(self) -> dict:
+        """Where the module runs: the device, and on WebGPU the adapter, the nodes of the last train and eval
+        runs that ran on the CPU (with why), and the GPU memory held by programs and the state."""
+        if self._residency is None:
+            return {"device": "cpu"}
+        sessions = {"train": self._train, "eval": self._eval}
+        return {"device": self.device, "adapter": self._train.device.adapter_info.get("device", ""),
+                "fallbacks": {k: v.fallbacks for k, v in sessions.items() if v is not None},
+                "gpu_bytes": sum(v.gpu_bytes for v in sessions.values() if v is not None) + self._residency.nbytes}
 
     @staticmethod
     def _check_count(user_inputs, expected) -> None:
@@ -138,6 +156,7 @@ class Module:
         """The parameters (in training-model input order) flattened into one new float32 array."""
         names = self._buffer_names(trainable_only)
         entries = self._state._entries
+        self._state._on_host()
         if self._state.is_nominal:
             raise NominalStateError("Cannot get parameter from a nominal state")
         if not names:
@@ -155,6 +174,7 @@ class Module:
             raise ValueError(f"the parameter buffer must be a 1-D float32 array of {size} elements "
                              f"(trainable_only={trainable_only}); got {buffer.dtype.name}{list(buffer.shape)}")
         entries = self._state._entries
+        self._state._on_host(writing=True)
         offset = 0
         new = {}
         for name in self._buffer_names(trainable_only):
@@ -188,6 +208,7 @@ class Module:
             raise NominalStateError("Cannot export a nominal state: load the parameters first")
         if isinstance(graph_output_names, str):
             graph_output_names = [graph_output_names]
+        self._state._on_host()
         model = inference_model(self._eval_model, list(graph_output_names),
                                 {n: e.data for n, e in self._state._entries.items()})
         if inference_model_uri is None:
@@ -197,6 +218,29 @@ class Module:
 
 
 _USER = "user"
+DEVICES = ("cpu", "webgpu")
+
+
+def _residency(device: str, state: CheckpointState):
+    """The state's GPU copies for ``device`` (None on the CPU)."""
+    if device not in DEVICES:
+        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
+    if device == "cpu":
+        if state._device is not None:
+            raise ValueError("this CheckpointState is already used on WebGPU; give a cpu Module its own state")
+        return None
+    from ..webgpu.device import open_device
+    from ..webgpu.residency import Residency
+    if state._device is None:
+        state._device = Residency(open_device())
+    return state._device
+
+
+def _session(model: Model, device: str):
+    if device == "webgpu":
+        from ..webgpu.session import WebGPUSession
+        return WebGPUSession(model)
+    return Session(model)
 
 
 def _feed_layout(graph_inputs: list, user_inputs: list, entries: dict) -> list:

@@ -9,10 +9,9 @@ import numpy as np
 from ..ir.dtypes import DataType
 from ..ir.model import SequenceType, TensorType
 from ..ir.ort_names import ADAMW, LEARNING_RATE, MOMENTUMS, OPTIMIZER_INPUTS, SGD, STEP
-from ..runtime import Session
 from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
 from .errors import ArtifactError, LearningRateError
-from .module import Module, load_model
+from .module import Module, _session, load_model
 
 #: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
 UPDATED_MOMENTS = {ADAMW: MOMENTUMS[ADAMW], SGD: ()}
@@ -96,7 +95,7 @@ class Optimizer:
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
-        self._session = Session(model)
+        self._session = _session(model, module.device)
         self._module = module
         self._state = module._state
         self._names = module._trainable_names
@@ -129,7 +128,9 @@ class Optimizer:
 
     def _updated_arrays(self) -> list:
         """(parameter name, what, array) for every array a step may write: the trainable parameters
-        (what = "parameter") and the moments the algorithm updates (what = the moment's name)."""
+        (what = "parameter") and the moments the algorithm updates (what = the moment's name); the caller may
+        write into them."""
+        self._state._on_host(writing=True)
         self._ensure_moments()
         entries, states = self._state._entries, self._group.states
         out = [(n, "parameter", entries[n].data) for n in self._names]
@@ -143,10 +144,11 @@ class Optimizer:
         self._ensure_moments()
         entries = self._state._entries
         states = self._group.states
+        held = self._module._held
         feeds = [self._lr, np.array([self._group.step + 1], dtype=np.int64),
-                 [entries[n].data for n in self._names], [entries[n].grad for n in self._names]]
-        feeds += [[states[n][m] for n in self._names] for m in self._momentum_names]
-        updated = self._session.run(feeds)[0]
+                 [held(entries[n].data) for n in self._names], [held(entries[n].grad) for n in self._names]]
+        feeds += [[held(states[n][m]) for n in self._names] for m in self._momentum_names]
+        updated = self._session.run(feeds, self._session.output_names[:1])[0]
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1
 

@@ -97,6 +97,7 @@ class StepGuard:
         return NonFiniteStepError(number, epoch, what, parameter, rate, bad, size, loss)
 
     def _first_bad_gradient(self):
+        self.module._state._on_host()
         entries = self.module._state._entries
         for name in self.module._trainable_names:
             grad = entries[name].grad
@@ -163,6 +164,7 @@ class StepGuard:
 def check_finite_state(module, optimizer) -> None:
     """NonFiniteStateError naming the first trainable parameter or optimizer state that holds NaN or inf
     (frozen parameters are never trained, and may hold -inf on purpose, as masks do)."""
+    module._state._on_host()
     entries = module._state._entries
     arrays = [(n, "parameter", entries[n].data) for n in module._trainable_names]
     if optimizer is not None:

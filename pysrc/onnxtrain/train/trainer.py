@@ -295,6 +295,7 @@ class Trainer:
         return total / n
 
     def _trainable(self) -> dict:
+        self.module._state._on_host()
         entries = self.module._state._entries
         return {n: entries[n].data for n in self.module._trainable_names}
 

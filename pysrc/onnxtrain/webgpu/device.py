@@ -7,7 +7,6 @@ optimizer step before it reach the GPU as one submission.
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -17,7 +16,6 @@ from .lowering import Copy, Dispatch
 from .tensors import from_gpu_bytes, to_gpu_array
 
 PARAMS_ALIGN = 256   # WebGPU's minUniformBufferOffsetAlignment (its largest allowed value)
-_lavapipe = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 _shared: dict = {}
 _lock = threading.Lock()
 
@@ -41,10 +39,6 @@ def open_device() -> "Device":
 class Device:
     def __init__(self, wgpu):
         self.wgpu = wgpu
-        if "VK_DRIVER_FILES" not in os.environ and "VK_ICD_FILENAMES" not in os.environ and os.path.exists(_lavapipe):
-            has_gpu = any(os.path.exists(p) for p in ("/dev/dri", "/dev/nvidia0"))
-            if not has_gpu:
-                os.environ["VK_DRIVER_FILES"] = _lavapipe
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         except Exception as e:  # wgpu raises its own errors when no backend finds an adapter
@@ -63,6 +57,7 @@ class Device:
         self._layouts: dict = {}
         self._encoder = None
         self._pass = None
+        self._doomed: list = []
         self.bytes_held = 0
         self.submissions = 0
 
@@ -86,6 +81,13 @@ class Device:
     def release(self, buf) -> None:
         self.bytes_held -= buf.size
         buf.destroy()
+
+    def release_later(self, buf) -> None:
+        """Release ``buf`` once the pending commands (which may use it) are submitted."""
+        if self._encoder is None:
+            self.release(buf)
+        else:
+            self._doomed.append(buf)
 
     def write(self, buf, data: np.ndarray) -> None:
         """Write ``data`` at the start of ``buf``, after the pending commands (a queue write would overtake
@@ -160,6 +162,9 @@ class Device:
             self.queue.submit([self._encoder.finish()])
             self._encoder = None
             self.submissions += 1
+        for buf in self._doomed:
+            self.release(buf)
+        self._doomed.clear()
 
     def read(self, buffers: list) -> list:
         """The bytes of ``[(buffer, nbytes)]``, after the pending commands: one submission."""
@@ -210,6 +215,8 @@ class Runner:
             params += d.params + bytes(-len(d.params) % PARAMS_ALIGN or (PARAMS_ALIGN if not d.params else 0))
         self.params = device.buffer(max(len(params), PARAMS_ALIGN), "the dispatches' parameters")
         device.write(self.params, np.frombuffer(bytes(params) or bytes(PARAMS_ALIGN), np.uint8))
+        self.written_residents = {s.index: s for step in program.steps if isinstance(step, Dispatch)
+                                  for s in step.outputs if s.kind == "resident"}.values()
         self.commands = []
         at = iter(offsets)
         for step in program.steps:
@@ -251,6 +258,8 @@ class Runner:
                 device.copy(self._buffer(command[1]), self._buffer(command[2]), command[3])
             else:
                 self._host(command[1])
+        for storage in self.written_residents:
+            storage.resident.device_newer = True
         results = [None] * len(wanted)
         reads = []
         for k, i in enumerate(wanted):
@@ -290,6 +299,8 @@ class Runner:
             for t in (arg if isinstance(arg, list) else [arg]):
                 if t is not None and t.value is None and id(t) in got and _in_place(step):
                     self.device.write(self._buffer(t.storage), to_gpu_array(got[id(t)], "a CPU result"))
+                    if t.storage.kind == "resident":
+                        t.storage.resident.device_newer = True
 
 
 def _in_place(step) -> bool:

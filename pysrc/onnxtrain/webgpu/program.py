@@ -67,7 +67,7 @@ def feed_signature(value) -> tuple:
     if isinstance(value, (list, tuple)):
         return ("seq",) + tuple(feed_signature(v) for v in value)
     if hasattr(value, "gpu_buffer"):
-        return ("resident", id(value), value.shape, value.dtype.str)
+        return ("resident", value.serial)
     value = np.asarray(value)
     return ("array", value.shape, value.dtype.str)
 
@@ -165,7 +165,8 @@ class _Compiler:
         of its inputs' shapes (or their known values)."""
         probe = [None if a is None else [_probe(t) for t in a] if isinstance(a, list) else _probe(a) for a in args]
         try:
-            result = step.fn(*probe, **step.kwargs)
+            with np.errstate(all="ignore"):
+                result = step.fn(*probe, **step.kwargs)
         except Exception as e:
             raise WebGPUError(f"{describe_node(step.node)} runs on the CPU ({reason}), and its output shapes could "
                               f"not be found: {type(e).__name__}: {e}") from e
