@@ -58,6 +58,7 @@ class Device:
         self._encoder = None
         self._pass = None
         self._doomed: list = []
+        self._probe = None
         self.bytes_held = 0
         self.submissions = 0
 
@@ -165,6 +166,12 @@ class Device:
         for buf in self._doomed:
             self.release(buf)
         self._doomed.clear()
+
+    def finish(self) -> None:
+        """Submit the pending commands and wait until the GPU has run them."""
+        if self._probe is None:
+            self._probe = self.buffer(16, "a completion probe")
+        self.read([(self._probe, 4)])
 
     def read(self, buffers: list) -> list:
         """The bytes of ``[(buffer, nbytes)]``, after the pending commands: one submission."""
