@@ -126,8 +126,14 @@ def test_fused_matmul_trans_batch_is_not_lowered():
         WebGPUSession(model).run([floats(2, 3, 4), floats(4, 3, 5)])
 
 
+def test_long_batches_merge():
+    a, b = floats(1, 2, 1, 2, 2, 1, 2, 2, 2, 3, 4), floats(2, 1, 1, 2, 1, 1, 1, 4, 5)
+    check_node("MatMul", {"A": a, "B": b}, atol=atol(a, b))
+
+
 def test_batch_rank_over_six_falls_back():
-    a, b = floats(1, 1, 1, 1, 1, 1, 2, 3, 4), floats(4, 5)
+    """Seven batch dims that do not merge (each operand broadcasts along every other one)."""
+    a, b = floats(2, 1, 2, 1, 2, 1, 2, 3, 4), floats(1, 2, 1, 2, 1, 2, 1, 4, 5)
     got, want, gpu = run_both(node_model("MatMul", {"A": a, "B": b}, ["Y"]), [a, b], allow_fallback=True)
     assert_close(got, want, atol=atol(a, b))
     assert len(gpu.fallbacks) == 1 and "MatMul" in gpu.fallbacks[0] and "dimensions" in gpu.fallbacks[0]

@@ -46,6 +46,24 @@ def _batch_strides(op: Operand, batch: tuple) -> list:
     return [s * matrix for s in broadcast_strides(op.batch, batch)]
 
 
+def _merge_batch(dims, *strides) -> tuple:
+    """The batch dims without those of size 1 and with neighbours merged where every operand steps through
+    them as through one dim (the shaders take six)."""
+    out_dims, out_strides = [], [[] for _ in strides]
+    for i, d in enumerate(dims):
+        if d == 1:
+            continue
+        if out_dims and all(o[-1] == s[i] * d for o, s in zip(out_strides, strides)):
+            out_dims[-1] *= d
+            for o, s in zip(out_strides, strides):
+                o[-1] = s[i]
+        else:
+            out_dims.append(d)
+            for o, s in zip(out_strides, strides):
+                o.append(s[i])
+    return (out_dims, *out_strides)
+
+
 def product(k, name: str, A, B, *, trans_a=False, trans_b=False, alpha=1.0, C=None, beta=0.0):
     """alpha * op(A) @ op(B) (+ beta * C, C broadcast to [M, N]) with numpy's matmul rules for 1-D operands and
     batch dims; the output Tensor."""
@@ -60,7 +78,7 @@ def product(k, name: str, A, B, *, trans_a=False, trans_b=False, alpha=1.0, C=No
     M, K, N = a.outer, a.inner, b.inner
     batch = broadcast_shape(a.batch, b.batch)
     count = int(np.prod(batch, dtype=np.int64))
-    dims = innermost_first(batch, 1)
+    dims, a_strides, b_strides = _merge_batch(batch, _batch_strides(a, batch), _batch_strides(b, batch))
     shape = batch + ((M,) if A.rank > 1 else ()) + ((N,) if B.rank > 1 else ())
     Y = k.output(shape, A.dtype)
     if Y.size == 0:
@@ -70,9 +88,8 @@ def product(k, name: str, A, B, *, trans_a=False, trans_b=False, alpha=1.0, C=No
         if broadcast_shape(C.shape, (M, N)) != (M, N):
             raise ValueError(f"{name}: C of shape {list(C.shape)} does not broadcast to the result's {[M, N]}")
         c_strides = broadcast_strides(C.shape, (M, N))
-    params = [M, N, K, a.rows, a.cols, b.rows, b.cols, *c_strides, float(alpha), float(beta), 0, *dims,
-              *innermost_first(_batch_strides(a, batch), 0), *innermost_first(_batch_strides(b, batch), 0),
-              Y.size]
+    params = [M, N, K, a.rows, a.cols, b.rows, b.cols, *c_strides, float(alpha), float(beta), 0,
+              *innermost_first(dims, 1), *innermost_first(a_strides, 0), *innermost_first(b_strides, 0), Y.size]
     inputs = [A, B] + ([C] if C is not None else [])
     subs = _template(Y, C)
     tiles = (-(-N // TILE), -(-M // TILE))
