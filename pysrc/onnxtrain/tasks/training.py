@@ -31,11 +31,12 @@ def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainabl
                                         additional_output_names=extra_outputs)
 
 
-def trainer_run(arts: dict, train: list, validation=None, seed: int = 0, **options) -> Trainer:
-    """A Trainer over ``make_artifacts``' artifacts and the data (arrays in the training model's input order);
+def trainer_run(arts: dict, train: list, validation=None, seed: int = 0, device: str = "cpu", **options) -> Trainer:
+    """A Trainer over ``make_artifacts``' artifacts and the data (arrays in the training model's input order), on
+    ``device`` ("cpu" or "webgpu"; a task takes ``run=functools.partial(trainer_run, device="webgpu")``);
     ``options`` are the Trainer's (epochs, batch_size, learning_rate, evaluate, ...), epochs None by default."""
     state = CheckpointState.load_checkpoint(arts[CHECKPOINT])
-    module = Module(arts[TRAINING_MODEL], state, arts[EVAL_MODEL])
+    module = Module(arts[TRAINING_MODEL], state, arts[EVAL_MODEL], device=device)
     optimizer = Optimizer(arts[OPTIMIZER_MODEL], module)
     options.setdefault("epochs", None)
     return Trainer(module, optimizer, train, validation=validation, seed=seed, **options)
