@@ -27,7 +27,10 @@ from onnxtrain.webgpu.residency import Residency  # noqa: E402
 from onnxtrain.webgpu.session import WebGPUSession  # noqa: E402
 
 
-def timed(fn, reps: int, rounds: int = 5) -> float:
+ROUNDS = 5
+
+
+def timed(fn, reps: int, rounds: int = ROUNDS) -> float:
     """Median seconds per call of ``fn`` (which must wait for its own work) over ``rounds`` of ``reps``."""
     fn()
     times = []
@@ -114,7 +117,7 @@ def bench_mlp_step(n_in: int, hidden: list, batch: int, reps: int) -> dict:
         module.lazy_reset_grad()
     before = gpu.submissions
     seconds = timed(ours, reps)
-    steps = 1 + 6 * reps
+    steps = 1 + ROUNDS * reps   # timed() calls once before its rounds
     row = {"model": f"MLP {n_in}-{'-'.join(map(str, hidden))}-{n_out}", "batch": batch, "webgpu_ms": seconds * 1e3,
            "submissions_per_step": (gpu.submissions - before) / steps,
            "dispatches_per_step": module._train.last_program.dispatch_count
