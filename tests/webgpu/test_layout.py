@@ -85,6 +85,13 @@ def test_transpose():
     check_node("Transpose", {"X": rng.random((4, 3)) > 0.5})
 
 
+def test_transpose_tiled():
+    """Transposes of the innermost axis go through 32 x 32 tiles in workgroup memory (odd sizes, batches)."""
+    check_node("Transpose", {"X": floats(40, 33)})
+    check_node("Transpose", {"X": floats(3, 37, 45)}, perm=[0, 2, 1])
+    check_node("Transpose", {"X": ints(2, 9, 12, 10)}, perm=[3, 1, 0, 2])
+
+
 def test_slice():
     x = floats(5, 7, 6)
     starts, ends = i64(1, -2, 0), i64(4, 1, 100)

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
 from ..tensors import Tensor
 from .common import broadcast_shape, broadcast_strides, strides
@@ -14,6 +15,7 @@ from .common import broadcast_shape, broadcast_strides, strides
 MAX_COPY_RANK = 12   # dimensions layout_copy takes after merging (3 + 3 * 12 parameters)
 MAX_PAD_RANK = 15    # 4 + 4 * 15 parameters
 MAX_SLICE_GRAD_RANK = 12   # 1 + 5 * 12 parameters
+TILE = 32            # layout_transpose's tile side
 PAD_MODES = {"constant": 0, "edge": 1, "reflect": 2, "wrap": 3}
 
 
@@ -68,9 +70,33 @@ def _copy_plan(op: str, dims, src_strides, src_base, dst_strides, dst_base):
 
 
 def _copy(k, x: Tensor, y: Tensor, plan) -> None:
-    if plan is not None:
-        params, rank = plan
-        k.dispatch("layout_copy", [x], [y], params, params[0], T=x.gtype, RANK=rank)
+    if plan is None:
+        return
+    tiled = _tiled_transpose(*plan)
+    if tiled is not None:
+        params, grid, batch_rank = tiled
+        k.dispatch("layout_transpose", [x], [y], params, grid, T=x.gtype, RB=batch_rank)
+        return
+    params, rank = plan
+    k.dispatch("layout_copy", [x], [y], params, params[0], T=x.gtype, RANK=rank)
+
+
+def _tiled_transpose(params, rank):
+    """layout_transpose's parameters, grid and batch rank for a copy into a contiguous Y from base 0 whose
+    innermost dimension is not X's (a transpose: the plain copy would read X with a stride); else None."""
+    if rank < 2 or params[1] or params[2]:
+        return None
+    dims, ss, ds = params[3:3 + rank], params[3 + rank:3 + 2 * rank], params[3 + 2 * rank:]
+    if ds != strides(dims[::-1])[::-1] or ss[0] == 1 or 1 not in ss:
+        return None
+    p = ss.index(1)
+    batch = [i for i in range(rank) if i not in (0, p)]
+    count = _size([dims[i] for i in batch])
+    grid = (-(-dims[0] // TILE), -(-dims[p] // TILE), count)
+    if min(dims[0], dims[p]) < 8 or max(grid) > MAX_GROUPS:
+        return None
+    return ([dims[0], dims[p], ss[0], ds[p], *(dims[i] for i in batch), *(ss[i] for i in batch),
+             *(ds[i] for i in batch)], grid, len(batch))
 
 
 def _gather_copy(k, op: str, x: Tensor, out_shape, src_strides, src_base=0) -> Tensor:
