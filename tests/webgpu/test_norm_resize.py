@@ -79,15 +79,21 @@ def test_batch_norm_grad(shape):
     assert_close(got[1:], want[1:], atol=sums)
 
 
-def test_batch_norm_grad_deterministic():
-    feeds = bn_grad_inputs((16, 3, 20, 20))
-    model = node_model("BatchNormalizationGrad", feeds, ["dX", "dscale", "dbias"], domain=MS)
+def assert_deterministic(model, feeds: dict) -> None:
+    """Two runs of ``model`` on the GPU give the same bits."""
     gpu = WebGPUSession(model)
     first = gpu.run([np.array(v) for v in feeds.values()])
     second = gpu.run([np.array(v) for v in feeds.values()])
     assert gpu.fallbacks == []
     for a, b in zip(first, second):
         assert a.tobytes() == b.tobytes()
+
+
+def test_batch_norm_deterministic():
+    feeds = bn_grad_inputs((16, 3, 20, 20))
+    assert_deterministic(node_model("BatchNormalizationGrad", feeds, ["dX", "dscale", "dbias"], domain=MS), feeds)
+    feeds = bn_inputs((16, 3, 20, 20))
+    assert_deterministic(node_model("BatchNormInternal", feeds, ["Y", "rm", "rv", "sm", "si"], domain=MS), feeds)
 
 
 def test_batch_norm_spatial0_falls_back():
@@ -147,13 +153,8 @@ def test_layer_norm_grad(shape, axis):
 
 def test_layer_norm_grad_deterministic():
     feeds = ln_grad_inputs((50, 3, 40), 1)
-    model = node_model("LayerNormalizationGrad", feeds, ["dX", "dscale", "dbias"], domain=MS, axis=1)
-    gpu = WebGPUSession(model)
-    first = gpu.run([np.array(v) for v in feeds.values()])
-    second = gpu.run([np.array(v) for v in feeds.values()])
-    assert gpu.fallbacks == []
-    for a, b in zip(first, second):
-        assert a.tobytes() == b.tobytes()
+    assert_deterministic(node_model("LayerNormalizationGrad", feeds, ["dX", "dscale", "dbias"], domain=MS, axis=1),
+                         feeds)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 7), (3, 5, 9)])
