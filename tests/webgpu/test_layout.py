@@ -85,6 +85,17 @@ def test_transpose():
     check_node("Transpose", {"X": rng.random((4, 3)) > 0.5})
 
 
+def test_copies_in_order_are_views():
+    """A copy that reads its input whole and in order runs nothing: it is a view."""
+    x = floats(1, 5, 1, 3)
+    for gpu in (check_node("Transpose", {"X": x}, perm=[2, 1, 0, 3]),
+                check_node("Slice", {"X": x}, initializers={"s": i64(0), "e": i64(9), "a": i64(-1)}),
+                check_node("Expand", {"X": x}, initializers={"shape": i64(5, 1, 1)}),
+                check_node("Tile", {"X": x}, initializers={"r": i64(1, 1, 1, 1)}),
+                check_node("Concat", {"X": x}, axis=1)):
+        assert gpu.last_program.dispatch_count == 0
+
+
 def test_transpose_tiled():
     """Transposes of the innermost axis go through 32 x 32 tiles in workgroup memory (odd sizes, batches)."""
     check_node("Transpose", {"X": floats(40, 33)})

@@ -100,8 +100,11 @@ def _tiled_transpose(params, rank):
 
 
 def _gather_copy(k, op: str, x: Tensor, out_shape, src_strides, src_base=0) -> Tensor:
-    """Y of ``out_shape`` (contiguous) read from X through ``src_strides`` from ``src_base``."""
+    """Y of ``out_shape`` (contiguous) read from X through ``src_strides`` from ``src_base``: a view of X when
+    that reads X whole in its order (a transpose of size-1 axes, a slice of everything, an expand to X's shape)."""
     plan = _copy_plan(op, out_shape, src_strides, src_base, strides(out_shape), 0)
+    if plan is not None and plan[1] == 1 and plan[0] == [x.size, 0, 0, x.size, 1, 1]:
+        return k.view(x, out_shape)
     y = k.output(out_shape, x.dtype)
     _copy(k, x, y, plan)
     return y
@@ -250,10 +253,7 @@ def Tile(k, input, repeats):
         dims += [r, d]
         src += [0, s]
     out_shape = [r * d for r, d in zip(repeats, input.shape)]
-    plan = _copy_plan("Tile", dims, src, 0, strides(dims), 0)
-    y = k.output(out_shape, input.dtype)
-    _copy(k, input, y, plan)
-    return y
+    return k.view(_gather_copy(k, "Tile", input, dims, src), out_shape)
 
 
 def _concat(k, op: str, inputs, axis) -> Tensor:
@@ -272,6 +272,8 @@ def _concat(k, op: str, inputs, axis) -> Tensor:
     for t in inputs:
         plans.append(_copy_plan(op, t.shape, strides(t.shape), 0, out_strides, offset * out_strides[axis]))
         offset += t.shape[axis]
+    if len(inputs) == 1:
+        return k.view(first, shape)
     y = k.output(shape, first.dtype)
     for t, plan in zip(inputs, plans):
         _copy(k, t, y, plan)
