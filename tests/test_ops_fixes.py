@@ -591,3 +591,20 @@ def test_mod_as_onnxruntime():
 def test_upsample_7_scales_attribute(mode, opset):
     x = np.random.default_rng(3).standard_normal((1, 2, 3, 4)).astype(np.float32)
     assert_same("Upsample", [x], {"scales": [1.0, 1.0, 2.0, 3.0], "mode": mode}, opset=opset)
+
+
+# ---- Slice with a negative step clamps its start to [0, dim-1] ------------------------------------------------
+
+@pytest.mark.parametrize("start,end", [(-10, -20), (-6, -7), (2, -10), (10, 0), (-1, -6)])
+def test_slice_negative_step_clamps_start_as_onnxruntime(start, end):
+    from onnxtrain.ops.shape import Slice_10
+    x = np.arange(5, dtype=np.float32)
+    node = oh.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("x", T.FLOAT, [5])],
+                          [oh.make_tensor_value_info("y", T.FLOAT, None)],
+                          [nh.from_array(np.array([v], np.int64), n) for n, v in
+                           (("s", start), ("e", end), ("a", 0), ("t", -1))])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = Slice_10(x, np.array([start]), np.array([end]), np.array([0]), np.array([-1]))
+    np.testing.assert_array_equal(got, want)

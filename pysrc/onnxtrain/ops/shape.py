@@ -107,7 +107,7 @@ def _slice(data, starts, ends, axes, steps):
             s = min(max(s + dim if s < 0 else s, 0), dim)
             e = min(max(e + dim if e < 0 else e, 0), dim)
         else:
-            s = min(max(s + dim if s < 0 else s, -1), dim - 1)
+            s = min(max(s + dim if s < 0 else s, 0), dim - 1)   # the spec clamps to [0, dim-1], -1 would wrap
             e = min(max(e + dim if e < 0 else e, -1), dim - 1)
             if e < 0:
                 e = None

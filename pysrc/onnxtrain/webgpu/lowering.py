@@ -50,8 +50,9 @@ class Lowering:
     """What a lowering calls: make outputs and views, read values known before the run, record dispatches.
     Records go to ``records``; the compiler keeps them only when the lowering returns."""
 
-    def __init__(self, node, used: tuple, materialize):
+    def __init__(self, node, used: tuple, materialize, opset: int | None = None):
         self.node = node
+        self.opset = opset                # the model's opset of the node's domain (None when unknown)
         self._used = used
         self._materialize = materialize   # Tensor -> its Storage (uploads a known value once)
         self.records: list = []

@@ -72,14 +72,16 @@ def feed_signature(value) -> tuple:
     return ("array", value.shape, value.dtype.str)
 
 
-def compile_program(plan: Plan, feeds: list) -> Program:
-    """The program of ``plan`` for ``feeds`` (arrays, residents or lists of them, in input order)."""
-    return _Compiler(plan).compile(feeds)
+def compile_program(plan: Plan, feeds: list, model=None) -> Program:
+    """The program of ``plan`` for ``feeds`` (arrays, residents or lists of them, in input order); ``model``
+    gives the lowerings the opset of their node's domain."""
+    return _Compiler(plan, model).compile(feeds)
 
 
 class _Compiler:
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, model=None):
         self.plan = plan
+        self.model = model
         self.records: list = []
         self.consts: dict = {}
         self.fallbacks: list = []
@@ -142,7 +144,8 @@ class _Compiler:
         lower = gpu_lookup(node.op_type, node.domain)
         reason = f"no WGSL kernel for {node.domain or 'ai.onnx'}::{node.op_type}"
         if lower is not None and not subgraphs(node):
-            ctx = Lowering(node, used, self._materialize)
+            opset = self.model.opset(normalize_domain(node.domain)) if self.model is not None else None
+            ctx = Lowering(node, used, self._materialize, opset)
             try:
                 result = lower(ctx, *args, **_attributes(node))
             except NotLowered as e:

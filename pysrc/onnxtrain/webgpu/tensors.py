@@ -11,8 +11,9 @@ from .errors import WebGPUError
 F32, I32, U32 = "f32", "i32", "u32"
 
 #: How each ONNX element type is held in a GPU buffer: WGSL has 32-bit scalars only.  int64 is held as i32
-#: (values are checked to fit when uploaded), bool as u32 (0 or 1).
+#: (values are checked to fit when uploaded), the narrower integers widened to i32, bool as u32 (0 or 1).
 GPU_TYPES = {np.dtype(np.float32): F32, np.dtype(np.int64): I32, np.dtype(np.int32): I32,
+             np.dtype(np.int16): I32, np.dtype(np.uint16): I32, np.dtype(np.int8): I32, np.dtype(np.uint8): I32,
              np.dtype(np.bool_): U32}
 
 
@@ -20,7 +21,8 @@ def gpu_type(dtype) -> str:
     dtype = np.dtype(dtype)
     kind = GPU_TYPES.get(dtype)
     if kind is None:
-        raise WebGPUError(f"WebGPU holds float32, int64, int32 and bool tensors, not {dtype.name}")
+        raise WebGPUError(f"WebGPU holds float32, integer tensors of up to 64 bits (as int32) and bool, not "
+                          f"{dtype.name}")
     return kind
 
 
