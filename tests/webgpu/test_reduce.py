@@ -25,6 +25,16 @@ def path(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["workgroup", "thread", "split"])
+def reduce_path(request, monkeypatch):
+    """As ``path``, or (split) over chunks of 7 reduced elements by a workgroup each, then over the partials."""
+    monkeypatch.setattr(kernels, "WIDE_MIN", 10 ** 9 if request.param == "thread" else 1)
+    if request.param == "split":
+        monkeypatch.setattr(kernels, "SPLIT_MIN", 2)
+        monkeypatch.setattr(kernels, "CHUNK", 7)
+    return request.param
+
+
 def data_for(op, shape):
     if op == "ReduceProd":    # near 1, so that a product of 1000 neither overflows nor vanishes
         return (1 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
@@ -51,17 +61,19 @@ CASES = [((3, 257), [1], 0), ((257, 3), [0], 1), ((2, 3, 5), [0, 2], 1), ((2, 3,
 
 
 @pytest.mark.parametrize("op", sorted(REDUCTIONS))
-def test_reductions(op, path):
-    for shape, axes, keepdims in CASES:
+def test_reductions(op, reduce_path):
+    for i, (shape, axes, keepdims) in enumerate(CASES):
         x = data_for(op, shape)
         length = int(np.prod([shape[a] for a in axes] if axes is not None else shape))
         atol = order_atol(op, x, length)
-        # the axes as an input (opset 18, ReduceSum 13) and as an attribute (opset 11)
         inits = {} if axes is None else {"axes": np.array(axes, np.int64)}
-        check_node(op, {"X": x}, opset=13 if op == "ReduceSum" else 18, initializers=inits, keepdims=keepdims,
-                   atol=atol)
-        attrs = {} if axes is None else {"axes": axes}
-        check_node(op, {"X": x}, opset=11, keepdims=keepdims, atol=atol, **attrs)
+        gpu = check_node(op, {"X": x}, opset=13 if op == "ReduceSum" else 18, initializers=inits,
+                         keepdims=keepdims, atol=atol)
+        if reduce_path == "split" and length >= 2 * kernels.CHUNK and op != "ReduceLogSumExp":
+            assert gpu.last_program.dispatch_count == 2
+        if i % 3 == 0:    # the axes as an attribute (opsets before 13 or 18)
+            attrs = {} if axes is None else {"axes": axes}
+            check_node(op, {"X": x}, opset=11, keepdims=keepdims, atol=atol, **attrs)
 
 
 def test_noop_with_empty_axes():
@@ -75,7 +87,7 @@ def test_noop_with_empty_axes():
 
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                 "ReduceSumSquare"])
-def test_integer_reductions(op, path):
+def test_integer_reductions(op, reduce_path):
     x = rng.integers(-5, 6, (3, 4, 70)).astype(np.int64)
     if op == "ReduceProd":
         x = rng.integers(-2, 3, (3, 4, 7)).astype(np.int64)
@@ -100,7 +112,7 @@ def _bits_twice(op, inputs, domain="", **attrs):
     assert WebGPUSession(model).run(feeds)[0].tobytes() == first.tobytes()
 
 
-def test_deterministic(path):
+def test_deterministic(reduce_path):
     x = floats(5, 1000, scale=3.0)
     _bits_twice("ReduceSum", {"X": x})
     _bits_twice("ReduceLogSumExp", {"X": x}, axes=[1])

@@ -4,7 +4,8 @@ gradients, and ArgMax/ArgMin.
 A reduction sees its input as two index spaces, the kept and the reduced dimensions (dimensions of 1 left out,
 neighbours of one kind merged), each walked with strides from the parameters: any set of axes runs.  A
 workgroup reduces one output (a tree in workgroup memory) when the reduced set is long, else a thread does;
-both in a fixed order, so that two runs give the same bits.
+a few outputs of very long sets go in two passes (a workgroup per chunk, then one over the partials).  All in a
+fixed order, so that two runs give the same bits.
 """
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from ..errors import NotLowered
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
 from ..tensors import Tensor
-from .common import float_only, innermost_first, strides
+from .common import MAX_RANK, float_only, innermost_first, strides
 
 WIDE_MIN = 64                 # reduced lengths from which a workgroup, not a thread, reduces each output
 NARROW_MIN_OUTPUTS = 4096     # outputs from which a strided reduced walk goes by thread (reads coalesced over outputs)
+SPLIT_MIN = 16384             # reduced lengths from which few outputs are reduced in two passes, over chunks first
+SPLIT_MAX_OUTPUTS = 256       # (few: fewer than this)
+CHUNK = 4096                  # elements per workgroup in the first of two passes
+MAX_CHUNKS = 1024
 INF = float("inf")
 
 
@@ -124,16 +129,36 @@ def reduce(k, op: str, data, axes, keepdims, noop_with_empty_axes):
     length = int(np.prod([n for d, n in enumerate(data.shape) if d in chosen], dtype=np.int64))
     if outputs and not length:
         raise NotLowered(f"{op} over an empty set")
-    ids = IDENTITIES[data.gtype]
-    params = [outputs, length, len(kept), len(red), float(length), ids[spec.identity], ids["lowest"], 0,
-              *walk_params(kept), *walk_params(red)]
+    if len(kept) > MAX_RANK or len(red) > MAX_RANK:
+        raise NotLowered(f"{op}: the WGSL kernel walks at most {MAX_RANK} kept and {MAX_RANK} reduced dimensions")
     y = k.output(shape, data.dtype)
-    if outputs:
+    if not outputs:
+        return y
+    chunks = min(MAX_CHUNKS, -(-length // CHUNK))
+    if spec.shifted or length < SPLIT_MIN or outputs >= SPLIT_MAX_OUTPUTS or chunks < 2:
         wide = by_workgroup(length, outputs, not red or red[-1][1] == 1)
-        k.dispatch("reduce_axes", [data], [y], params, _grid(wide, outputs), T=data.gtype, WIDE=wgsl_bool(wide),
-                   SHIFTED=wgsl_bool(spec.shifted), MAP=spec.map, COMBINE=spec.combine, FINAL=spec.final,
-                   SHIFT=FINITE_SHIFT if spec.shifted else "mx")
+        reduce_axes(k, data, y, spec, spec.map, spec.final, kept, red, length, outputs, 1, wide)
+        return y
+    # a workgroup per chunk of each output's reduced indices, then a pass over each output's partials
+    partials = k.output((outputs * chunks,), data.dtype)
+    reduce_axes(k, data, partials, spec, spec.map, "acc", kept, red, length, outputs * chunks, chunks, True)
+    reduce_axes(k, partials, y, spec, "x", spec.final, [(outputs, chunks)], [(chunks, 1)], length, outputs, 1,
+                by_workgroup(chunks, outputs, True))
     return y
+
+
+def reduce_axes(k, x, y, spec, map_: str, final: str, kept, red, length: int, outputs: int, chunks: int,
+                wide: bool):
+    """Record reduce_axes.wgsl: ``outputs`` results (a chunk of ``chunks`` per kept index), each of the reduced
+    indices (``red``) at the kept index (``kept``), with ``map_`` and ``final``; ``length`` is the count a mean
+    divides by."""
+    ids = IDENTITIES[x.gtype]
+    n = int(np.prod([d for d, _ in red], dtype=np.int64))
+    params = [outputs, n, len(kept), len(red), float(length), ids[spec.identity], ids["lowest"], chunks,
+              *walk_params(kept), *walk_params(red)]
+    k.dispatch("reduce_axes", [x], [y], params, _grid(wide, outputs), T=x.gtype, WIDE=wgsl_bool(wide),
+               SHIFTED=wgsl_bool(spec.shifted), MAP=map_, COMBINE=spec.combine, FINAL=final,
+               SHIFT=FINITE_SHIFT if spec.shifted else "mx")
 
 
 def _make_reduce(op: str):

@@ -2,9 +2,11 @@
 // walked over their dimensions with strides.  WIDE: a workgroup per output, its threads striding over r, then a
 // tree in workgroup memory (a fixed order: deterministic); else a thread per output, r in order.  SHIFTED (log of
 // a sum of exps): a first pass finds m, the max, and MAP and FINAL read it.
+// CHUNKS > 1 (a first pass of two): output o covers the chunk o % CHUNKS of the reduced indices of kept index
+// o / CHUNKS.
 // Parameters: 0 outputs, 1 reduced count, 2 kept and 3 reduced dimensions, 4 the count as f32, 5 the identity of
-// COMBINE and 6 that of max (bits of T), 8.. kept dims, 14.. kept strides, 20.. reduced dims, 26.. reduced strides
-// (innermost first).
+// COMBINE and 6 that of max (bits of T), 7 CHUNKS, 8.. kept dims, 14.. kept strides, 20.. reduced dims,
+// 26.. reduced strides (innermost first).
 @group(0) @binding(1) var<storage, read> X: array<${T}>;
 @group(0) @binding(2) var<storage, read_write> Y: array<${T}>;
 
@@ -33,6 +35,15 @@ fn reduced_offset(r: u32) -> u32 {
   return off;
 }
 
+// (the offset of output o's kept index, its first reduced index, the end of its reduced indices)
+fn span(o: u32) -> vec3<u32> {
+  let chunks = pu(7u);
+  let n = pu(1u);
+  let len = (n + chunks - 1u) / chunks;
+  let lo = (o % chunks) * len;
+  return vec3<u32>(kept_offset(o / chunks), lo, min(n, lo + len));
+}
+
 fn map_(x: ${T}, m: ${T}) -> ${T} { return ${MAP}; }
 fn combine(a: ${T}, b: ${T}) -> ${T} { return ${COMBINE}; }
 fn final_(acc: ${T}, m: ${T}) -> ${T} { return ${FINAL}; }
@@ -55,32 +66,32 @@ fn tree(v: ${T}, t: u32, is_max: bool) -> ${T} {
 
 fn wide(o: u32, t: u32) {
   if (o >= pu(0u)) { return; }
-  let base = kept_offset(o);
-  let n = pu(1u);
+  let s = span(o);
+  let base = s.x;
   var m: ${T};
   if (SHIFTED) {
     var mx = bitcast<${T}>(pu(6u));
-    for (var r = t; r < n; r += 256u) { mx = max(mx, X[base + reduced_offset(r)]); }
+    for (var r = s.y + t; r < s.z; r += 256u) { mx = max(mx, X[base + reduced_offset(r)]); }
     m = shift(tree(mx, t, true));
   }
   var acc = bitcast<${T}>(pu(5u));
-  for (var r = t; r < n; r += 256u) { acc = combine(acc, map_(X[base + reduced_offset(r)], m)); }
+  for (var r = s.y + t; r < s.z; r += 256u) { acc = combine(acc, map_(X[base + reduced_offset(r)], m)); }
   acc = tree(acc, t, false);
   if (t == 0u) { Y[o] = final_(acc, m); }
 }
 
 fn narrow(o: u32) {
   if (o >= pu(0u)) { return; }
-  let base = kept_offset(o);
-  let n = pu(1u);
+  let s = span(o);
+  let base = s.x;
   var m: ${T};
   if (SHIFTED) {
     var mx = bitcast<${T}>(pu(6u));
-    for (var r = 0u; r < n; r++) { mx = max(mx, X[base + reduced_offset(r)]); }
+    for (var r = s.y; r < s.z; r++) { mx = max(mx, X[base + reduced_offset(r)]); }
     m = shift(mx);
   }
   var acc = bitcast<${T}>(pu(5u));
-  for (var r = 0u; r < n; r++) { acc = combine(acc, map_(X[base + reduced_offset(r)], m)); }
+  for (var r = s.y; r < s.z; r++) { acc = combine(acc, map_(X[base + reduced_offset(r)], m)); }
   Y[o] = final_(acc, m);
 }
 
