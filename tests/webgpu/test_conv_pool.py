@@ -127,10 +127,13 @@ def test_max_pool(xs, attrs):
     check_node("MaxPool", {"X": floats(*xs)}, ["Y", "I"], **attrs)
 
 
-def test_max_pool_storage_order_and_ties():
+def test_max_pool_storage_order_ties_and_nan():
     x = np.round(floats(2, 3, 6, 7)).astype(np.float32)   # many equal values: the first one wins
     check_node("MaxPool", {"X": x}, ["Y", "I"], kernel_shape=[3, 3], strides=[1, 2], storage_order=1)
     check_node("MaxPool", {"X": x}, ["Y", "I"], kernel_shape=[2, 2], pads=[1, 1, 1, 1])
+    x[0, 1, 2, 3] = x[1, 2, 4, 4] = x[1, 2, 4, 5] = np.nan
+    check_node("MaxPool", {"X": x}, ["Y", "I"], kernel_shape=[3, 3], strides=[1, 2])
+    check_node("MaxPool", {"X": x}, kernel_shape=[2, 2], pads=[1, 1, 1, 1])
 
 
 @pytest.mark.parametrize("xs, attrs", POOLS)
@@ -145,6 +148,8 @@ def test_global_pools():
         x = floats(*shape)
         check_node("GlobalAveragePool", {"X": x})
         check_node("GlobalMaxPool", {"X": x})
+    x[0, 1, 3] = np.nan
+    check_node("GlobalMaxPool", {"X": x})
 
 
 def _with_output_shapes(monkeypatch, shape):

@@ -98,7 +98,7 @@ def _weight_grad(k, op, dY, X, w_shape, geo, groups, cg, mg):
     pixels = n * geo[2] * geo[3]
     tiles = _ceil(mg, TILE)
     base = [n, c, geo[0], geo[1], m, *geo[2:], groups, cg, mg, q, pixels, tiles]
-    if mg < DIRECT_CHANNELS or q < DIRECT_CHANNELS:
+    if mg < DIRECT_CHANNELS or q < DIRECT_CHANNELS or pixels == 0:
         k.dispatch("conv_pool_dw_direct", [dY, X], [dW], base + [0, dW.size], _per_output_grid(dW.size),
                    GATHER=_gather())
         return dW
@@ -253,13 +253,13 @@ def MaxPool(k, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
 @gpu_kernel("MaxPoolGrad")
 def MaxPoolGrad(k, dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
                 storage_order=0, strides=None, _output_shapes=None):
-    """dX needs the MaxPool input's shape, from the graph's value_info (``_output_shapes``, as the CPU kernel
-    gets it)."""
+    """dX needs the MaxPool input's shape, from the graph's value_info: ``_output_shapes`` as the CPU kernel gets
+    it, or the context's ``output_shapes``."""
     float_only("MaxPoolGrad", dY)
     if storage_order:
         # the CPU kernel reads the column-major Indices as row-major positions: cells no window covers
         raise NotLowered("MaxPoolGrad on WebGPU takes the Indices of storage_order 0")
-    shape = (_output_shapes or [None])[0]
+    shape = (_output_shapes or getattr(k, "output_shapes", None) or [None])[0]
     if shape is None or not all(isinstance(d, (int, np.integer)) for d in list(shape)[1:]):
         raise NotLowered("MaxPoolGrad on WebGPU needs the static shape of its output (the MaxPool input)")
     shape = [dY.shape[0], *[int(d) for d in list(shape)[1:]]]
@@ -314,4 +314,4 @@ def GlobalAveragePool(k, X):
 
 @gpu_kernel("GlobalMaxPool")
 def GlobalMaxPool(k, X):
-    return _global("GlobalMaxPool", k, X, "max(a, b)", "bitcast<f32>(0xff800000u)", mean=False)
+    return _global("GlobalMaxPool", k, X, "max_nan(a, b)", "bitcast<f32>(0xff800000u)", mean=False)

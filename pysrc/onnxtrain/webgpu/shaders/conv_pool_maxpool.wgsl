@@ -6,6 +6,9 @@
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
 ${INDICES_DECL}
 
+// NaN counts as the maximum, the first one winning (as the CPU kernel); tested on the bits, which no compiler folds.
+fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
   let i = flat(gid, nw);
@@ -26,7 +29,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let w = w0 + kw * pi(12u);
       if (w < 0 || w >= W) { continue; }
       let v = X[nc * u32(H * W) + u32(h * W + w)];
-      if (v > best) {
+      if (v > best || (is_nan(v) && !is_nan(best))) {
         best = v;
         bh = h;
         bw = w;

@@ -6,6 +6,9 @@
 
 var<workgroup> part: array<f32, 256>;
 
+fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+// max that propagates NaN, as numpy's (WGSL's max leaves NaN to the implementation)
+fn max_nan(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, is_nan(b)), a, is_nan(a)); }
 fn combine(a: f32, b: f32) -> f32 { return ${COMBINE}; }
 
 @compute @workgroup_size(256)
