@@ -201,3 +201,9 @@ def test_fallbacks():
     got, want, gpu = run_both(model, [f, axes], allow_fallback=True)
     assert_close(got, want)
     assert len(gpu.fallbacks) == 1 and "axes" in gpu.fallbacks[0]
+
+
+def test_reduce_sum_training_as_reduce_sum():
+    x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+    check_node("ReduceSumTraining", {"X": x}, domain="com.microsoft", initializers={"axes": np.array([0, 2])},
+               _input_order=["X", "axes"], keepdims=0)

@@ -267,19 +267,15 @@ class Runner:
                 self._host(command[1])
         for storage in self.written_residents:
             storage.resident.device_newer = True
-        results = [None] * len(wanted)
-        reads = []
-        for k, i in enumerate(wanted):
-            t = program.outputs[i]
-            if t.value is not None and (t.storage is None or t.storage.kind == "const"):
-                results[k] = t.value.copy()
-            else:
-                reads.append((k, t))
-        if reads:
-            data = device.read([(self._buffer(t.storage), 4 * t.size) for _, t in reads])
-            for (k, t), raw in zip(reads, data):
-                results[k] = from_gpu_bytes(raw, t.dtype, t.shape)
-        return results
+        outputs = [program.outputs[i] for i in wanted]
+        tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
+        reads = [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
+        data = device.read([(self._buffer(t.storage), 4 * t.size) for t in reads]) if reads else []
+        got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
+
+        def value(t):
+            return got[id(t)] if id(t) in got else t.value.copy()
+        return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
 
     def _host(self, step) -> None:
         needed = [t for arg in step.inputs for t in (arg if isinstance(arg, list) else [arg])
@@ -287,24 +283,28 @@ class Runner:
         data = self.device.read([(self._buffer(t.storage), 4 * t.size) for t in needed])
         got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(needed, data)}
 
-        def host(t):
-            return None if t is None else t.value if t.value is not None else got[id(t)]
+        in_place = _in_place(step)
+
+        def host(t):   # a known value is copied for a node that writes into its inputs
+            return None if t is None else got[id(t)] if t.value is None else t.value.copy() if in_place else t.value
         args = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in step.inputs]
         result = step.fn(*args, **step.kwargs)
         result = result if isinstance(result, tuple) else (result,)
-        for t, r in zip(step.outputs, result):
-            if t is None:
+        for out, r in zip(step.outputs, result):
+            if out is None:
                 continue
-            r = np.asarray(r)
-            if r.shape != t.shape:
-                raise WebGPUError(f"{step.node.op_type} (on the CPU) gave shape {list(r.shape)} this time, "
-                                  f"{list(t.shape)} when the step was compiled: its output shape depends on the "
-                                  f"data, which a WebGPU program cannot follow")
-            self.device.write(self._buffer(t.storage), to_gpu_array(r.astype(t.dtype, copy=False), "a CPU result"))
+            for t, x in (zip(out, r) if isinstance(out, list) else [(out, r)]):
+                x = np.asarray(x)
+                if x.shape != t.shape:
+                    raise WebGPUError(f"{step.node.op_type} (on the CPU) gave shape {list(x.shape)} this time, "
+                                      f"{list(t.shape)} when the step was compiled: its output shape depends on "
+                                      f"the data, which a WebGPU program cannot follow")
+                self.device.write(self._buffer(t.storage), to_gpu_array(x.astype(t.dtype, copy=False),
+                                                                         "a CPU result"))
         # in-place CPU nodes (optimizers on the CPU) wrote into host copies of GPU buffers: write them back
         for arg in step.inputs:
             for t in (arg if isinstance(arg, list) else [arg]):
-                if t is not None and t.value is None and id(t) in got and _in_place(step):
+                if t is not None and t.value is None and id(t) in got and in_place:
                     self.device.write(self._buffer(t.storage), to_gpu_array(got[id(t)], "a CPU result"))
                     if t.storage.kind == "resident":
                         t.storage.resident.device_newer = True

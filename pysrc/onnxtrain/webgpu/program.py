@@ -174,12 +174,8 @@ class _Compiler:
             raise WebGPUError(f"{describe_node(step.node)} runs on the CPU ({reason}), and its output shapes could "
                               f"not be found: {type(e).__name__}: {e}") from e
         result = result if isinstance(result, tuple) else (result,)
-        outs = []
-        for i, r in enumerate(result[:len(step.outputs)]):
-            if not isinstance(r, np.ndarray):
-                r = np.asarray(r)
-            outs.append(Tensor(tuple(r.shape), r.dtype, Storage(max(4, 4 * r.size)))
-                        if i < len(used) and used[i] else None)
+        outs = [(([_host_output(x) for x in r] if isinstance(r, list) else _host_output(r))
+                 if i < len(used) and used[i] else None) for i, r in enumerate(result[:len(step.outputs)])]
         self.records.append(HostStep(step.fn, step.kwargs, step.node, args, outs, reason))
         self.fallbacks.append(f"{describe_node(step.node)}: {reason}")
         return outs
@@ -196,7 +192,14 @@ class _Compiler:
 
 
 def _probe(t: Tensor) -> np.ndarray:
-    return t.value if t.value is not None else np.zeros(t.shape, t.dtype)
+    """A stand-in for ``t`` to find a CPU node's output shapes (a copy: in-place kernels write into it)."""
+    return t.value.copy() if t.value is not None else np.zeros(t.shape, t.dtype)
+
+
+def _host_output(r) -> Tensor:
+    r = np.asarray(r)
+    gpu_type(r.dtype)
+    return Tensor(tuple(r.shape), r.dtype, Storage(max(4, 4 * r.size)))
 
 
 def _unknown(step, r):

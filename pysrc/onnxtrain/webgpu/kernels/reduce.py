@@ -298,3 +298,9 @@ def ArgMax(k, data, *, axis=0, keepdims=1, select_last_index=0):
 @gpu_kernel("ArgMin")
 def ArgMin(k, data, *, axis=0, keepdims=1, select_last_index=0):
     return arg_reduce(k, "ArgMin", data, axis, keepdims, select_last_index, "<")
+
+
+@gpu_kernel("ReduceSumTraining", MS_DOMAIN)
+def ReduceSumTraining(k, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceSum-13 under ORT's training name (its gradient graphs use it)."""
+    return reduce(k, "ReduceSum", data, axes, keepdims, noop_with_empty_axes)
