@@ -4,7 +4,6 @@ import pytest
 
 from gpu_cases import assert_close, check_node, node_model, run_both
 from onnxtrain.runtime import Session
-from onnxtrain.webgpu import program
 
 rng = np.random.default_rng(0)
 MS = "com.microsoft"
@@ -154,19 +153,6 @@ def test_global_pools():
     check_node("GlobalMaxPool", {"X": x})
 
 
-def _with_output_shapes(monkeypatch, shape):
-    """MaxPoolGrad's lowering reads the MaxPool input shape as its CPU kernel does (``_output_shapes``), which
-    program.py does not pass yet."""
-    attributes = program._attributes
-
-    def patched(node):
-        attrs = attributes(node)
-        if node.op_type == "MaxPoolGrad":
-            attrs["_output_shapes"] = [list(shape)]
-        return attrs
-    monkeypatch.setattr(program, "_attributes", patched)
-
-
 def _max_pool_grad(xs, attrs):
     x = np.round(floats(*xs) * 2).astype(np.float32)    # ties: the first wins
     y, indices = Session(node_model("MaxPool", {"X": x}, ["Y", "I"], **attrs)).run([x])
@@ -176,20 +162,14 @@ def _max_pool_grad(xs, attrs):
 
 
 @pytest.mark.parametrize("xs, attrs", POOLS[:6])
-def test_max_pool_grad(monkeypatch, xs, attrs):
+def test_max_pool_grad(xs, attrs):
     model, feeds = _max_pool_grad(xs, attrs)
-    _with_output_shapes(monkeypatch, xs)
     got, want, _ = run_both(model, feeds)
     assert_close(got, want)
 
 
-def test_fallbacks(monkeypatch):
-    model, feeds = _max_pool_grad((2, 3, 6, 6), dict(kernel_shape=[3, 3]))
-    got, want, gpu = run_both(model, feeds, allow_fallback=True)
-    assert any("MaxPoolGrad on WebGPU needs the static shape" in f for f in gpu.fallbacks), gpu.fallbacks
-    assert_close(got, want)
+def test_fallbacks():
     model, feeds = _max_pool_grad((2, 3, 6, 7), dict(kernel_shape=[3, 3], storage_order=1))
-    _with_output_shapes(monkeypatch, (2, 3, 6, 7))
     got, want, gpu = run_both(model, feeds, allow_fallback=True)
     assert any("storage_order 0" in f for f in gpu.fallbacks), gpu.fallbacks
     assert_close(got, want)

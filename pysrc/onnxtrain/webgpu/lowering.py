@@ -50,9 +50,10 @@ class Lowering:
     """What a lowering calls: make outputs and views, read values known before the run, record dispatches.
     Records go to ``records``; the compiler keeps them only when the lowering returns."""
 
-    def __init__(self, node, used: tuple, materialize, opset: int | None = None):
+    def __init__(self, node, used: tuple, materialize, opset: int | None = None, output_shapes=None):
         self.node = node
         self.opset = opset                # the model's opset of the node's domain (None when unknown)
+        self.output_shapes = output_shapes  # per output, the static shape in the graph's value_info, or None
         self._used = used
         self._materialize = materialize   # Tensor -> its Storage (uploads a known value once)
         self.records: list = []

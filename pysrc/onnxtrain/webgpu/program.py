@@ -145,7 +145,7 @@ class _Compiler:
         reason = f"no WGSL kernel for {node.domain or 'ai.onnx'}::{node.op_type}"
         if lower is not None and not subgraphs(node):
             opset = self.model.opset(normalize_domain(node.domain)) if self.model is not None else None
-            ctx = Lowering(node, used, self._materialize, opset)
+            ctx = Lowering(node, used, self._materialize, opset, step.kwargs.get("_output_shapes"))
             try:
                 result = lower(ctx, *args, **_attributes(node))
             except NotLowered as e:

@@ -252,14 +252,14 @@ def MaxPool(k, X, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
 
 @gpu_kernel("MaxPoolGrad")
 def MaxPoolGrad(k, dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None,
-                storage_order=0, strides=None, _output_shapes=None):
-    """dX needs the MaxPool input's shape, from the graph's value_info: ``_output_shapes`` as the CPU kernel gets
-    it, or the context's ``output_shapes``."""
+                storage_order=0, strides=None):
+    """dX needs the MaxPool input's shape, from the graph's value_info (the context's ``output_shapes``, as the
+    CPU kernel gets it)."""
     float_only("MaxPoolGrad", dY)
     if storage_order:
         # the CPU kernel reads the column-major Indices as row-major positions: cells no window covers
         raise NotLowered("MaxPoolGrad on WebGPU takes the Indices of storage_order 0")
-    shape = (_output_shapes or getattr(k, "output_shapes", None) or [None])[0]
+    shape = (k.output_shapes or [None])[0]
     if shape is None or not all(isinstance(d, (int, np.integer)) for d in list(shape)[1:]):
         raise NotLowered("MaxPoolGrad on WebGPU needs the static shape of its output (the MaxPool input)")
     shape = [dY.shape[0], *[int(d) for d in list(shape)[1:]]]
