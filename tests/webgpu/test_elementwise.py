@@ -68,3 +68,28 @@ def test_where_and_sum():
     c = rng.random((3, 4)) > 0.5
     check_node("Where", {"C": c, "A": floats(3, 4), "B": floats(4)})
     check_node("Sum", {"A": floats(3, 4), "B": floats(4), "C": floats(3, 1)})
+
+
+def test_logic_and_casts():
+    a, b = rng.random((3, 4)) > 0.5, rng.random(4) > 0.5
+    for op in ("And", "Or", "Xor"):
+        check_node(op, {"A": a, "B": b})
+    check_node("Not", {"X": a})
+    x = floats(3, 4, scale=3.0)
+    check_node("Cast", {"X": x}, to=7)          # float -> int64 truncates
+    check_node("Cast", {"X": x}, to=9)          # float -> bool
+    check_node("Cast", {"X": a}, to=1)
+    check_node("Identity", {"X": x})
+
+
+def test_variadic_min_max_pow_and_more_comparisons():
+    a, b, c = floats(3, 4), floats(4), floats(3, 1)
+    check_node("Max", {"A": a, "B": b, "C": c})
+    check_node("Min", {"A": a, "B": b})
+    check_node("Mean", {"A": a, "B": b})
+    base = np.abs(a) + 0.5
+    check_node("Pow", {"A": base, "B": floats(4)}, rtol=2e-5)
+    check_node("Pow", {"A": a, "B": np.array([2.0, 3.0, -1.0, 0.0], np.float32)}, rtol=2e-5)
+    for op in ("GreaterOrEqual", "LessOrEqual"):
+        check_node(op, {"A": a, "B": b})
+    check_node("HardSwish", {"X": floats(5, 7, scale=4.0)}, opset=14)

@@ -90,6 +90,7 @@ def test_nll_loss(case, reduction):
         inputs.setdefault("weights", np.ones(inputs["scores"].shape[1], np.float32))
         inputs["ignore_index"] = np.array(attrs["ignore_index"], np.int64)
         check_node("NegativeLogLikelihoodLossInternal2", inputs, domain=MS, reduction=reduction)
+        check_node("NegativeLogLikelihoodLossInternal", inputs, domain=MS, reduction=reduction)
 
 
 def grad_inputs(case, reduction):

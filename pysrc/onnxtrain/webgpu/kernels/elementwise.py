@@ -269,8 +269,7 @@ def Where(k, condition, X, Y):
 
 GRADS = {"ReluGrad": "select(0.0, a, b > 0.0)",
          "SigmoidGrad": "a * b * (1.0 - b)",            # (dY, Y)
-         "TanhGrad": "a * (1.0 - b * b)",                # (dY, Y)
-         "GeluGrad": "a * (0.5 * (1.0 + erf_(b * 0.70710678118654752)) + b * 0.3989422804014327 * exp(-0.5 * b * b))"}
+         "TanhGrad": "a * (1.0 - b * b)"}                # (dY, Y)
 
 
 def _make_grad(op: str, expr: str):
