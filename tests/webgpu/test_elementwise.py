@@ -93,3 +93,13 @@ def test_variadic_min_max_pow_and_more_comparisons():
     for op in ("GreaterOrEqual", "LessOrEqual"):
         check_node(op, {"A": a, "B": b})
     check_node("HardSwish", {"X": floats(5, 7, scale=4.0)}, opset=14)
+
+
+def test_nan_passes_through_as_in_numpy():
+    x = floats(4, 8)
+    x[0, :3] = np.nan
+    check_node("Relu", {"X": x})
+    check_node("Clip", {"X": x}, initializers={"lo": np.float32(-1), "hi": np.float32(0.5)},
+               _input_order=["X", "lo", "hi"])
+    check_node("Max", {"A": x, "B": floats(8)})
+    check_node("Min", {"A": floats(8), "B": x})

@@ -88,16 +88,7 @@ class Module:
                                     "state: load the parameters with copy_buffer_to_parameters(buffer, "
                                     "trainable_only=False) first")
         if self.training:
-            self._check_count(user_inputs, self._train_user_inputs)
-            flag = self._keep if self._accumulate else self._reset
-            feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind)) if kind else flag
-                     for kind, key in self._train_layout]
-            if self._residency is None:
-                everything = self._train.run(feeds)
-                outputs = [everything[i] for i in self._train_user_output_index]
-            else:
-                outputs = self._train.run(feeds, self._train_user_outputs)
-            self._accumulate = True
+            outputs = self._train_step(user_inputs)
         else:
             if self._eval is None:
                 raise RuntimeError("this Module has no eval model: pass eval_model_uri to run eval steps")
@@ -107,6 +98,21 @@ class Module:
             outputs = self._eval.run(feeds)
         outputs = [np.asarray(o) for o in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _train_step(self, user_inputs, defer: bool = False):
+        """The train step's user outputs; with ``defer`` (on WebGPU) a function that gives them, so that the
+        optimizer step can join the same submission."""
+        self._check_count(user_inputs, self._train_user_inputs)
+        flag = self._keep if self._accumulate else self._reset
+        feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind)) if kind else flag
+                 for kind, key in self._train_layout]
+        if self._residency is None:
+            everything = self._train.run(feeds)
+            outputs = [everything[i] for i in self._train_user_output_index]
+        else:
+            outputs = self._train.run(feeds, self._train_user_outputs, defer)
+        self._accumulate = True
+        return outputs
 
     def _held(self, array):
         """A state array as a feed: itself on the CPU, its resident GPU copy on WebGPU."""

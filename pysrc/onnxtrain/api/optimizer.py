@@ -126,11 +126,11 @@ class Optimizer:
                 if m not in moments or moments[m].shape != data.shape:
                     moments[m] = np.zeros_like(data)
 
-    def _updated_arrays(self) -> list:
+    def _updated_arrays(self, writing: bool = True) -> list:
         """(parameter name, what, array) for every array a step may write: the trainable parameters
-        (what = "parameter") and the moments the algorithm updates (what = the moment's name); the caller may
-        write into them."""
-        self._state._on_host(writing=True)
+        (what = "parameter") and the moments the algorithm updates (what = the moment's name); ``writing`` if the
+        caller may write into them."""
+        self._state._on_host(writing)
         self._ensure_moments()
         entries, states = self._state._entries, self._group.states
         out = [(n, "parameter", entries[n].data) for n in self._names]
@@ -151,6 +151,21 @@ class Optimizer:
         updated = self._session.run(feeds, self._session.output_names[:1])[0]
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1
+
+    def _device_guard(self):
+        """On WebGPU: (the residents a step writes, in ``_updated_arrays``' order, and the DeviceGuard that
+        snapshots and checks them); None on the CPU."""
+        residency = self._module._residency
+        if residency is None:
+            return None
+        if getattr(self, "_guard", None) is None:
+            from ..webgpu.guard import DeviceGuard
+            self._guard = DeviceGuard(residency)
+        self._ensure_moments()
+        entries, states = self._state._entries, self._group.states
+        arrays = [entries[n].data for n in self._names]
+        arrays += [states[n][m] for m in UPDATED_MOMENTS[self._algorithm] for n in self._names]
+        return [residency.resident(a) for a in arrays], self._guard
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError,

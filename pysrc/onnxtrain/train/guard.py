@@ -111,6 +111,10 @@ class StepGuard:
         module, optimizer = self.module, self.optimizer
         if not self.check:
             return self._plain_step(inputs)
+        if optimizer is not None and not module._state.is_nominal:
+            held = optimizer._device_guard()
+            if held is not None:
+                return self._device_step(inputs, epoch, *held)
         number = self.step_number()
         module.train()
         try:
@@ -139,6 +143,32 @@ class StepGuard:
                 self._undo(arrays, count)
                 raise error
             return loss
+        finally:
+            module.lazy_reset_grad()
+
+    def _device_step(self, inputs, epoch, residents: list, guard) -> float:
+        """The guarded step on WebGPU, as one submission: the train step, a snapshot of what the optimizer
+        writes, the optimizer step and a count of non-finite values, read back with the loss.  A bad step is
+        undone from the snapshot (for a non-finite loss the optimizer ran, unlike on the CPU, and is undone)."""
+        module, optimizer = self.module, self.optimizer
+        number = self.step_number()
+        count = optimizer._group.step
+        module.train()
+        try:
+            outputs = module._train_step(inputs, defer=True)
+            guard.snapshot(residents)
+            optimizer.step()
+            bad = guard.count_nonfinite(residents)
+            loss = float(np.asarray(outputs()[0]).reshape(-1)[0])
+            if math.isfinite(loss) and not int(np.frombuffer(bad.result()[0], np.uint32)[0]):
+                return loss
+            if not math.isfinite(loss):
+                error = self._error(number, epoch, "loss", loss=loss)
+            else:
+                error = self._diagnose(number, epoch, optimizer._updated_arrays(writing=False))
+            guard.restore(residents)
+            optimizer._group.step = count
+            raise error
         finally:
             module.lazy_reset_grad()
 

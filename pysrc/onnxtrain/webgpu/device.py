@@ -175,6 +175,10 @@ class Device:
 
     def read(self, buffers: list) -> list:
         """The bytes of ``[(buffer, nbytes)]``, after the pending commands: one submission."""
+        return self.stage(buffers).result()
+
+    def stage(self, buffers: list) -> "Staged":
+        """Copy ``[(buffer, nbytes)]`` for reading after the pending commands, without submitting them."""
         wgpu = self.wgpu
         staging = []
         for buf, n in buffers:
@@ -183,14 +187,30 @@ class Device:
             self._end_pass()
             self._encoder_().copy_buffer_to_buffer(buf, 0, s, 0, n)
             staging.append(s)
-        self.flush()
-        out = []
-        for s in staging:
-            s.map_sync(wgpu.MapMode.READ)
-            out.append(bytes(s.read_mapped()))
-            s.unmap()
-            s.destroy()
-        return out
+        return Staged(self, staging)
+
+    def clear(self, buf, nbytes: int) -> None:
+        """Zero the first ``nbytes`` of ``buf``, in order with the pending commands."""
+        self._end_pass()
+        self._encoder_().clear_buffer(buf, 0, -(-nbytes // 4) * 4)
+
+
+class Staged:
+    """Bytes staged for reading: ``result()`` submits the pending commands (if not yet) and returns them."""
+
+    def __init__(self, device: Device, staging: list):
+        self.device, self.staging, self.out = device, staging, None
+
+    def result(self) -> list:
+        if self.out is None:
+            self.device.flush()
+            self.out = []
+            for s in self.staging:
+                s.map_sync(self.device.wgpu.MapMode.READ)
+                self.out.append(bytes(s.read_mapped()))
+                s.unmap()
+                s.destroy()
+        return self.out
 
 
 class Runner:
@@ -250,9 +270,10 @@ class Runner:
             self.device.release(self.params)
             self.params = None
 
-    def run(self, feeds: list, wanted: list) -> list:
+    def run(self, feeds: list, wanted: list, defer: bool = False):
         """Upload the feeds, record the program, and return the values of the outputs at ``wanted`` (indices
-        into the graph's outputs): numpy arrays, read back in the one submission."""
+        into the graph's outputs): numpy arrays, read back in the one submission.  With ``defer``, return a
+        function that gives them, so that more work can join the submission first."""
         device, program = self.device, self.program
         for pos, index, storage in program.feeds:
             value = feeds[pos] if index is None else feeds[pos][index]
@@ -270,12 +291,16 @@ class Runner:
         outputs = [program.outputs[i] for i in wanted]
         tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
         reads = [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
-        data = device.read([(self._buffer(t.storage), 4 * t.size) for t in reads]) if reads else []
-        got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
+        staged = device.stage([(self._buffer(t.storage), 4 * t.size) for t in reads]) if reads else None
 
-        def value(t):
-            return got[id(t)] if id(t) in got else t.value.copy()
-        return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        def results() -> list:
+            data = staged.result() if staged is not None else []
+            got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
+
+            def value(t):
+                return got[id(t)] if id(t) in got else t.value.copy()
+            return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        return results if defer else results()
 
     def _host(self, step) -> None:
         needed = [t for arg in step.inputs for t in (arg if isinstance(arg, list) else [arg])

@@ -32,8 +32,9 @@ class WebGPUSession:
     def output_names(self) -> list:
         return self.plan.output_names
 
-    def run(self, feeds, output_names=None) -> list:
-        """The outputs named (all when None) as numpy arrays."""
+    def run(self, feeds, output_names=None, defer: bool = False):
+        """The outputs named (all when None) as numpy arrays; with ``defer`` a function that gives them (the
+        work is recorded, and submitted when they are asked for or something else is read)."""
         plan = self.plan
         if isinstance(feeds, dict):
             unknown = [n for n in feeds if n not in plan.input_names]
@@ -54,7 +55,7 @@ class WebGPUSession:
                 if name not in plan.output_names:
                     raise ValueError(f"'{name}' is not an output of the graph (outputs: {plan.output_names})")
                 wanted.append(plan.output_names.index(name))
-        return self._runner(feeds).run(feeds, wanted)
+        return self._runner(feeds).run(feeds, wanted, defer)
 
     def _runner(self, feeds: list) -> Runner:
         key = tuple(feed_signature(v) for v in feeds)

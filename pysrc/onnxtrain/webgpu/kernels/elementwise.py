@@ -62,7 +62,7 @@ def _float(op):
 # -- activations and math of one input -------------------------------------------------------------------
 
 UNARY = {
-    "Relu": "max(x, 0.0)",
+    "Relu": "select(max(x, 0.0), x, isnan_(x))",
     "Neg": "-x",
     "Abs": "abs(x)",
     "Exp": "exp(x)",
@@ -144,7 +144,7 @@ def Clip(k, input, min=None, max=None):
         raise NotLowered(f"Clip on WebGPU takes float32, not {input.dtype.name}")
     lo = -3.4028234663852886e38 if lo is None else float(np.asarray(lo).reshape(-1)[0])
     hi = 3.4028234663852886e38 if hi is None else float(np.asarray(hi).reshape(-1)[0])
-    return unary(k, input, "min(max(x, pf(1u)), pf(2u))", [lo, hi])
+    return unary(k, input, "select(min(max(x, pf(1u)), pf(2u)), x, isnan_(x))", [lo, hi])
 
 
 @gpu_kernel("Identity")
@@ -175,8 +175,9 @@ def Cast(k, input, *, to, saturate=1):
 
 # -- two inputs --------------------------------------------------------------------------------------
 
-ARITHMETIC = {"Add": "a + b", "Sub": "a - b", "Mul": "a * b", "Div": "a / b", "Max": "max(a, b)",
-              "Min": "min(a, b)"}
+ARITHMETIC = {"Add": "a + b", "Sub": "a - b", "Mul": "a * b", "Div": "a / b",
+              "Max": "select(max(a, b), a + b, isnan_(a) || isnan_(b))",
+              "Min": "select(min(a, b), a + b, isnan_(a) || isnan_(b))"}
 INT_DIV = "select(a / select(b, 1, b == 0), 0, b == 0)"
 
 
