@@ -39,7 +39,7 @@ class Module:
         self._accumulate = False  # False: the next train step overwrites the gradients
 
         self._train_model = load_model(train_model_uri, "training model")
-        self._train = _session(self._train_model, device)
+        self._train = session_on(self._train_model, device)
         names = self._train.input_names
         entries = state._entries
         self._param_names = [n for n in names if n in entries]
@@ -75,7 +75,7 @@ class Module:
         self._eval = None
         if eval_model_uri is not None:
             self._eval_model = load_model(eval_model_uri, "eval model")
-            self._eval = _session(self._eval_model, device)
+            self._eval = session_on(self._eval_model, device)
             self._eval_user_inputs = [n for n in self._eval.input_names if n not in entries]
             self._eval_layout = _feed_layout(self._eval.input_names, self._eval_user_inputs, entries)
 
@@ -242,7 +242,10 @@ def _residency(device: str, state: CheckpointState):
     return state._device
 
 
-def _session(model: Model, device: str):
+def session_on(model: Model, device: str = "cpu"):
+    """A session running ``model`` on ``device`` ("cpu" or "webgpu")."""
+    if device not in DEVICES:
+        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
     if device == "webgpu":
         from ..webgpu.session import WebGPUSession
         return WebGPUSession(model)

@@ -11,7 +11,7 @@ from ..ir.model import SequenceType, TensorType
 from ..ir.ort_names import ADAMW, LEARNING_RATE, MOMENTUMS, OPTIMIZER_INPUTS, SGD, STEP
 from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
 from .errors import ArtifactError, LearningRateError
-from .module import Module, _session, load_model
+from .module import Module, load_model, session_on
 
 #: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
 UPDATED_MOMENTS = {ADAMW: MOMENTUMS[ADAMW], SGD: ()}
@@ -95,7 +95,7 @@ class Optimizer:
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
-        self._session = _session(model, module.device)
+        self._session = session_on(model, module.device)
         self._module = module
         self._state = module._state
         self._names = module._trainable_names

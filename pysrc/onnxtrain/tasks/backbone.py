@@ -14,7 +14,7 @@ from .. import ir
 from ..ir.compose import compose, cut, needed_nodes
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
-from ..runtime import Session
+from ..api.module import session_on
 from ..train.data import DataError
 from .preprocess import OPSET, preprocess_model, read_preprocess
 
@@ -62,7 +62,7 @@ class Backbone:
     ``features`` (F), ``block_shape`` ([C, h, w]), ``embed(images)``, and the layers from ``block`` to
     ``features`` (``tail``) for fine-tuning."""
 
-    def __init__(self, data: bytes, what: str = "the backbone"):
+    def __init__(self, data: bytes, what: str = "the backbone", device: str = "cpu"):
         data = bytes(data)
         try:
             model = ir.load(data)
@@ -89,8 +89,8 @@ class Backbone:
         self.model = model
         self.folded = fold_casts(model)
         size = self.preprocess["size"]
-        self.embedder = Session(self._behind_preprocessing(cut(self.folded, {"features": "features",
-                                                                             "block": "block"})))
+        self.embedder = session_on(self._behind_preprocessing(cut(self.folded, {"features": "features",
+                                                                                "block": "block"})), device)
         probe = self.embedder.run([np.zeros((1, size, size, 3), np.uint8)])
         if probe[0].ndim != 2 or probe[1].ndim != 4:
             raise DataError(f"{what}'s outputs are features {list(probe[0].shape)} and block "

@@ -4,6 +4,7 @@ on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, sta
 and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -14,6 +15,7 @@ from ..ir import to_bytes
 from ..ir.compose import compose
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..api.module import session_on
 from ..runtime import Session
 from ..train.data import DataError
 from .backbone import Backbone
@@ -34,11 +36,13 @@ def _shown(value) -> str:
 
 class PersonalizeSession:
     """Classes, their samples' cached embeddings and a trained head on the backbone (ONNX bytes); ``run`` makes
-    the training run (see tasks.training)."""
+    the training run (see tasks.training); ``device`` ("cpu" or "webgpu") runs the embeddings, the head's
+    training and its predictions."""
 
-    def __init__(self, backbone: bytes, run=trainer_run):
-        self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone)
-        self.make_run = run
+    def __init__(self, backbone: bytes, run=None, device: str = "cpu"):
+        self.device = device
+        self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone, device=device)
+        self.make_run = run if run is not None else functools.partial(trainer_run, device=device)
         self.names = []          # class names, in label order
         self.samples = {}        # sample id -> class index, in the order added
         self.store = {}          # sample id -> (features, block): the samples' and the run's
@@ -203,7 +207,7 @@ class PersonalizeSession:
         module = self._run().module
         key = (id(module), hashlib.blake2b(module.get_contiguous_parameters(True), digest_size=16).digest())
         if self._head_cache is None or self._head_cache[0] != key:
-            self._head_cache = (key, Session(inference_model(module)))
+            self._head_cache = (key, session_on(inference_model(module), self.device))
         return self._head_cache[1]
 
     def evaluate(self) -> dict:
@@ -274,9 +278,9 @@ class PersonalizeSession:
         return buffer.getvalue()
 
     @classmethod
-    def from_snapshot(cls, backbone: bytes, snapshot: bytes, run=trainer_run) -> "PersonalizeSession":
+    def from_snapshot(cls, backbone: bytes, snapshot: bytes, run=None, device: str = "cpu") -> "PersonalizeSession":
         """The session a ``snapshot`` was taken of, on ``backbone`` (the same model)."""
-        session = cls(backbone, run)
+        session = cls(backbone, run, device)
         try:
             archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
             meta = json.loads(archive["meta"].tobytes())

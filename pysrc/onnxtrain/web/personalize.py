@@ -34,8 +34,8 @@ def _camel(prediction: dict) -> dict:
 class PersonalizeSession(personalize.PersonalizeSession):
     """tasks.personalize.PersonalizeSession for the worker."""
 
-    def __init__(self, backbone, run=training_run):
-        super().__init__(_bytes(backbone), run=run)
+    def __init__(self, backbone, run=training_run, device="cpu"):
+        super().__init__(_bytes(backbone), run=run, device=device)
 
     @classmethod
     def from_snapshot(cls, backbone, snapshot) -> "PersonalizeSession":
