@@ -3,8 +3,20 @@ reused once the values in it are dead (the steps after their last use)."""
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
+
+import numpy as np
 
 from .lowering import Copy, Dispatch
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A physical buffer of the program."""
+    nbytes: int
+    kind: str                 # "temp", "feed", "resident", "const"
+    value: np.ndarray | None = None
+    resident: object = None
 
 
 def _storages(step) -> list:
@@ -22,7 +34,6 @@ def _storages(step) -> list:
 
 def allocate(program) -> None:
     """Set ``index`` on every storage the program uses and fill ``program.buffers``."""
-    from .program import Buffer
     buffers = program.buffers
     first, last, order = {}, {}, []
     for i, step in enumerate(program.steps):

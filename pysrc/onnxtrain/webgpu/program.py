@@ -15,6 +15,7 @@ import numpy as np
 from ..ir.model import AttrType
 from ..ops.registry import normalize_domain
 from ..runtime.plan import IN_PLACE_OPS, Plan, attribute_value, describe_node, subgraphs
+from .allocate import Buffer, allocate
 from .errors import NotLowered, WebGPUError
 from .lowering import Copy, Dispatch, Lowering
 from .registry import gpu_lookup
@@ -34,15 +35,6 @@ class HostStep:
     inputs: list      # per argument: a Tensor, a list of Tensors, or None
     outputs: list     # Tensors (uploaded after the kernel) or None for an unused output
     reason: str
-
-
-@dataclass(eq=False)
-class Buffer:
-    """A physical buffer of the program."""
-    nbytes: int
-    kind: str                 # "temp", "feed", "resident", "const"
-    value: np.ndarray | None = None
-    resident: object = None
 
 
 @dataclass(eq=False)
@@ -106,7 +98,6 @@ class _Compiler:
                 values[s] = None
         outputs = [values[s] for s in plan.output_slots]
         program = Program(self.records, [], self.feeds, outputs, self.fallbacks)
-        from .allocate import allocate
         allocate(program)
         return program
 
