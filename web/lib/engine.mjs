@@ -4,10 +4,12 @@
 // {id, ok: true, result} or {id, ok: false, error}.  A failed request leaves its session as it was.
 import { registerHooks } from "./engine_hooks.mjs";
 import { snapshotSaved, startPython } from "./start.mjs";
+import { forPython as webgpu } from "./webgpu.mjs";
 
 let py = null;
 let bridge = null;
 let registry = null;
+let call = null;
 
 // Python from a memory snapshot of an earlier visit where the browser has one (start.mjs), then the registry.
 async function start() {
@@ -15,6 +17,11 @@ async function start() {
   py = started.py;
   bridge = py.pyimport("onnxtrain.web.bridge");
   registry = py.pyimport("onnxtrain.web.sessions").Registry();
+  // The WebGPU host (webgpu.mjs) as a Python module.  Python waits for the GPU with run_sync, which needs the
+  // request's Python entered through callPromising (JSPI); requests then run one at a time (below).
+  py.registerJsModule("_onnxtrain_webgpu", webgpu);
+  call = py._module.jspiSupported ? (...args) => registry.call.callPromising(...args)
+    : (...args) => registry.call(...args);
   return { kernels: started.kernels, start: started.start, timings: started.timings,
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
     milliseconds: started.timings.kernels };
@@ -81,7 +88,13 @@ function messageOf(err) {
 const hooks = {};
 registerHooks(hooks, { python: () => py, snapshotSaved });
 
-self.onmessage = async (event) => {
+// One request at a time: a request waiting for the GPU must not let another one into Python meanwhile.
+let turn = Promise.resolve();
+self.onmessage = (event) => {
+  turn = turn.then(() => answer(event));
+};
+
+async function answer(event) {
   const { id, method, handle = null, args = [] } = event.data;
   const made = [];
   let list = null;
@@ -93,7 +106,7 @@ self.onmessage = async (event) => {
     } else if (method !== "ready") {
       list = py.toPy(toPython(args, made));
       const transfer = [];
-      result = fromPython(registry.call(method, handle, list), transfer);
+      result = fromPython(await call(method, handle, list), transfer);
       self.postMessage({ id, ok: true, result }, transfer);
       return;
     }
@@ -104,4 +117,4 @@ self.onmessage = async (event) => {
     if (list) list.destroy();
     made.forEach((a) => a.destroy());
   }
-};
+}

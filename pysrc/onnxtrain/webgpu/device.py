@@ -7,6 +7,7 @@ optimizer step before it reach the GPU as one submission.
 """
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -29,7 +30,10 @@ def _wgpu():
 
 
 def open_device() -> "Device":
-    """The process's WebGPU device (made on first use)."""
+    """The process's WebGPU device (made on first use); in the page (Pyodide), page.py's on navigator.gpu."""
+    if sys.platform == "emscripten":
+        from .page import open_page_device
+        return open_page_device()
     with _lock:
         if "device" not in _shared:
             _shared["device"] = Device(_wgpu())
@@ -61,6 +65,9 @@ class Device:
         self._probe = None
         self.bytes_held = 0
         self.submissions = 0
+
+    def runner(self, program) -> "Runner":
+        return Runner(program, self)
 
     # -- resources ------------------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ class WebGPUSession:
         key = tuple(feed_signature(v) for v in feeds)
         runner = self._programs.get(key)
         if runner is None:
-            runner = Runner(compile_program(self.plan, feeds, self.model), self.device)
+            runner = self.device.runner(compile_program(self.plan, feeds, self.model))
             self._programs[key] = runner
             while len(self._programs) > PROGRAMS_KEPT:
                 self._programs.popitem(last=False)[1].release()

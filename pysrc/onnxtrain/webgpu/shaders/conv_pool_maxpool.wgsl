@@ -19,7 +19,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let nc = i / ohw;
   let h0 = i32(((i % ohw) / pu(4u)) * pu(7u)) - pi(9u);
   let w0 = i32((i % pu(4u)) * pu(8u)) - pi(10u);
-  var best = bitcast<f32>(0xff800000u);
+  let minus_inf = 0xff800000u;   // a let: Chromium rejects a constant expression whose value is infinite
+  var best = bitcast<f32>(minus_inf);
   var bh = h0;
   var bw = w0;
   for (var kh = 0; kh < pi(5u); kh++) {

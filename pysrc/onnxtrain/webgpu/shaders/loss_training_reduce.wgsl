@@ -32,7 +32,9 @@ fn main(@builtin(local_invocation_index) t: u32) {
     let mode = pu(1u);
     var out = total;
     if (mode >= 2u && denom != 0.0) { out = total / denom; }
-    if (mode == 3u && denom == 0.0) { out = bitcast<f32>(0x7fc00000u); }
+    // NaN through a let: Chromium's WGSL compiler rejects a constant expression whose value is NaN
+    let nan_bits = 0x7fc00000u;
+    if (mode == 3u && denom == 0.0) { out = bitcast<f32>(nan_bits); }
     OUT[0] = out;
   }
 }

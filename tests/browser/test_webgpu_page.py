@@ -1,0 +1,164 @@
+"""WebGPU in the page: inside the engine's worker, Programs run on navigator.gpu (web/lib/webgpu.mjs, through
+onnxtrain/webgpu/page.py) and equal the CPU Session, with one call from Python into the page per run.  Chromium
+runs headless with --enable-unsafe-webgpu (its SwiftShader adapter, even with --disable-gpu); without the flag
+there is no adapter, and WebGPUSession says so."""
+import base64
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import build
+from browser.conftest import CHROMIUM_ARGS, opened_site
+
+WEBGPU_ARGS = CHROMIUM_ARGS + ["--enable-unsafe-webgpu"]
+
+
+def model_bytes(round_too: bool = False) -> str:
+    """Y = Gelu(Relu(A + B) * 0.5), Z = Relu(A + B), base64; with ``round_too`` a Round (no WGSL kernel: it runs
+    on the CPU) after the Add."""
+    nodes = [helper.make_node("Add", ["A", "B"], ["S"])]
+    if round_too:
+        nodes.append(helper.make_node("Round", ["S"], ["R"]))
+    nodes += [helper.make_node("Relu", ["R" if round_too else "S"], ["Z"]),
+              helper.make_node("Mul", ["Z", "half"], ["H"]),
+              helper.make_node("Gelu", ["H"], ["Y"])]
+    graph = helper.make_graph(
+        nodes, "page", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "AB"],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "YZ"],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=8)
+    return base64.b64encode(model.SerializeToString()).decode()
+
+
+# Runs the model on WebGPU and on the CPU for feeds of SHAPES: per run the largest difference, the calls into
+# the page's WebGPU host and the submissions; the fallbacks.
+RUN_BOTH = """
+import base64, json
+import numpy as np
+from onnxtrain import ir
+from onnxtrain.runtime import Session
+from onnxtrain.webgpu.session import WebGPUSession
+
+def run_both(model_b64, shapes):
+    model = ir.load(base64.b64decode(model_b64))
+    gpu, cpu = WebGPUSession(model), Session(model)
+    device, rng = gpu.device, np.random.default_rng(0)
+    out = {"diff": [], "calls": [], "submissions": [], "adapter": device.adapter_info}
+    for shape in shapes:
+        a, b = (rng.standard_normal(shape).astype(np.float32) * 3 for _ in range(2))
+        calls, submissions = device.bridge_calls, device.submissions
+        got = gpu.run([a, b])
+        out["calls"].append(device.bridge_calls - calls)
+        out["submissions"].append(device.submissions - submissions)
+        want = cpu.run([a, b])
+        assert [g.shape for g in got] == [w.shape for w in want]
+        out["diff"].append(max(float(np.max(np.abs(g - w))) for g, w in zip(got, want)))
+    out["fallbacks"] = gpu.fallbacks
+    out["held"] = device.bytes_held
+    gpu.release()
+    return json.dumps(out)
+"""
+
+SHAPES = [[4, 70], [4, 70], [4, 70], [3, 1]]
+
+
+@pytest.fixture(scope="module")
+def gpu_browser(browser):
+    """A second Chromium, with WebGPU, from the Playwright of conftest's (one Playwright per process)."""
+    b = browser.browser_type.launch(executable_path=str(build.CHROMIUM), args=WEBGPU_ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def gpu_page(gpu_browser, site_url):
+    yield from opened_site(gpu_browser, site_url)
+
+
+def python(page, code: str):
+    return page.call("runPython", {"code": code})
+
+
+def test_a_model_on_webgpu_equals_the_cpu_with_one_call_per_run(gpu_page):
+    out = json.loads(python(gpu_page, RUN_BOTH + f"run_both({model_bytes()!r}, {SHAPES!r})"))
+    assert out["adapter"]["vendor"] and out["adapter"]["backend_type"] == "navigator.gpu", out["adapter"]
+    assert out["fallbacks"] == []
+    assert max(out["diff"]) < 1e-5, out["diff"]
+    # a new program is sent once (one more call); every run then is one call and one submission
+    assert out["calls"] == [2, 1, 1, 2], out["calls"]
+    assert out["submissions"] == [1, 1, 1, 1], out["submissions"]
+
+
+def test_a_node_on_the_cpu_splits_the_run(gpu_page):
+    out = json.loads(python(gpu_page, RUN_BOTH + f"run_both({model_bytes(True)!r}, {SHAPES[:2]!r})"))
+    assert len(out["fallbacks"]) == 1 and "Round" in out["fallbacks"][0], out["fallbacks"]
+    assert max(out["diff"]) < 1e-5, out["diff"]
+    # the first segment, the read of Round's input, the write of its output, the second segment
+    assert out["calls"][1] == 4, out["calls"]
+
+
+def test_the_engine_requests_can_wait_for_the_gpu(gpu_page):
+    """A request through the engine's registry (entered with callPromising) runs WebGPU as runPython does."""
+    python(gpu_page, RUN_BOTH + "import onnxtrain.web.sessions as s\n"
+                                "s.FUNCTIONS['webgpu_probe'] = lambda args: run_both(*args)")
+    out = json.loads(gpu_page.call("webgpu_probe", [model_bytes(), SHAPES[:2]]))
+    assert out["fallbacks"] == [] and max(out["diff"]) < 1e-5 and out["calls"][1] == 1, out
+
+
+def test_module_trains_on_webgpu_as_on_the_cpu(gpu_page, site_url):
+    """The site's mlp artifacts: Module(device="webgpu") and the CPU give the same losses and parameters."""
+    code = f"""
+import json, os
+import numpy as np
+from js import fetch
+from onnxtrain import api
+os.makedirs("/tmp/mlp", exist_ok=True)
+for name in ("checkpoint", "training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):
+    data = await (await fetch("{site_url}artifacts/mlp/" + name)).arrayBuffer()
+    with open("/tmp/mlp/" + name, "wb") as f:
+        f.write(data.to_bytes())
+
+def train(device):
+    rng = np.random.default_rng(0)
+    state = api.CheckpointState.load_checkpoint("/tmp/mlp/checkpoint")
+    module = api.Module("/tmp/mlp/training_model.onnx", state, "/tmp/mlp/eval_model.onnx", device=device)
+    optimizer = api.Optimizer("/tmp/mlp/optimizer_model.onnx", module)
+    losses = []
+    for _ in range(3):
+        x = rng.standard_normal((8, 20)).astype(np.float32)
+        labels = rng.integers(0, 5, 8).astype(np.int64)
+        out = module(x, labels)
+        losses.append(float(np.asarray(out[0] if isinstance(out, (list, tuple)) else out)))
+        optimizer.step()
+        module.lazy_reset_grad()
+    return losses, module.get_contiguous_parameters(True).copy(), module
+
+cpu_losses, cpu_params, _ = train("cpu")
+gpu_losses, gpu_params, gpu = train("webgpu")
+json.dumps({{"cpu": cpu_losses, "gpu": gpu_losses, "params": float(np.max(np.abs(gpu_params - cpu_params))),
+            "scale": float(np.max(np.abs(cpu_params))), "report": gpu.device_report()}})
+"""
+    out = json.loads(python(gpu_page, code))
+    np.testing.assert_allclose(out["gpu"], out["cpu"], rtol=1e-4)
+    assert out["params"] <= 1e-4 * out["scale"], out
+    assert out["report"]["device"] == "webgpu" and out["report"]["fallbacks"]["train"] == [], out["report"]
+
+
+def test_without_the_flag_there_is_no_adapter(site_page):
+    """The tests' usual Chromium (no --enable-unsafe-webgpu): WebGPUSession raises NoAdapterError."""
+    code = f"""
+import base64
+from onnxtrain import ir
+from onnxtrain.webgpu import NoAdapterError
+from onnxtrain.webgpu.session import WebGPUSession
+try:
+    WebGPUSession(ir.load(base64.b64decode({model_bytes()!r})))
+    message = None
+except NoAdapterError as e:
+    message = str(e)
+message
+"""
+    message = python(site_page, code)
+    assert message and "WebGPU" in message and "adapter" in message, message
