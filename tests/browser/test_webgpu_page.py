@@ -162,3 +162,60 @@ message
 """
     message = python(site_page, code)
     assert message and "WebGPU" in message and "adapter" in message, message
+
+
+# TrainingSession.create with onnxruntime-web's executionProviders, through the library as a page uses it: the
+# site's mlp artifacts, three steps on fixed data; the losses, parameters and the provider, or the error.
+LIBRARY_STEPS = """async (providers) => {
+    const lib = await import("./onnxtrain/onnxtrain.mjs");
+    const files = { checkpointState: "artifacts/mlp/checkpoint", trainModel: "artifacts/mlp/training_model.onnx",
+                    evalModel: "artifacts/mlp/eval_model.onnx", optimizerModel: "artifacts/mlp/optimizer_model.onnx" };
+    let session;
+    try {
+        session = await lib.TrainingSession.create(files, providers === null ? {} : { executionProviders: providers });
+    } catch (e) {
+        return { error: String(e.message || e) };
+    }
+    const losses = [];
+    for (let step = 0; step < 3; step++) {
+        const x = Float32Array.from({ length: 8 * 20 }, (_, i) => Math.sin(i * 0.37 + step));
+        const y = BigInt64Array.from({ length: 8 }, (_, i) => BigInt((i + step) % 5));
+        const feeds = { [session.trainingInputNames[0]]: new lib.Tensor("float32", x, [8, 20]),
+                        [session.trainingInputNames[1]]: new lib.Tensor("int64", y, [8]) };
+        const out = await session.runTrainStep(feeds);
+        losses.push(out[session.trainingOutputNames[0]].data[0]);
+        await session.runOptimizerStep();
+        await session.lazyResetGrad();
+    }
+    // then train(): the Trainer's guarded steps (on WebGPU a snapshot and a non-finite count in each step's
+    // submission), two epochs of 32 rows
+    const x = Float32Array.from({ length: 32 * 20 }, (_, i) => Math.cos(i * 0.11));
+    const y = BigInt64Array.from({ length: 32 }, (_, i) => BigInt(i % 5));
+    const summary = await session.train({ [session.trainingInputNames[0]]: new lib.Tensor("float32", x, [32, 20]),
+                                          [session.trainingInputNames[1]]: new lib.Tensor("int64", y, [32]) },
+                                        { epochs: 2, batchSize: 8, learningRate: 0.01, shuffle: false });
+    const params = Array.from((await session.getContiguousParameters(true)).data);
+    const provider = session.executionProvider;
+    await session.release();
+    return { losses, params, provider, trained: summary.loss };
+}"""
+
+
+def test_training_session_takes_execution_providers(gpu_page):
+    page = gpu_page.page
+    gpu = page.evaluate(LIBRARY_STEPS, ["webgpu"])
+    cpu = page.evaluate(LIBRARY_STEPS, ["wasm"])
+    assert gpu["provider"] == "webgpu" and cpu["provider"] == "wasm", (gpu, cpu)
+    np.testing.assert_allclose(gpu["losses"], cpu["losses"], rtol=1e-4)
+    np.testing.assert_allclose(gpu["trained"], cpu["trained"], rtol=1e-4)
+    np.testing.assert_allclose(gpu["params"], cpu["params"], rtol=1e-4, atol=1e-4 * np.abs(cpu["params"]).max())
+    assert page.evaluate(LIBRARY_STEPS, [{"name": "webgpu"}, "wasm"])["provider"] == "webgpu"
+
+
+def test_webgpu_without_an_adapter_falls_back_only_when_asked(site_page):
+    page = site_page.page
+    alone = page.evaluate(LIBRARY_STEPS, ["webgpu"])
+    assert "WebGPU" in alone.get("error", "") and "adapter" in alone["error"], alone
+    assert page.evaluate(LIBRARY_STEPS, ["webgpu", "wasm"])["provider"] == "wasm"
+    assert page.evaluate(LIBRARY_STEPS, None)["provider"] == "wasm"
+    assert "unknown execution provider 'cuda'" in page.evaluate(LIBRARY_STEPS, ["cuda"])["error"]

@@ -102,3 +102,20 @@ def test_unknown_device_is_named():
     state = api.CheckpointState.load_checkpoint(files["checkpoint"])
     with pytest.raises(ValueError, match="'cuda'"):
         api.Module(files["training"], state, files["eval"], device="cuda")
+
+
+def test_execution_providers_fall_back_in_order_and_never_silently(monkeypatch):
+    from onnxtrain.api.module import provider_for
+    from onnxtrain.webgpu import NoAdapterError, device
+    assert provider_for(["webgpu", "wasm"]) == "webgpu"
+    assert provider_for(["wasm", "webgpu"]) == "wasm"
+    assert provider_for(None) == "wasm"
+
+    def no_adapter():
+        raise NoAdapterError("WebGPU: no adapter")
+    monkeypatch.setattr(device, "open_device", no_adapter)
+    assert provider_for(["webgpu", "wasm"]) == "wasm"
+    with pytest.raises(RuntimeError, match="'webgpu' is available here \\(webgpu: WebGPU: no adapter\\)"):
+        provider_for(["webgpu"])
+    with pytest.raises(ValueError, match="unknown execution provider 'cuda'"):
+        provider_for(["cuda", "wasm"])

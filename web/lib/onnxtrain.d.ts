@@ -47,10 +47,23 @@ export interface TrainingSessionCreateOptions {
   optimizerModel?: URIorBuffer | null;
 }
 
+/** onnxruntime-web's session options; of them onnxtrain reads only executionProviders. */
+export interface SessionOptions {
+  /** Tried in order: "webgpu" (where the browser has a WebGPU adapter), "wasm" and "cpu" (the CPU). Without it,
+   * "wasm". Asking only for "webgpu" where there is no adapter is an error that names WebGPU. */
+  executionProviders?: ReadonlyArray<"webgpu" | "wasm" | "cpu" | { name: "webgpu" | "wasm" | "cpu" }>;
+  [option: string]: unknown;
+}
+
 export class TrainingSession {
   /** Loads the artifacts into the library's worker (started with the first session); many sessions may live at
-   * once. The session options of onnxruntime-web are accepted and ignored. */
-  static create(trainingOptions: TrainingSessionCreateOptions, sessionOptions?: object): Promise<TrainingSession>;
+   * once. Of onnxruntime-web's session options, executionProviders is read; the others are accepted and
+   * ignored. */
+  static create(trainingOptions: TrainingSessionCreateOptions, sessionOptions?: SessionOptions): Promise<TrainingSession>;
+
+  /** The execution provider the session runs on: "webgpu", "wasm" or "cpu" (the first of executionProviders
+   * that is here). */
+  readonly executionProvider: "webgpu" | "wasm" | "cpu";
 
   readonly trainingInputNames: readonly string[];
   readonly trainingOutputNames: readonly string[];

@@ -186,6 +186,18 @@ async function trainLoop(call, beginArgs, onProgress, signal, onStart) {
   return call("train_end", true);
 }
 
+// onnxruntime-web's executionProviders (names, or objects with a name) as names; null: the default, "wasm".
+function providersOf(sessionOptions) {
+  const given = sessionOptions?.executionProviders;
+  if (given == null) return null;
+  if (!Array.isArray(given)) throw new TypeError("executionProviders must be an array, such as [\"webgpu\", \"wasm\"]");
+  return given.map((p) => {
+    const name = typeof p === "string" ? p : p?.name;
+    if (typeof name !== "string") throw new TypeError("each of executionProviders is a name or an object with a name");
+    return name;
+  });
+}
+
 class TrainingSession {
   constructor(engine_, info) {
     this._engine = engine_;
@@ -194,17 +206,19 @@ class TrainingSession {
     this.trainingOutputNames = Object.freeze(info.trainingOutputNames);
     this.evalInputNames = Object.freeze(info.evalInputNames);
     this.evalOutputNames = Object.freeze(info.evalOutputNames);
+    this.executionProvider = info.executionProvider;
   }
 
-  static async create({ checkpointState, trainModel, evalModel, optimizerModel } = {}, _sessionOptions = {}) {
+  static async create({ checkpointState, trainModel, evalModel, optimizerModel } = {}, sessionOptions = {}) {
     if (!checkpointState || !trainModel) {
       throw new TypeError("TrainingSession.create needs checkpointState and trainModel");
     }
+    const providers = providersOf(sessionOptions);
     const connection = connect();
     const bytes = await Promise.all([[checkpointState, "checkpointState"], [trainModel, "trainModel"],
       [evalModel, "evalModel"], [optimizerModel, "optimizerModel"]].map(([source, what]) => bytesOf(source, what)));
     await connection.ready;
-    return new TrainingSession(connection, await connection.call("create", null, bytes));
+    return new TrainingSession(connection, await connection.call("create", null, [...bytes, providers]));
   }
 
   _call(method, ...args) { return this._engine.call(method, this._handle, args); }

@@ -242,6 +242,35 @@ def _residency(device: str, state: CheckpointState):
     return state._device
 
 
+#: onnxruntime-web's execution provider names, as Module devices.
+PROVIDERS = {"webgpu": "webgpu", "wasm": "cpu", "cpu": "cpu"}
+
+
+def provider_for(providers) -> str:
+    """The first of ``providers`` (onnxruntime-web's ``executionProviders`` names) that is here, in their order:
+    "webgpu" when a WebGPU adapter exists, "wasm" and "cpu" always (``PROVIDERS`` gives its Module device).  Where
+    none is, the error names each and why (no silent fallback: ["webgpu"] alone fails without an adapter)."""
+    providers = ["wasm"] if providers is None else [providers] if isinstance(providers, str) else list(providers)
+    if not providers:
+        raise ValueError("executionProviders is empty: name at least one of 'webgpu', 'wasm', 'cpu'")
+    problems = []
+    for name in providers:
+        device = PROVIDERS.get(name)
+        if device is None:
+            raise ValueError(f"unknown execution provider {name!r}: onnxtrain has 'webgpu', 'wasm' and 'cpu'")
+        if device == "cpu":
+            return name
+        from ..webgpu import WebGPUError
+        from ..webgpu.device import open_device
+        try:
+            open_device()
+            return name
+        except WebGPUError as e:
+            problems.append(f"{name}: {e}")
+    raise RuntimeError("none of the execution providers " + ", ".join(map(repr, providers)) + " is available here ("
+                       + "; ".join(problems) + ")")
+
+
 def session_on(model: Model, device: str = "cpu"):
     """A session running ``model`` on ``device`` ("cpu" or "webgpu")."""
     if device not in DEVICES:

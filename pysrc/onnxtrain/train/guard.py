@@ -160,7 +160,7 @@ class StepGuard:
             optimizer.step()
             bad = guard.count_nonfinite(residents)
             loss = float(np.asarray(outputs()[0]).reshape(-1)[0])
-            if math.isfinite(loss) and not int(np.frombuffer(bad.result()[0], np.uint32)[0]):
+            if math.isfinite(loss) and not bad():
                 return loss
             if not math.isfinite(loss):
                 error = self._error(number, epoch, "loss", loss=loss)

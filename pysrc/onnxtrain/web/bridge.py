@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import ir
 from ..api import CheckpointState, Module, Optimizer
+from ..api.module import PROVIDERS, provider_for
 from ..api.optimizer import check_learning_rate
 from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
@@ -118,11 +119,12 @@ class TrainingSession:
     Steps are checked for non-finite values and undone (NonFiniteStepError) unless ``set_finite_check(False)``.
     """
 
-    def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None):
+    def __init__(self, training_model, checkpoint, eval_model=None, optimizer_model=None, providers=None):
         self.state = CheckpointState.load_checkpoint(_bytes(checkpoint))
         self._training_model = _bytes(training_model)
         self._eval_model = None if eval_model is None else _bytes(eval_model)
-        self.module = Module(self._training_model, self.state, self._eval_model)
+        self.provider = provider_for(None if providers is None else [str(p) for p in _buffer(providers)])
+        self.module = Module(self._training_model, self.state, self._eval_model, device=PROVIDERS[self.provider])
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
         self.trainer = Trainer(self.module, self.optimizer, epochs=None, patience=10, evaluate_epochs=False)

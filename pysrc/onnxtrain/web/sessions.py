@@ -126,8 +126,8 @@ class Session(Training):
     """One TrainingSession of the library: the bridge's session (its checkpoint, export and learning-rate logic)
     stepped the way onnxruntime-web steps it."""
 
-    def __init__(self, checkpoint, train_model, eval_model=None, optimizer_model=None):
-        self.run = TrainingSession(train_model, checkpoint, eval_model, optimizer_model)
+    def __init__(self, checkpoint, train_model, eval_model=None, optimizer_model=None, providers=None):
+        self.run = TrainingSession(train_model, checkpoint, eval_model, optimizer_model, providers)
         module = self.run.module
         self.train_inputs = _signature(self.run._training_model, module.train().input_names())
         self.train_outputs = module.output_names()
@@ -144,7 +144,8 @@ class Session(Training):
 
     def names(self) -> dict:
         return {"trainingInputNames": list(self.train_inputs), "trainingOutputNames": list(self.train_outputs),
-                "evalInputNames": list(self.eval_inputs or []), "evalOutputNames": list(self.eval_outputs or [])}
+                "evalInputNames": list(self.eval_inputs or []), "evalOutputNames": list(self.eval_outputs or []),
+                "executionProvider": self.run.provider}
 
     def _step(self, training: bool, feeds: dict, fetches):
         names = self.train_outputs if training else self.eval_outputs

@@ -1,55 +1,72 @@
-"""What the trainer's guarded step needs on the GPU: a snapshot of the arrays an optimizer step writes (buffer
-copies, recorded in order with the step), a count of their non-finite values after it, and the way back.  All
-of it joins the step's one submission; only the count is read back, with the loss."""
+"""What the trainer's guarded step needs on the GPU: a snapshot of the arrays an optimizer step writes, a count of
+their non-finite values after it, and the way back.  Each is a small Program (copies into or out of shadow
+residents, counting dispatches), so both hosts run them as they run a graph's, and all of it joins the step's
+one submission; only the count is read back, with the loss."""
 from __future__ import annotations
 
 import numpy as np
 
-from .lowering import Lowering
+from .allocate import allocate
+from .lowering import Copy, Dispatch, Lowering, pack_params
+from .program import Program
+from .residency import Resident
 from .shaders import shader
-from .device import PARAMS_ALIGN
+from .tensors import Storage, Tensor
 
 
 class DeviceGuard:
     def __init__(self, residency):
-        self.device = residency.device
-        self._copies: dict = {}    # resident serial -> (resident, its snapshot buffer)
-        self._params: dict = {}    # element count -> parameter block buffer
-        self._groups: dict = {}    # resident serial -> bind group of its count
-        self._counter = self.device.buffer(16, "the non-finite counter")
-        self._pipeline, self._layout = self.device.pipeline(shader("nonfinite"), 1, 1)
+        self.residency = residency
+        self._shadows: dict = {}    # resident serial -> a Resident of its own (no host array) holding its snapshot
+        self._runners: dict = {}    # (what, the residents' serials) -> the device's runner of that program
 
     def snapshot(self, residents: list) -> None:
-        for r in residents:
-            copy = self._copies.get(r.serial)
-            if copy is None:
-                copy = self._copies[r.serial] = (r, self.device.buffer(r.gpu_buffer.size, "a step's snapshot"))
-            self.device.copy(r.gpu_buffer, copy[1], r.gpu_buffer.size)
+        self._run("snapshot", residents)
 
     def restore(self, residents: list) -> None:
         """Put back what ``snapshot`` kept; the host copies are stale until the state is read."""
+        self._run("restore", residents)
         for r in residents:
-            self.device.copy(self._copies[r.serial][1], r.gpu_buffer, r.gpu_buffer.size)
             r.device_newer = True
 
     def count_nonfinite(self, residents: list):
-        """A Staged read of how many NaN and infinite values the residents hold."""
-        device = self.device
-        device.clear(self._counter, 4)
+        """A function giving how many NaN and infinite values the residents hold, read with the next read."""
+        counted = self._run("count", residents, defer=True)
+        return lambda: int(counted()[0].reshape(-1)[0])
+
+    def _run(self, what: str, residents: list, defer: bool = False):
+        key = (what, tuple(r.serial for r in residents))
+        runner = self._runners.get(key)
+        if runner is None:
+            program = getattr(self, f"_{what}_program")(residents)
+            allocate(program)
+            runner = self._runners[key] = self.residency.device.runner(program)
+        return runner.run([], list(range(len(runner.program.outputs))), defer)
+
+    def _shadow(self, r) -> Storage:
+        shadow = self._shadows.get(r.serial)
+        if shadow is None:
+            buf = self.residency.device.buffer(r.gpu_buffer.size, "a step's snapshot")
+            shadow = self._shadows[r.serial] = Resident(buf, r.shape, r.dtype)
+        return _held(shadow)
+
+    def _snapshot_program(self, residents: list) -> Program:
+        return Program([Copy(_held(r), self._shadow(r), r.gpu_buffer.size) for r in residents], [], [], [])
+
+    def _restore_program(self, residents: list) -> Program:
+        return Program([Copy(self._shadow(r), _held(r), r.gpu_buffer.size) for r in residents], [], [], [])
+
+    def _count_program(self, residents: list) -> Program:
+        counter = Tensor((1,), np.dtype(np.int32), Storage(4))
+        steps = [Dispatch(shader("layout_fill", T="u32"), [], [counter.storage], pack_params([1, 0]), (1, 1, 1),
+                          [4])]
         for r in residents:
             n = int(np.prod(r.shape, dtype=np.int64))
-            if n == 0 or r.dtype != np.float32:
-                continue
-            group = self._groups.get(r.serial)
-            if group is None:
-                group = self._groups[r.serial] = device.bind_group(self._layout, self._param_block(n), 0,
-                                                                   [r.gpu_buffer, self._counter], [4 * n, 4])
-            device.dispatch(self._pipeline, group, Lowering.grid(n))
-        return device.stage([(self._counter, 4)])
+            if n and r.dtype == np.float32:
+                steps.append(Dispatch(shader("nonfinite"), [_held(r)], [counter.storage], pack_params([n]),
+                                      Lowering.grid(n), [4 * n, 4]))
+        return Program(steps, [], [], [counter])
 
-    def _param_block(self, n: int):
-        block = self._params.get(n)
-        if block is None:
-            block = self._params[n] = self.device.buffer(PARAMS_ALIGN, "a parameter block")
-            self.device.write(block, np.array([n] + [0] * (PARAMS_ALIGN // 4 - 1), np.uint32))
-        return block
+
+def _held(r) -> Storage:
+    return Storage(r.gpu_buffer.size, "resident", resident=r)

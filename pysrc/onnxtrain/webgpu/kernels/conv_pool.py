@@ -314,4 +314,4 @@ def GlobalAveragePool(k, X):
 
 @gpu_kernel("GlobalMaxPool")
 def GlobalMaxPool(k, X):
-    return _global("GlobalMaxPool", k, X, "max_nan(a, b)", "bitcast<f32>(0xff800000u)", mean=False)
+    return _global("GlobalMaxPool", k, X, "max_nan(a, b)", "f32_bits(0xff800000u)", mean=False)

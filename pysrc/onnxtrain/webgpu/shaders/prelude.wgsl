@@ -7,5 +7,7 @@ fn pi(i: u32) -> i32 { return bitcast<i32>(pu(i)); }
 fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
 // NaN by its bits (compilers may fold x != x away); WGSL's min and max need not pass NaN on, numpy's do.
 fn isnan_(x: f32) -> bool { let b = bitcast<u32>(x); return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0u; }
+// A float from its bits, not as a constant expression (Chromium rejects a constant NaN or infinity).
+fn f32_bits(b: u32) -> f32 { return bitcast<f32>(b); }
 // The linear index of an invocation in a grid of 256-wide workgroups that Lowering.grid spread over x and y.
 fn flat(g: vec3<u32>, n: vec3<u32>) -> u32 { return g.x + g.y * n.x * 256u; }
