@@ -219,3 +219,36 @@ def test_webgpu_without_an_adapter_falls_back_only_when_asked(site_page):
     assert page.evaluate(LIBRARY_STEPS, ["webgpu", "wasm"])["provider"] == "wasm"
     assert page.evaluate(LIBRARY_STEPS, None)["provider"] == "wasm"
     assert "unknown execution provider 'cuda'" in page.evaluate(LIBRARY_STEPS, ["cuda"])["error"]
+
+
+# PersonalizeTask on the site's backbone with executionProviders: one sample per class of two flat colours, the
+# head trained a few epochs, a prediction; lavapipe-like software WebGPU embeds slowly, so images are small.
+PERSONALIZE = """async (providers) => {
+    const lib = await import("./onnxtrain/onnxtrain.mjs");
+    const task = await lib.PersonalizeTask.create("artifacts/efficientnet_lite0/backbone.onnx",
+                                                  { executionProviders: providers });
+    const image = (r, g, b) => {
+        const px = new Uint8Array(32 * 32 * 4);
+        for (let i = 0; i < px.length; i += 4) px.set([r + (i % 7), g, b + (i % 5), 255], i);
+        return px;
+    };
+    for (const [name, rgb] of [["red", [200, 30, 30]], ["blue", [30, 30, 200]]]) {
+        const index = await task.addClass(name);
+        await task.addSamples(image(...rgb), { width: 32, height: 32, count: 1 }, index);
+    }
+    await task.setup();
+    const summary = await task.train({ epochs: 3, batchSize: 2, learningRate: 0.003 });
+    const prediction = await task.predict(image(190, 40, 40), { width: 32, height: 32, count: 1 });
+    const info = await task.info();
+    await task.release();
+    return { provider: info.executionProvider, loss: summary.loss, probabilities: prediction.probabilities };
+}"""
+
+
+def test_personalize_task_takes_execution_providers(gpu_page):
+    page = gpu_page.page
+    gpu = page.evaluate(PERSONALIZE, ["webgpu"])
+    cpu = page.evaluate(PERSONALIZE, ["wasm"])
+    assert gpu["provider"] == "webgpu" and cpu["provider"] == "wasm"
+    np.testing.assert_allclose(gpu["loss"], cpu["loss"], rtol=1e-4)
+    np.testing.assert_allclose(gpu["probabilities"], cpu["probabilities"], rtol=1e-4, atol=1e-6)

@@ -346,12 +346,15 @@ export interface Prediction { probabilities: number[]; label: number; className:
  * are embedded once when added and cached, the head is trained on the cache, and exportModel() gives one ONNX model
  * from uint8 RGB(A) pixels of any size to `probabilities` and `label` (class names in its metadata). */
 export class PersonalizeTask extends Task {
-  static create(backbone: URIorBuffer, options?: { onLoad?: (progress: LoadProgress) => void }):
-    Promise<PersonalizeTask>;
+  /** executionProviders as TrainingSession.create's: the embeddings, the head's training and its predictions run
+   * on the first that is here (info() says which). */
+  static create(backbone: URIorBuffer, options?: { onLoad?: (progress: LoadProgress) => void;
+    executionProviders?: SessionOptions["executionProviders"] }): Promise<PersonalizeTask>;
   static fromSnapshot(backbone: URIorBuffer, snapshot: URIorBuffer,
-    options?: { onLoad?: (progress: LoadProgress) => void }): Promise<PersonalizeTask>;
+    options?: { onLoad?: (progress: LoadProgress) => void;
+      executionProviders?: SessionOptions["executionProviders"] }): Promise<PersonalizeTask>;
   info(): Promise<{ inputSize: number; features: number; blockShape: number[]; backboneBytes: number;
-    backboneSha256: string; source: string; loadSeconds: number }>;
+    backboneSha256: string; source: string; loadSeconds: number; executionProvider: "webgpu" | "wasm" | "cpu" }>;
   addClass(name: string): Promise<number>;
   renameClass(index: number, name: string): Promise<void>;
   /** Removes the class and its samples; the classes after it move down one. */

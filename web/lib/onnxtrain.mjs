@@ -567,15 +567,17 @@ async function imagesOf(pixels, size, what) {
 class PersonalizeTask extends Task {
   // backbone: a URL (fetched here, onLoad({loaded, total, seconds, stage: "download"}) per chunk), an ArrayBuffer
   // or a Uint8Array.  onLoad is called once more with stage "ready" when the engine holds the backbone.
-  static async create(backbone, { onLoad } = {}) {
-    return this._load("personalize", backbone, [], onLoad);
+  // executionProviders as TrainingSession.create's: the embeddings, the head's training and its predictions run
+  // on the first that is here.
+  static async create(backbone, { onLoad, executionProviders } = {}) {
+    return this._load("personalize", backbone, [providersOf({ executionProviders })], onLoad);
   }
 
   // The task a snapshot() was taken of, on the same backbone (without embedding the samples again).
-  static async fromSnapshot(backbone, snapshot, { onLoad } = {}) {
+  static async fromSnapshot(backbone, snapshot, { onLoad, executionProviders } = {}) {
     const bytes = await bytesOf(snapshot, "the snapshot");
     if (!bytes) throw new TypeError("fromSnapshot needs the snapshot's bytes");
-    return this._load("personalize_snapshot", backbone, [bytes], onLoad);
+    return this._load("personalize_snapshot", backbone, [bytes, providersOf({ executionProviders })], onLoad);
   }
 
   static async _load(kind, backbone, rest, onLoad) {

@@ -281,6 +281,12 @@ class PersonalizeSession:
     def from_snapshot(cls, backbone: bytes, snapshot: bytes, run=None, device: str = "cpu") -> "PersonalizeSession":
         """The session a ``snapshot`` was taken of, on ``backbone`` (the same model)."""
         session = cls(backbone, run, device)
+        session._load_snapshot(snapshot)
+        return session
+
+    def _load_snapshot(self, snapshot: bytes) -> None:
+        """Take the classes, samples and run of ``snapshot`` (this session is new)."""
+        session = self
         try:
             archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
             meta = json.loads(archive["meta"].tobytes())
@@ -312,7 +318,6 @@ class PersonalizeSession:
         session.store = {int(s): (features[k], block[k]) for k, s in enumerate(ids.tolist())}
         if settings is not None:
             session._new_run(settings, checkpoint)
-        return session
 
 
 __all__ = ["PersonalizeSession"]

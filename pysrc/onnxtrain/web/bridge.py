@@ -154,9 +154,9 @@ class TrainingSession:
         self.guard.check = bool(enabled)
 
     @classmethod
-    def from_artifacts(cls, arts: dict) -> "TrainingSession":
+    def from_artifacts(cls, arts: dict, providers=None) -> "TrainingSession":
         """A session over ``generate_artifacts``' dict of bytes."""
-        return cls(arts[TRAINING_MODEL], arts[CHECKPOINT], arts[EVAL_MODEL], arts.get(OPTIMIZER_MODEL))
+        return cls(arts[TRAINING_MODEL], arts[CHECKPOINT], arts[EVAL_MODEL], arts.get(OPTIMIZER_MODEL), providers)
 
     def describe(self) -> dict:
         return {"train_inputs": self.module.train().input_names(), "train_outputs": self.module.output_names(),

@@ -2,8 +2,11 @@
 [count, height, width]) onto onnxtrain.tasks.personalize, with the page's run (a bridge TrainingSession)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ..api.module import PROVIDERS, provider_for
 from ..tasks import personalize
 from ..tasks.checks import whole
 from ..train.data import DataError
@@ -34,17 +37,22 @@ def _camel(prediction: dict) -> dict:
 class PersonalizeSession(personalize.PersonalizeSession):
     """tasks.personalize.PersonalizeSession for the worker."""
 
-    def __init__(self, backbone, run=training_run, device="cpu"):
-        super().__init__(_bytes(backbone), run=run, device=device)
+    def __init__(self, backbone, providers=None):
+        self.provider = provider_for(None if providers is None else [str(p) for p in _buffer(providers)])
+        super().__init__(_bytes(backbone), run=functools.partial(training_run, providers=[self.provider]),
+                         device=PROVIDERS[self.provider])
 
     @classmethod
-    def from_snapshot(cls, backbone, snapshot) -> "PersonalizeSession":
-        return super().from_snapshot(_bytes(backbone), _bytes(snapshot), run=training_run)
+    def from_snapshot(cls, backbone, snapshot, providers=None) -> "PersonalizeSession":
+        session = cls(backbone, providers)
+        session._load_snapshot(_bytes(snapshot))
+        return session
 
     def info(self) -> dict:
         b = self.backbone
         return {"inputSize": b.preprocess["size"], "features": b.features, "blockShape": b.block_shape,
-                "backboneBytes": b.bytes, "backboneSha256": b.sha256, "source": b.source}
+                "backboneBytes": b.bytes, "backboneSha256": b.sha256, "source": b.source,
+                "executionProvider": self.provider}
 
     def add_samples(self, pixels, shape, index) -> list:
         """RGBA images [count, height, width] of class ``index``; their sample ids."""

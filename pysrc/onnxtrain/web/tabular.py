@@ -8,9 +8,10 @@ from ..tasks.tabular import (  # noqa: F401  (the names tools and tests reach th
 from .bridge import TrainingSession, _buffer, _bytes
 
 
-def training_run(arts: dict, train: list, validation=None, seed: int = 0) -> TrainingSession:
-    """The page's run of a task: a bridge TrainingSession holding the data (see tasks.training)."""
-    session = TrainingSession.from_artifacts(arts)
+def training_run(arts: dict, train: list, validation=None, seed: int = 0, providers=None) -> TrainingSession:
+    """The page's run of a task: a bridge TrainingSession holding the data (see tasks.training), on the first of
+    ``providers`` that is here."""
+    session = TrainingSession.from_artifacts(arts, providers)
     session.set_data(train, validation, seed)
     return session
 
