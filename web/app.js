@@ -1,5 +1,6 @@
 // The page: every flow is built on the onnxtrain library (onnxtrain/onnxtrain.mjs), as another site's page would be.
 import { setUpCamera } from "./camera.js";
+import { PROVIDER_NAMES, executionProviders, setUpCompute } from "./compute.js";
 import { setUpDigits } from "./digits.js";
 import { setUpFederation } from "./federation.js";
 import { setUpImages } from "./images.js";
@@ -11,6 +12,7 @@ import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";
 
 const ready = start();
+const compute = setUpCompute();
 
 // The service worker caches the whole site for repeat and offline visits: it is registered once the runtime is
 // up, so that its downloads do not compete with the first start for the CPU.
@@ -52,7 +54,7 @@ async function loadDemo() {
   const url = (name) => `artifacts/mlp/${name}`;
   const next = await TrainingSession.create({ checkpointState: url("checkpoint"),
     trainModel: url("training_model.onnx"), evalModel: url("eval_model.onnx"),
-    optimizerModel: url("optimizer_model.onnx") });
+    optimizerModel: url("optimizer_model.onnx") }, { executionProviders: executionProviders() });
   if (demo) await demo.release();
   demo = next;
 }
@@ -67,7 +69,7 @@ async function train() {
     await demo.setLearningRate(Number($("lr").value));
     const rng = seeded(1);
     const steps = Number($("steps").value), batch = Number($("batch").value);
-    $("status").textContent = "Training…";
+    $("status").textContent = `Training on ${PROVIDER_NAMES[demo.executionProvider]}…`;
     const t0 = performance.now();
     for (let step = 1; step <= steps && !cancelled; step++) {
       const out = await demo.runTrainStep(makeBatch(batch, rng));
@@ -80,7 +82,7 @@ async function train() {
     }
     const held = await demo.runEvalStep(makeBatch(256, seeded(99)));
     const evalLoss = held[demo.evalOutputNames[0]].data[0];
-    $("status").textContent = cancelled ? "Cancelled." : "Trained.";
+    $("status").textContent = cancelled ? "Cancelled." : `Trained on ${PROVIDER_NAMES[demo.executionProvider]}.`;
     $("metrics").textContent += ` · held-out loss ${evalLoss.toFixed(4)}`;
     $("export").disabled = $("checkpoint").disabled = false;
   } catch (err) {
@@ -97,9 +99,10 @@ $("cancel").onclick = () => { cancelled = true; };
 $("export").onclick = async () => download(await demo.exportModelForInferencing(["output"]), "model.onnx");
 $("checkpoint").onclick = async () => download(await demo.saveCheckpoint(true), "checkpoint");
 
-ready.then((info) => {
+Promise.all([ready, compute]).then(([info, provider]) => {
   const kernels = info.kernels ? `SIMD kernels (${info.kernels.includes("relaxed") ? "relaxed SIMD" : "SIMD128"})`
     : "numpy kernels only";
-  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}, ${kernels}.`;
+  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}, ${kernels}; ` +
+    `computing on ${PROVIDER_NAMES[provider]}.`;
   $("train").disabled = false;
 }, (err) => { showError(err); $("status").textContent = "The Python runtime failed to start."; });

@@ -1,6 +1,7 @@
 // "Teach a model with your camera or photos": a pretrained EfficientNet-Lite0 (frozen) embeds each sample once, in
 // the engine; a small head learns the user's classes in about a second; live predictions on the camera; one ONNX
 // model (preprocessing, backbone and head) to download.  Built on the library's PersonalizeTask only.
+import { PROVIDER_NAMES, executionProviders } from "./compute.js";
 import { PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower } from "./ui.js";
@@ -92,7 +93,8 @@ async function showReady() {
   const info = await task.info();
   $("cam-load-progress").hidden = true;
   $("cam-load-status").textContent = `Ready: EfficientNet-Lite0 (${(info.backboneBytes / MB).toFixed(1)} MB, ` +
-    `${info.features} features per image), loaded in ${info.loadSeconds.toFixed(1)} s.`;
+    `${info.features} features per image), loaded in ${info.loadSeconds.toFixed(1)} s; computing on ` +
+    `${PROVIDER_NAMES[info.executionProvider]}.`;
   $("cam-load").hidden = true;
   $("cam-setup").hidden = false;
   if (!navigator.mediaDevices?.getUserMedia) {
@@ -107,7 +109,7 @@ function load() {
     $("cam-load").disabled = true;
     $("cam-load-status").textContent = "Starting…";
     loading = (async () => {
-      task = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad });
+      task = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad, executionProviders: executionProviders() });
       for (const name of ["Class 1", "Class 2"]) {
         await task.addClass(name);
         classes.push({ name, samples: [] });
@@ -488,7 +490,8 @@ registerRunKind("camera", {
   async resume(saved) {
     if (busy) throw new Error("Training is running; cancel it before resuming a saved run.");
     $("cam-load").disabled = true;
-    const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0), { onLoad: showLoad });
+    const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0),
+      { onLoad: showLoad, executionProviders: executionProviders() });
     const names = await next.classes();
     const counts = await next.counts();
     if (names.length !== saved.classes.length || saved.classes.some((c, i) => counts[i] !== c.samples.length)) {

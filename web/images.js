@@ -1,5 +1,6 @@
 // "Train on a folder of images": decode in the page, then either train the head of the pretrained EfficientNet-Lite0
 // on the photos' features (the default) or a small CNN from scratch; download a model that takes the images.
+import { executionProviders } from "./compute.js";
 import { ImageTask, PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
@@ -64,7 +65,9 @@ async function entryFiles(entries) {
 
 // The backbone's features of every image of `data`, as the classes of `pretrained` (made once).
 async function embed() {
-  if (!pretrained) pretrained = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad });
+  if (!pretrained) {
+    pretrained = await PersonalizeTask.create(BACKBONE, { onLoad: showLoad, executionProviders: executionProviders() });
+  }
   for (let i = (await pretrained.classes()).length; i > 0; i--) await pretrained.removeClass(i - 1);
   for (const name of data.classes) await pretrained.addClass(name);
   const bytes = data.size * data.size * 4;
@@ -146,7 +149,8 @@ registerRunKind("images", {
     $("img-model").value = data.model || "scratch";
     let info;
     if (data.model === "pretrained") {
-      const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0), { onLoad: showLoad });
+      const next = await PersonalizeTask.fromSnapshot(BACKBONE, saved.snapshot.slice(0),
+        { onLoad: showLoad, executionProviders: executionProviders() });
       for (const old of new Set([task, pretrained])) await old?.release();
       task = pretrained = next;
       info = saved.info;

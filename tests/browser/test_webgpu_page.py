@@ -252,3 +252,25 @@ def test_personalize_task_takes_execution_providers(gpu_page):
     assert gpu["provider"] == "webgpu" and cpu["provider"] == "wasm"
     np.testing.assert_allclose(gpu["loss"], cpu["loss"], rtol=1e-4)
     np.testing.assert_allclose(gpu["probabilities"], cpu["probabilities"], rtol=1e-4, atol=1e-6)
+
+
+def test_the_app_computes_on_webgpu_where_there_is_an_adapter_and_offers_the_choice(gpu_page, site_page):
+    page = gpu_page.page
+    page.wait_for_function("() => document.getElementById('status').textContent.startsWith('Ready')")
+    assert "computing on the GPU (WebGPU)" in page.text_content("#status")
+    assert page.input_value("#compute") == "webgpu"
+    page.fill("#steps", "20")
+    page.click("#train")
+    page.wait_for_function("() => document.getElementById('status').textContent.startsWith('Trained')",
+                           timeout=120_000)
+    assert page.text_content("#status") == "Trained on the GPU (WebGPU)."
+    page.select_option("#compute", "wasm")
+    page.click("#train")
+    page.wait_for_function("() => document.getElementById('status').textContent === 'Trained on the CPU (wasm).'",
+                           timeout=120_000)
+
+    plain = site_page.page   # no --enable-unsafe-webgpu: no adapter
+    plain.wait_for_function("() => document.getElementById('status').textContent.startsWith('Ready')")
+    assert "computing on the CPU (wasm)" in plain.text_content("#status")
+    assert plain.input_value("#compute") == "wasm"
+    assert plain.locator("#compute option[value=webgpu]").is_disabled()
