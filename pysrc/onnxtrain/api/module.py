@@ -120,13 +120,18 @@ class Module:
 
     def device_report(self) -> dict:
         """Where the module runs: the device, and on WebGPU the adapter, the nodes of the last train and eval
-        runs that ran on the CPU (with why), and the GPU memory held by programs and the state."""
+        runs that ran on the CPU (with why), the dispatches of those runs, the GPU memory held by programs and
+        the state, and the device's submissions (and in the page its calls from Python) so far."""
         if self._residency is None:
             return {"device": "cpu"}
         sessions = {"train": self._train, "eval": self._eval}
-        return {"device": self.device, "adapter": self._train.device.adapter_info.get("device", ""),
+        device = self._train.device
+        return {"device": self.device, "adapter": device.adapter_info.get("device", ""),
                 "fallbacks": {k: v.fallbacks for k, v in sessions.items() if v is not None},
-                "gpu_bytes": sum(v.gpu_bytes for v in sessions.values() if v is not None) + self._residency.nbytes}
+                "dispatches": {k: v.last_program.dispatch_count for k, v in sessions.items()
+                               if v is not None and v.last_program is not None},
+                "gpu_bytes": sum(v.gpu_bytes for v in sessions.values() if v is not None) + self._residency.nbytes,
+                "submissions": device.submissions, "bridge_calls": getattr(device, "bridge_calls", 0)}
 
     @staticmethod
     def _check_count(user_inputs, expected) -> None:
