@@ -14,9 +14,9 @@ import numpy as np
 
 from .errors import GPUMemoryError, NoAdapterError, WebGPUError
 from .lowering import Copy, Dispatch
+from .program import PARAMS_ALIGN
 from .tensors import from_gpu_bytes, to_gpu_array
 
-PARAMS_ALIGN = 256   # WebGPU's minUniformBufferOffsetAlignment (its largest allowed value)
 _shared: dict = {}
 _lock = threading.Lock()
 
@@ -241,16 +241,10 @@ class Runner:
 
     def _prepare(self) -> None:
         device, program = self.device, self.program
-        dispatches = [s for s in program.steps if isinstance(s, Dispatch)]
-        params = bytearray()
-        offsets = []
-        for d in dispatches:
-            offsets.append(len(params))
-            params += d.params + bytes(-len(d.params) % PARAMS_ALIGN or (PARAMS_ALIGN if not d.params else 0))
-        self.params = device.buffer(max(len(params), PARAMS_ALIGN), "the dispatches' parameters")
-        device.write(self.params, np.frombuffer(bytes(params) or bytes(PARAMS_ALIGN), np.uint8))
-        self.written_residents = {s.index: s for step in program.steps if isinstance(step, Dispatch)
-                                  for s in step.outputs if s.kind == "resident"}.values()
+        params, offsets = program.param_blocks()
+        self.params = device.buffer(len(params), "the dispatches' parameters")
+        device.write(self.params, np.frombuffer(params, np.uint8))
+        self.written_residents = program.written_residents
         self.commands = []
         at = iter(offsets)
         for step in program.steps:

@@ -15,10 +15,10 @@ import json
 
 import numpy as np
 
-from .device import PARAMS_ALIGN, Runner
+from .device import Runner
 from .errors import GPUMemoryError, NoAdapterError, WebGPUError
 from .lowering import Copy, Dispatch
-from .program import HostStep
+from .program import PARAMS_ALIGN, HostStep
 
 JS_MODULE = "_onnxtrain_webgpu"
 _shared: dict = {}
@@ -46,16 +46,15 @@ def program_wire(program) -> tuple:
             entry["const"] = put(np.ascontiguousarray(b.value).tobytes())
         buffers.append(entry)
     shaders: dict = {}
-    params = bytearray()
+    params, offsets = program.param_blocks()
+    at = iter(offsets)
     segments: list = [[]]
     for step in program.steps:
         if isinstance(step, Dispatch):
-            offset = len(params)
-            params += step.params + bytes(-len(step.params) % PARAMS_ALIGN or (0 if step.params else PARAMS_ALIGN))
             segments[-1].append({"shader": shaders.setdefault(step.source, len(shaders)),
                                  "io": [len(step.inputs), len(step.outputs)],
                                  "bind": [s.index for s in step.inputs + step.outputs], "sizes": list(step.sizes),
-                                 "params": offset, "groups": list(step.groups)})
+                                 "params": next(at), "groups": list(step.groups)})
         elif isinstance(step, Copy):
             segments[-1].append({"copy": [step.src.index, step.dst.index, step.nbytes]})
         else:
@@ -66,7 +65,7 @@ def program_wire(program) -> tuple:
             return [output(x) for x in t]
         return {"buffer": None if t.storage is None else t.storage.index, "shape": list(t.shape),
                 "dtype": t.dtype.name, "type": t.gtype}
-    return ({"shaders": list(shaders), "buffers": buffers, "params": put(bytes(params)), "segments": segments,
+    return ({"shaders": list(shaders), "buffers": buffers, "params": put(params), "segments": segments,
              "feeds": [{"buffer": s.index, "input": pos, "item": item} for pos, item, s in program.feeds],
              "outputs": [output(t) for t in program.outputs]}, bytes(blob))
 
@@ -240,8 +239,7 @@ class PageRunner(Runner):
         self.held = sum(n for n in sizes if n is not None) + _held(max(desc["params"][1], PARAMS_ALIGN))
         device.bytes_held += self.held
         self.hosts = [s for s in program.steps if isinstance(s, HostStep)]
-        self.written_residents = {s.index: s for step in program.steps if isinstance(step, Dispatch)
-                                  for s in step.outputs if s.kind == "resident"}.values()
+        self.written_residents = program.written_residents
         self.params = None
 
     def release(self) -> None:

@@ -18,9 +18,11 @@ from ..runtime.plan import IN_PLACE_OPS, Plan, attribute_value, describe_node, s
 from .allocate import Buffer, allocate
 from .errors import NotLowered, WebGPUError
 from .lowering import Copy, Dispatch, Lowering
+from .shaders import MAX_PARAMS
 from .registry import gpu_lookup
 from .tensors import Storage, Tensor, gpu_type, to_gpu_array
 
+PARAMS_ALIGN = 4 * MAX_PARAMS   # a parameter block's bytes: WebGPU's largest minUniformBufferOffsetAlignment
 #: Ops whose result must differ from run to run: never computed ahead, even from known inputs.
 RANDOM_OPS = {"Dropout", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
               "Multinomial", "Bernoulli", "BiasDropout", "BitmaskDropout", "BitmaskBiasDropout"}
@@ -44,6 +46,22 @@ class Program:
     feeds: list                   # (graph input position, index in a sequence or None, Storage)
     outputs: list                 # the graph outputs' Tensors
     fallbacks: list = field(default_factory=list)   # "node: reason" for each node on the CPU
+
+    def param_blocks(self) -> tuple:
+        """The dispatches' parameter blocks as one buffer's bytes, each at an offset aligned for a uniform
+        binding, and those offsets (in dispatch order)."""
+        data, offsets = bytearray(), []
+        for step in self.steps:
+            if isinstance(step, Dispatch):
+                offsets.append(len(data))
+                data += step.params + bytes(PARAMS_ALIGN - len(step.params))
+        return bytes(data) or bytes(PARAMS_ALIGN), offsets
+
+    @property
+    def written_residents(self) -> list:
+        """The residents a dispatch writes (once each): their host copies are stale after a run."""
+        return list({s.index: s for step in self.steps if isinstance(step, Dispatch)
+                     for s in step.outputs if s.kind == "resident"}.values())
 
     @property
     def dispatch_count(self) -> int:
