@@ -8,6 +8,7 @@ optimizer step before it reach the GPU as one submission.
 from __future__ import annotations
 
 import sys
+import functools
 import threading
 
 import numpy as np
@@ -220,6 +221,24 @@ class Staged:
         return self.out
 
 
+def outputs_to_read(program, wanted: list) -> tuple:
+    """The graph outputs at ``wanted`` (a Tensor, or a list for a sequence), and the Tensors among them to read
+    back (the others' values are known)."""
+    outputs = [program.outputs[i] for i in wanted]
+    tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
+    return outputs, [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
+
+
+def output_values(staged, reads: list, outputs: list) -> list:
+    """The outputs as host arrays: those in ``reads`` from ``staged``'s bytes, the known ones copied."""
+    data = staged.result() if staged is not None else []
+    got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
+
+    def value(t):
+        return got[id(t)] if id(t) in got else t.value.copy()
+    return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+
+
 class Runner:
     """A Program bound to a device: its buffers, pipelines and bind groups, made once; ``run`` per step."""
 
@@ -289,18 +308,9 @@ class Runner:
                 self._host(command[1])
         for storage in self.written_residents:
             storage.resident.device_newer = True
-        outputs = [program.outputs[i] for i in wanted]
-        tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
-        reads = [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
+        outputs, reads = outputs_to_read(program, wanted)
         staged = device.stage([(self._buffer(t.storage), 4 * t.size) for t in reads]) if reads else None
-
-        def results() -> list:
-            data = staged.result() if staged is not None else []
-            got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
-
-            def value(t):
-                return got[id(t)] if id(t) in got else t.value.copy()
-            return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        results = functools.partial(output_values, staged, reads, outputs)
         return results if defer else results()
 
     def _host(self, step) -> None:

@@ -11,11 +11,12 @@ nodes on the CPU runs in segments, one call each, with the reads and writes of t
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
 
-from .device import Runner
+from .device import Runner, output_values, outputs_to_read
 from .errors import GPUMemoryError, NoAdapterError, WebGPUError
 from .lowering import Copy, Dispatch
 from .program import PARAMS_ALIGN, HostStep
@@ -252,15 +253,13 @@ class PageRunner(Runner):
         """As device.py's Runner.run: the values of the outputs at ``wanted``, read back in one submission (with
         ``defer``, a function that gives them)."""
         from pyodide.ffi import to_js
-        from .tensors import from_gpu_bytes, to_gpu_array
+        from .tensors import to_gpu_array
         device, program = self.device, self.program
         arrays = [to_gpu_array(np.asarray(feeds[pos] if index is None else feeds[pos][index]), "a fed value")
                   for pos, index, _ in program.feeds]
         blob = np.concatenate([a.reshape(-1).view(np.uint8) for a in arrays]) if arrays else None
         blob_sizes = to_js([a.nbytes for a in arrays])
-        outputs = [program.outputs[i] for i in wanted]
-        tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
-        reads = [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
+        outputs, reads = outputs_to_read(program, wanted)
         for k, step in enumerate(self.hosts):
             device.js.run(self.id, k, blob if k == 0 else None, blob_sizes, None, None, False)
             self._host(step)
@@ -275,11 +274,5 @@ class PageRunner(Runner):
             if not defer:
                 staged.out = _split(_wait(result).to_bytes(), sizes)
 
-        def results() -> list:
-            data = staged.result() if staged is not None else []
-            got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
-
-            def value(t):
-                return got[id(t)] if id(t) in got else t.value.copy()
-            return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        results = functools.partial(output_values, staged, reads, outputs)
         return results if defer else results()

@@ -47,10 +47,6 @@ def indexing_params(out_shape, *shapes) -> list:
     return params
 
 
-def wgsl_type(t) -> str:
-    return t.gtype
-
-
 def float_only(op: str, *tensors) -> None:
     for t in tensors:
         if t is not None and t.dtype != np.float32:
