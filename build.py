@@ -10,6 +10,7 @@
     python3 build.py bench                run the benchmarks in bench/
     python3 build.py fuzz [--seconds N]   a long mutation-fuzzing campaign (bench/fuzz.py) over every file reader
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
+    python3 build.py device-kit           .cache/device-kit: what bench/on_gpu.sh needs on a lent GPU machine
 
 Everything is installed here: a venv in .venv with the pinned packages of
 requirements-test.txt, Debian's chromium for the browser tests and mesa-vulkan-drivers
@@ -657,6 +658,24 @@ def cmd_bench(args: list[str]) -> int:
     return code
 
 
+# What bench/on_gpu.sh installs on a lent GPU machine (CPython 3.12 with torch, no network, no Vulkan loader): the
+# WebGPU wheels for that Python and Debian's Vulkan loader.
+DEVICE_KIT = CACHE / "device-kit"
+DEVICE_WHEELS = ["wgpu==0.32.0", "cffi==2.1.1", "pycparser==3.12", "rendercanvas==2.7.2", "flatbuffers==25.12.19"]
+
+
+def cmd_device_kit(args: list[str]) -> int:
+    py = ensure_venv()
+    DEVICE_KIT.mkdir(parents=True, exist_ok=True)
+    run([py, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+         "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64", *DEVICE_WHEELS,
+         "-d", DEVICE_KIT], env=dict(os.environ, PIP_CACHE_DIR=str(CACHE / "pip")))
+    if not list(DEVICE_KIT.glob("libvulkan1_*.deb")):
+        run(["apt-get", "download", "libvulkan1"], cwd=DEVICE_KIT, stderr=subprocess.DEVNULL)
+    print(f"{DEVICE_KIT.relative_to(ROOT)}: carry it to the GPU machine and run bash bench/on_gpu.sh there")
+    return 0
+
+
 def cmd_fuzz(args: list[str]) -> int:
     """bench/fuzz.py on the site's artifacts (its seeds), with the given arguments."""
     py = ensure_venv()
@@ -680,6 +699,8 @@ def main(argv: list[str]) -> int:
         return cmd_bench(rest)
     if cmd == "fuzz":
         return cmd_fuzz(rest)
+    if cmd == "device-kit":
+        return cmd_device_kit(rest)
     if cmd == "wheel":
         build_wheel()
         return 0
