@@ -1,4 +1,5 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
+import { executionProviders } from "./compute.js";
 import { HandwritingTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
@@ -45,7 +46,8 @@ registerRunKind("digits", {
   describe: (r) => `${r.name}: ${r.examples} drawings, classes ${r.classes.join(" ")}, ${times(r.fineTunes)}`,
   async resume(saved) {
     await loaded;
-    const next = await HandwritingTask.fromSnapshot(saved.snapshot.slice(0), replay.slice(0));
+    const next = await HandwritingTask.fromSnapshot(saved.snapshot.slice(0), replay.slice(0),
+      { executionProviders: executionProviders() });
     await task.release();
     task = next;
     classes = await task.classes();
@@ -109,7 +111,7 @@ export function setUpDigits(ready) {
     const [model, replayed] = await Promise.all(["model.onnx", "replay.npz"].map(async (f) =>
       (await fetch(`artifacts/digits/${f}`)).arrayBuffer()));
     replay = replayed.slice(0);
-    task = await HandwritingTask.create(model, replayed);
+    task = await HandwritingTask.create(model, replayed, { executionProviders: executionProviders() });
     classes = await task.classes();
     fillClasses(0);
     for (const b of ["digit-add", "digit-new-add", "digit-train"]) $(b).disabled = false;

@@ -95,7 +95,8 @@ async function makeTask() {
     runInfo = { ...info, images: info.samples };
     return runInfo;
   }
-  const next = await ImageTask.create({ ...data, pixels: data.pixels.slice(0), optimizer: data.optimizer || "AdamW" });
+  const next = await ImageTask.create({ ...data, pixels: data.pixels.slice(0), optimizer: data.optimizer || "AdamW",
+    executionProviders: executionProviders() });
   if (task && task !== pretrained) await task.release();
   task = next;
   return task.info();

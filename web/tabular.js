@@ -1,4 +1,5 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
+import { executionProviders } from "./compute.js";
 import { TabularTask } from "./onnxtrain/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
@@ -46,7 +47,7 @@ async function load(bytes, name) {
   $("csv-error").hidden = true;
   fileName = name;
   csvBytes = bytes.slice(0);
-  const next = await TabularTask.create(bytes, name);
+  const next = await TabularTask.create(bytes, name, { executionProviders: executionProviders() });
   if (task) await task.release();
   task = next;
   const info = await task.describe();

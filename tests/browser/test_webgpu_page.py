@@ -11,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import build
 from browser.conftest import CHROMIUM_ARGS, opened_site
+from browser.test_in_pyodide import run_inside, webgpu_modules, webgpu_support
 
 WEBGPU_ARGS = CHROMIUM_ARGS + ["--enable-unsafe-webgpu"]
 
@@ -274,3 +275,36 @@ def test_the_app_computes_on_webgpu_where_there_is_an_adapter_and_offers_the_cho
     assert "computing on the CPU (wasm)" in plain.text_content("#status")
     assert plain.input_value("#compute") == "wasm"
     assert plain.locator("#compute option[value=webgpu]").is_disabled()
+
+
+@pytest.mark.parametrize("module", sorted(webgpu_modules()))
+def test_the_kernel_tests_pass_on_the_pages_webgpu(gpu_page, site_url, module):
+    """tests/webgpu/'s marked modules, unchanged, inside the page's Pyodide: every WGSL kernel on navigator.gpu
+    (Chromium's compiler, SwiftShader) against the CPU kernels."""
+    run_inside(gpu_page, site_url, {**webgpu_support(), module: webgpu_modules()[module]}, "/tmp/webgpu", [module])
+
+
+# A TabularTask on a small CSV with executionProviders: its provider, the loss of two epochs and the accuracy.
+TABULAR = """async (providers) => {
+    const lib = await import("./onnxtrain/onnxtrain.mjs");
+    const rows = ["a,b,c,label"];
+    for (let i = 0; i < 60; i++) {
+        const a = Math.sin(i), b = Math.cos(i * 0.7), c = (i % 7) / 7;
+        rows.push(`${a.toFixed(4)},${b.toFixed(4)},${c.toFixed(4)},${a + b > 0 ? "yes" : "no"}`);
+    }
+    const task = await lib.TabularTask.create(new TextEncoder().encode(rows.join("\\n")), "rows.csv",
+                                              { executionProviders: providers });
+    await task.setup({ label: "label", task: "classification", hidden: [8] });
+    const summary = await task.train({ epochs: 2, batchSize: 8, learningRate: 0.01 });
+    const provider = task.executionProvider;
+    await task.release();
+    return { provider, loss: summary.loss };
+}"""
+
+
+def test_tasks_take_execution_providers(gpu_page, site_page):
+    gpu = gpu_page.page.evaluate(TABULAR, ["webgpu"])
+    cpu = gpu_page.page.evaluate(TABULAR, ["wasm"])
+    assert gpu["provider"] == "webgpu" and cpu["provider"] == "wasm", (gpu, cpu)
+    np.testing.assert_allclose(gpu["loss"], cpu["loss"], rtol=1e-4)
+    assert site_page.page.evaluate(TABULAR, ["webgpu", "wasm"])["provider"] == "wasm"

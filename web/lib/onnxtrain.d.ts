@@ -277,7 +277,12 @@ export function describeModel(model: URIorBuffer): Promise<{
 
 /** A whole training flow held in the engine: its data, model and run. train() is the sessions' epoch loop over
  * the task's own data (each epoch's metrics are the task's evaluate()), to `epochs` in all: a paused run goes on. */
+/** A task's creation options beyond its data: onnxruntime-web's executionProviders, as TrainingSession.create's. */
+export interface TaskOptions { executionProviders?: SessionOptions["executionProviders"] }
+
 declare class Task {
+  /** The execution provider the task's training runs on (the first of executionProviders that is here). */
+  readonly executionProvider: "webgpu" | "wasm" | "cpu";
   train(options?: TrainOptions): Promise<TrainSummary>;
   /** The run's checkpoint (parameters, optimizer state, epoch, the task's settings). */
   checkpoint(): Promise<Uint8Array>;
@@ -293,7 +298,7 @@ declare class Task {
 
 /** A CSV table: the label column predicted from the others (classification or regression). */
 export class TabularTask extends Task {
-  static create(csv: URIorBuffer, fileName?: string): Promise<TabularTask>;
+  static create(csv: URIorBuffer, fileName?: string, options?: TaskOptions): Promise<TabularTask>;
   describe(): Promise<Record<string, unknown>>;
   detectTask(label: string): Promise<"classification" | "regression">;
   setup(settings: { label: string; task: "classification" | "regression"; hidden: number[] | string;
@@ -306,7 +311,8 @@ export class TabularTask extends Task {
 /** Images in classes: a small CNN on size x size RGBA images. */
 export class ImageTask extends Task {
   static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
-    classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<ImageTask>;
+    classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" } & TaskOptions):
+    Promise<ImageTask>;
   /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped.
    * `fit`: "stretch" the whole image (default) or take its "centre" square. */
   static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number,
@@ -320,8 +326,9 @@ export class ImageTask extends Task {
 
 /** A pretrained classifier of 8x8 drawings (values 0..16), fine-tuned on the user's examples and classes. */
 export class HandwritingTask extends Task {
-  static create(model: URIorBuffer, replay?: URIorBuffer | null): Promise<HandwritingTask>;
-  static fromSnapshot(snapshot: URIorBuffer, replay?: URIorBuffer | null): Promise<HandwritingTask>;
+  static create(model: URIorBuffer, replay?: URIorBuffer | null, options?: TaskOptions): Promise<HandwritingTask>;
+  static fromSnapshot(snapshot: URIorBuffer, replay?: URIorBuffer | null, options?: TaskOptions):
+    Promise<HandwritingTask>;
   classes(): Promise<string[]>;
   predict(pixels: ArrayLike<number>): Promise<number[]>;
   addClass(name: string): Promise<number>;

@@ -353,17 +353,19 @@ async function describeModel(model) {
 // ---- Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised) -----
 // Each task owns its data, model and run; train() is the sessions' loop over the task's own data, with each
 // epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
+// Each task takes onnxruntime-web's executionProviders among its options, as TrainingSession.create does, and
+// says in executionProvider which runs its training (and, for PersonalizeTask, its embeddings).
 class Task {
-  constructor(connection, handle) {
+  constructor(connection, info) {
     this._engine = connection;
-    this._handle = handle;
+    this._handle = info.handle;
+    this.executionProvider = info.executionProvider;
   }
 
   static async _make(kind, args) {
     const connection = connect();
     await connection.ready;
-    const { handle } = await connection.call("create_task", null, [kind, args]);
-    return new this(connection, handle);
+    return new this(connection, await connection.call("create_task", null, [kind, args]));
   }
 
   _call(method, ...args) { return this._engine.call(method, this._handle, args); }
@@ -397,8 +399,9 @@ class Task {
 
 // A CSV table: the label column predicted from the others, with the preprocessing in the exported model.
 class TabularTask extends Task {
-  static async create(csv, fileName = "data.csv") {
-    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(fileName)]);
+  static async create(csv, fileName = "data.csv", { executionProviders } = {}) {
+    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(fileName),
+      providersOf({ executionProviders })]);
   }
 
   async describe() { return this._call("describe"); }
@@ -422,9 +425,10 @@ class TabularTask extends Task {
 // Images in classes: a small CNN on size x size RGBA pixels, the resize and scaling in the exported model.
 class ImageTask extends Task {
   // pixels: RGBA bytes of `count` images of size x size (decodeImages gives them), labels: class index per image.
-  static async create({ pixels, count, size, labels, classes, validation = 0.2, seed = 0, optimizer = "AdamW" }) {
+  static async create({ pixels, count, size, labels, classes, validation = 0.2, seed = 0, optimizer = "AdamW",
+    executionProviders }) {
     return this._make("images", [await bytesOf(pixels, "the pixels"), [count, size], Array.from(labels, Number),
-      Array.from(classes, String), validation, seed, optimizer]);
+      Array.from(classes, String), validation, seed, optimizer, providersOf({ executionProviders })]);
   }
 
   // Files ({path, bytes}) decoded and resized to size x size RGBA, each labelled by its folder; files that are not
@@ -474,13 +478,14 @@ class ImageTask extends Task {
 
 // A pretrained classifier of 8x8 drawings, fine-tuned on the user's own examples (and classes).
 class HandwritingTask extends Task {
-  static async create(model, replay = null) {
-    return this._make("handwriting", [await bytesOf(model, "the model"), await bytesOf(replay, "the replay data")]);
+  static async create(model, replay = null, { executionProviders } = {}) {
+    return this._make("handwriting", [await bytesOf(model, "the model"), await bytesOf(replay, "the replay data"),
+      null, providersOf({ executionProviders })]);
   }
 
-  static async fromSnapshot(snapshot, replay = null) {
+  static async fromSnapshot(snapshot, replay = null, { executionProviders } = {}) {
     return this._make("handwriting_snapshot", [await bytesOf(snapshot, "the snapshot"),
-      await bytesOf(replay, "the replay data")]);
+      await bytesOf(replay, "the replay data"), providersOf({ executionProviders })]);
   }
 
   async classes() { return this._call("classes"); }

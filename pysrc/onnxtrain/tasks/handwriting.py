@@ -76,8 +76,8 @@ class DigitsSession:
         return buffer.getvalue()
 
     @classmethod
-    def restore(cls, snapshot: bytes, replay: bytes = None) -> "DigitsSession":
-        """The session a ``snapshot`` was taken of."""
+    def restore(cls, snapshot: bytes, replay: bytes = None, **options) -> "DigitsSession":
+        """The session a ``snapshot`` was taken of (``options`` go to the constructor)."""
         try:
             archive = np.load(io.BytesIO(snapshot), allow_pickle=False)
             model, classes = archive["model"].tobytes(), archive["classes"].tolist()
@@ -88,7 +88,7 @@ class DigitsSession:
                 or not np.isfinite(examples).all() or ((labels < 0) | (labels >= len(classes))).any():
             raise DataError(f"the saved drawings cannot be read (examples {list(examples.shape)}, "
                             f"{len(labels)} labels, {len(classes)} classes)")
-        session = cls(model, replay, classes)
+        session = cls(model, replay, classes, **options)
         session.examples, session.labels = list(examples.astype(np.float32)), [int(v) for v in labels]
         return session
 

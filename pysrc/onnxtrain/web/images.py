@@ -9,7 +9,7 @@ from ..tasks.images import cnn_model  # noqa: F401  (for tools and tests)
 from ..tasks.checks import whole
 from ..train.data import DataError
 from .bridge import _buffer, _bytes
-from .tabular import training_run
+from .tabular import run_on
 
 
 def _shape(shape) -> tuple:
@@ -36,10 +36,11 @@ class ImageSession(images.ImageSession):
     """tasks.images.ImageSession for the worker."""
 
     def __init__(self, pixels, shape, labels, classes, validation: float = 0.2, seed: int = 0,
-                 optimizer: str = "AdamW"):
+                 optimizer: str = "AdamW", providers=None):
         n, size = _shape(shape)
+        self.provider, run = run_on(providers)
         super().__init__(_pixels(pixels, n, size, "the images"), list(_buffer(labels)), list(_buffer(classes)),
-                         validation, seed, optimizer, run=training_run)
+                         validation, seed, optimizer, run=run)
 
     def predict(self, pixels) -> list:
         """Class probabilities for one RGBA image of the session's size (uint8 bytes)."""

@@ -2,16 +2,14 @@
 [count, height, width]) onto onnxtrain.tasks.personalize, with the page's run (a bridge TrainingSession)."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..api.module import PROVIDERS, provider_for
+from ..api.module import PROVIDERS
 from ..tasks import personalize
 from ..tasks.checks import whole
 from ..train.data import DataError
 from .bridge import _buffer, _bytes
-from .tabular import training_run
+from .tabular import run_on
 
 
 def _pixels(pixels, shape, what: str) -> np.ndarray:
@@ -38,9 +36,8 @@ class PersonalizeSession(personalize.PersonalizeSession):
     """tasks.personalize.PersonalizeSession for the worker."""
 
     def __init__(self, backbone, providers=None):
-        self.provider = provider_for(None if providers is None else [str(p) for p in _buffer(providers)])
-        super().__init__(_bytes(backbone), run=functools.partial(training_run, providers=[self.provider]),
-                         device=PROVIDERS[self.provider])
+        self.provider, run = run_on(providers)
+        super().__init__(_bytes(backbone), run=run, device=PROVIDERS[self.provider])
 
     @classmethod
     def from_snapshot(cls, backbone, snapshot, providers=None) -> "PersonalizeSession":

@@ -338,7 +338,8 @@ class Registry:
             session = Session(*args)
             return {"handle": self._add(session), **session.names()}
         if method == "create_task":
-            return {"handle": self._add(TaskSession(*args))}
+            task = TaskSession(*args)
+            return {"handle": self._add(task), "executionProvider": task.task.provider}
         if method in FUNCTIONS:
             return FUNCTIONS[method](*args)
         if method not in KNOWN:

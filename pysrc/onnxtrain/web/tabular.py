@@ -2,6 +2,9 @@
 the page's run (a bridge TrainingSession, whose best-epoch and artifact calls the worker makes)."""
 from __future__ import annotations
 
+import functools
+
+from ..api.module import provider_for
 from ..tasks import tabular
 from ..tasks.tabular import (  # noqa: F401  (the names tools and tests reach through this module)
     DataError, _is_missing, describe, detect_task, mlp_model, parse_csv, prepare, stratified_split, with_preprocessing)
@@ -16,6 +19,13 @@ def training_run(arts: dict, train: list, validation=None, seed: int = 0, provid
     return session
 
 
+def run_on(providers) -> tuple:
+    """(the first of ``providers``, onnxruntime-web's executionProviders names, that is here; the page's run of a
+    task on it)."""
+    provider = provider_for(None if providers is None else [str(p) for p in _buffer(providers)])
+    return provider, functools.partial(training_run, providers=[provider])
+
+
 def csv_inputs(data, inputs) -> dict:
     return tabular.csv_inputs(_bytes(data), _buffer(inputs))
 
@@ -23,8 +33,9 @@ def csv_inputs(data, inputs) -> dict:
 class TabularSession(tabular.TabularSession):
     """tasks.tabular.TabularSession for the worker."""
 
-    def __init__(self, data, name: str = "the CSV file"):
-        super().__init__(_bytes(data), str(name), run=training_run)
+    def __init__(self, data, name: str = "the CSV file", providers=None):
+        self.provider, run = run_on(providers)
+        super().__init__(_bytes(data), str(name), run=run)
 
     def setup(self, label, task, hidden, validation=0.2, seed=0, optimizer="AdamW") -> dict:
         return super().setup(label, task, _buffer(hidden), validation, seed, optimizer)
