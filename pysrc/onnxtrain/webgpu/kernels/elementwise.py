@@ -24,11 +24,31 @@ fn erf_(x: f32) -> f32 {
 }
 """
 
-FUNCTIONS = {"erf_": ERF}
+# sin and cos: WGSL's builtins need only be within 2^-11 absolute on [-pi, pi] (Chromium's SwiftShader is off by
+# 2e-4), so they are computed here, about 1.5 ulp: x = k pi/2 + r, |r| <= pi/4, with pi/2 in three parts
+# (Cody and Waite; k * 1.5703125 is exact while |k| < 2^16), then Cephes' sinf and cosf polynomials on r and the
+# quadrant k mod 4.  Beyond |x| = 8192 the reduction loses bits: the builtins take over there.
+SINCOS = """
+fn sincos_(x: f32) -> vec2<f32> {
+  if (abs(x) > 8192.0) { return vec2<f32>(sin(x), cos(x)); }
+  let k = round(x * 0.63661977236758134);
+  let r = ((x - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
+  let z = r * r;
+  let s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+  let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+  let q = i32(k) & 3;
+  let sc = select(vec2<f32>(s, c), vec2<f32>(c, -s), (q & 1) == 1);
+  return select(sc, -sc, q >= 2);
+}
+fn sin_(x: f32) -> f32 { return sincos_(x).x; }
+fn cos_(x: f32) -> f32 { return sincos_(x).y; }
+"""
+
+FUNCTIONS = {"erf_": ERF, "sin_": SINCOS, "cos_": SINCOS}
 
 
 def _functions(expr: str) -> str:
-    return "".join(src for name, src in FUNCTIONS.items() if name + "(" in expr)
+    return "".join(dict.fromkeys(src for name, src in FUNCTIONS.items() if name + "(" in expr))
 
 
 def unary(k, x, expr: str, params=(), out_dtype=None):
@@ -77,8 +97,8 @@ UNARY = {
     "Erf": "erf_(x)",
     "Softplus": "select(log(1.0 + exp(x)), x + log(1.0 + exp(-x)), x > 0.0)",
     "Softsign": "x / (1.0 + abs(x))",
-    "Sin": "sin(x)",
-    "Cos": "cos(x)",
+    "Sin": "sin_(x)",
+    "Cos": "cos_(x)",
 }
 
 
