@@ -1,15 +1,79 @@
-"""Run one ONNX node (or a model) on the WebGPU provider and on the CPU kernels, and compare."""
+"""Run one ONNX node (or a model) on the WebGPU provider and on the CPU kernels, and compare.
+
+Models are built on onnxtrain's own IR (no ``onnx`` package), so that the kernel tests also run inside Pyodide,
+on the page's navigator.gpu (tests/browser/test_webgpu_page.py).  ``make_node`` infers attribute types from
+Python values as ``onnx.helper.make_node`` does, and ``make_model`` writes the model out and reads it back, so
+that the sessions see what they would load from a file."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
 from onnxtrain import ir
+from onnxtrain.ir import Attribute, AttrType, Graph, Model, Node, SequenceType, Tensor, TensorType, ValueInfo
+from onnxtrain.ir.dtypes import DataType
 from onnxtrain.runtime import Session
 from onnxtrain.webgpu.session import WebGPUSession
 
-ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-        np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL}
+UNDEFINED = 0
+ELEM = {np.dtype(np.float32): DataType.FLOAT, np.dtype(np.int64): DataType.INT64,
+        np.dtype(np.int32): DataType.INT32, np.dtype(np.bool_): DataType.BOOL}
+
+
+def tensor(name: str, value) -> Tensor:
+    """An initializer (numpy_helper.from_array)."""
+    value = np.asarray(value)
+    return Tensor(name, value, ir.dtypes.from_numpy(value.dtype))
+
+
+def attribute(name: str, value) -> Attribute:
+    """An attribute whose type follows from ``value``, as onnx.helper.make_attribute infers it: an integer (bool
+    too) INT, a real FLOAT, a str STRING, an array TENSOR, a list of integers INTS, of reals FLOATS, of strings
+    STRINGS."""
+    if isinstance(value, (str, bytes)):
+        return Attribute(name, AttrType.STRING, value.encode() if isinstance(value, str) else value)
+    if isinstance(value, np.ndarray):
+        return Attribute(name, AttrType.TENSOR, tensor("", value))
+    if isinstance(value, numbers.Integral):
+        return Attribute(name, AttrType.INT, int(value))
+    if isinstance(value, numbers.Real):
+        return Attribute(name, AttrType.FLOAT, float(value))
+    values = list(value)
+    if not values:
+        raise ValueError(f"attribute {name}: cannot infer the type of an empty list")
+    if all(isinstance(v, numbers.Integral) for v in values):
+        return Attribute(name, AttrType.INTS, [int(v) for v in values])
+    if all(isinstance(v, numbers.Real) for v in values):
+        return Attribute(name, AttrType.FLOATS, [float(v) for v in values])
+    if all(isinstance(v, (str, bytes)) for v in values):
+        return Attribute(name, AttrType.STRINGS, [v.encode() if isinstance(v, str) else v for v in values])
+    raise ValueError(f"attribute {name}: cannot infer the type of {value!r}")
+
+
+def make_node(op_type: str, inputs, outputs, domain: str = "", **attrs) -> Node:
+    """A node; ``attrs`` in name order, those None left out (as onnx.helper.make_node)."""
+    return Node(op_type, list(inputs), list(outputs), domain=domain,
+                attributes={k: attribute(k, v) for k, v in sorted(attrs.items()) if v is not None})
+
+
+def tensor_info(name: str, elem: int = UNDEFINED, shape=None) -> ValueInfo:
+    """A tensor's ValueInfo: ``shape`` None (rank unknown) or a list of sizes and symbolic names."""
+    return ValueInfo(name, TensorType(elem, None if shape is None else list(shape)))
+
+
+def sequence_info(name: str, elem: int = DataType.FLOAT) -> ValueInfo:
+    """A sequence of tensors' ValueInfo."""
+    return ValueInfo(name, SequenceType(TensorType(elem, None)))
+
+
+def make_model(nodes, name: str, inputs, outputs, initializers=(), opsets=None):
+    """A model of ``nodes``, its ``inputs`` and ``outputs`` ValueInfos, ``initializers`` Tensors, ``opsets`` {domain:
+    version} (default opset 17), written to bytes and loaded back."""
+    graph = Graph(name=name, nodes=list(nodes), inputs=list(inputs), outputs=list(outputs),
+                  initializers=list(initializers))
+    model = Model(graph=graph, ir_version=8, opset_imports=dict(opsets or {"": 17}))
+    return ir.load(ir.to_bytes(model))
 
 
 def node_model(op_type: str, inputs: dict, outputs: list, domain: str = "", opset: int = 17,
@@ -18,17 +82,13 @@ def node_model(op_type: str, inputs: dict, outputs: list, domain: str = "", opse
     the compiler before the run), ``outputs`` names, ``attrs`` the node's attributes."""
     initializers = initializers or {}
     names = list(inputs) + [n for n in initializers if n not in inputs]
-    node = helper.make_node(op_type, [n if n else "" for n in attrs.pop("_input_order", names)], outputs,
-                            domain=domain, **attrs)
-    graph = helper.make_graph(
-        [node], op_type,
-        [helper.make_tensor_value_info(n, ELEM[np.asarray(v).dtype], None) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
-        [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers.items()])
-    opsets = [helper.make_opsetid("", opset)]
+    node = make_node(op_type, [n if n else "" for n in attrs.pop("_input_order", names)], outputs,
+                     domain=domain, **attrs)
+    opsets = {"": opset}
     if domain:
-        opsets.append(helper.make_opsetid(domain, 1))
-    return ir.load(helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString())
+        opsets[domain] = 1
+    return make_model([node], op_type, [tensor_info(n, ELEM[np.asarray(v).dtype]) for n, v in inputs.items()],
+                      [tensor_info(n) for n in outputs], [tensor(n, v) for n, v in initializers.items()], opsets)
 
 
 def run_both(model, feeds: list, allow_fallback: bool = False):

@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
-from gpu_cases import assert_close, check_node, node_model, run_both
+from gpu_cases import ELEM, assert_close, check_node, make_model, make_node, node_model, run_both, tensor_info
+from onnxtrain.ir.dtypes import DataType
 from onnxtrain.runtime import Session
 
+IN_PYODIDE = True
 rng = np.random.default_rng(0)
 MS = "com.microsoft"
 # ConvGrad's dW and dB are sums over N * OH * OW products in another order than the CPU's BLAS; with terms of
@@ -17,18 +19,14 @@ CONV_TOL = dict(rtol=1e-5, atol=1e-5)
 def _model(op, inputs: dict, node_outputs: list, domain="", shapes=None, **attrs):
     """A one-node model whose node may leave outputs out (""), its outputs of float32 ``shapes`` {name: shape}
     where given."""
-    from onnx import TensorProto, helper
-    from onnxtrain import ir
-    from gpu_cases import ELEM
-    node = helper.make_node(op, list(inputs), node_outputs, domain=domain, **attrs)
-    graph = helper.make_graph(
-        [node], op, [helper.make_tensor_value_info(n, ELEM[v.dtype], None) for n, v in inputs.items()],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(shapes[n])) if n in (shapes or {}) else
-         helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in node_outputs if n])
-    opsets = [helper.make_opsetid("", 11 if op == "MaxPoolGrad" else 17)]
+    node = make_node(op, list(inputs), node_outputs, domain=domain, **attrs)
+    opsets = {"": 11 if op == "MaxPoolGrad" else 17}
     if domain:
-        opsets.append(helper.make_opsetid(domain, 1))
-    return ir.load(helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString())
+        opsets[domain] = 1
+    return make_model(
+        [node], op, [tensor_info(n, ELEM[v.dtype]) for n, v in inputs.items()],
+        [tensor_info(n, DataType.FLOAT, shapes[n]) if n in (shapes or {}) else tensor_info(n)
+         for n in node_outputs if n], opsets=opsets)
 
 
 def floats(*shape):

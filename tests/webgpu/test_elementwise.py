@@ -5,6 +5,7 @@ import pytest
 from gpu_cases import check_node
 from onnxtrain.webgpu.kernels.elementwise import UNARY
 
+IN_PYODIDE = True
 rng = np.random.default_rng(0)
 
 

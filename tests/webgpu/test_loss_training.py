@@ -7,17 +7,21 @@ import itertools
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-from gpu_cases import assert_close, check_node, node_model, run_both
-from onnxtrain import ir
+from gpu_cases import (assert_close, check_node, make_model, make_node, node_model, run_both, sequence_info, tensor,
+                       tensor_info)
+from onnxtrain.ir.dtypes import DataType
 from onnxtrain.runtime import Session
+from onnxtrain.webgpu.allocate import Buffer
 from onnxtrain.webgpu.device import open_device
-from onnxtrain.webgpu.lowering import pack_params
+from onnxtrain.webgpu.lowering import Dispatch, pack_params
+from onnxtrain.webgpu.program import Program
 from onnxtrain.webgpu.session import WebGPUSession
 from onnxtrain.webgpu.shaders import shader
-from onnxtrain.webgpu.tensors import from_gpu_bytes, to_gpu_array
+from onnxtrain.webgpu.tensors import Storage, from_gpu_bytes, to_gpu_array
+from onnxtrain.webgpu.tensors import Tensor as GPUTensor
 
+IN_PYODIDE = True
 MS = "com.microsoft"
 rng = np.random.default_rng(0)
 
@@ -177,19 +181,14 @@ def seq_model(op, inputs: list, outputs: list, initializers=None, **attrs):
     initializers = initializers or {}
     def info(name, value):
         if isinstance(value, list):
-            return helper.make_tensor_sequence_value_info(name, TensorProto.FLOAT, None)
-        elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-                np.dtype(np.bool_): TensorProto.BOOL}[np.asarray(value).dtype]
-        return helper.make_tensor_value_info(name, elem, None)
-    node = helper.make_node(op, [n for n, _ in inputs] + list(initializers), [n for n, _ in outputs], domain=MS,
-                            **attrs)
-    outs = [helper.make_tensor_sequence_value_info(n, TensorProto.FLOAT, None) if seq else
-            helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n, seq in outputs]
-    graph = helper.make_graph([node], op, [info(n, v) for n, v in inputs], outs,
-                              [numpy_helper.from_array(v, n) for n, v in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)],
-                              ir_version=8)
-    return ir.load(model.SerializeToString())
+            return sequence_info(name, DataType.FLOAT)
+        elem = {np.dtype(np.float32): DataType.FLOAT, np.dtype(np.int64): DataType.INT64,
+                np.dtype(np.bool_): DataType.BOOL}[np.asarray(value).dtype]
+        return tensor_info(name, elem)
+    node = make_node(op, [n for n, _ in inputs] + list(initializers), [n for n, _ in outputs], domain=MS, **attrs)
+    outs = [sequence_info(n, DataType.FLOAT) if seq else tensor_info(n) for n, seq in outputs]
+    return make_model([node], op, [info(n, v) for n, v in inputs], outs,
+                      [tensor(n, v) for n, v in initializers.items()], {"": 17, MS: 1})
 
 
 def params(shapes, seed, scale=1.0, positive=False):
@@ -294,17 +293,16 @@ def test_adamw_bias_correction_matches_the_cpu():
 
 
 def adamw_scalars(lr, step, alpha, beta):
-    """loss_training_adamw_scalars run on its own: [lr, ac, bc, lr_c, lr * wd]."""
-    device = open_device()
-    pipe, layout = device.pipeline(shader("loss_training_adamw_scalars"), 2, 1)
-    block = pack_params([float(alpha), float(beta), 0.0, 1])
-    buffers = [device.buffer(256), device.buffer(4), device.buffer(4), device.buffer(32)]
-    device.write(buffers[0], np.frombuffer(block + bytes(256 - len(block)), np.uint8))
-    device.write(buffers[1], np.array([lr], np.float32))
-    device.write(buffers[2], np.array([step], np.int32))
-    group = device.bind_group(layout, buffers[0], 0, buffers[1:], [4, 4, 32])
-    device.dispatch(pipe, group, (1, 1, 1))
-    out = np.frombuffer(device.read([(buffers[3], 32)])[0], np.float32)
-    for b in buffers:
-        device.release(b)
-    return out
+    """loss_training_adamw_scalars run on its own, as a program of that one dispatch (which the page's device runs
+    as well as wgpu's): [lr, ac, bc, lr_c, lr * wd]."""
+    lr_in, step_in = Storage(4, "feed", index=0), Storage(4, "feed", index=1)
+    out = Storage(32, written=True, index=2)
+    dispatch = Dispatch(shader("loss_training_adamw_scalars"), [lr_in, step_in], [out],
+                        pack_params([float(alpha), float(beta), 0.0, 1]), (1, 1, 1), [4, 4, 32])
+    program = Program([dispatch], [Buffer(4, "feed"), Buffer(4, "feed"), Buffer(32, "temp")],
+                      [(0, None, lr_in), (1, None, step_in)], [GPUTensor((8,), np.dtype(np.float32), out)])
+    runner = open_device().runner(program)
+    try:
+        return runner.run([np.array([lr], np.float32), np.array([step], np.int32)], [0])[0]
+    finally:
+        runner.release()

@@ -8,6 +8,7 @@ from onnxtrain.webgpu.errors import WebGPUError
 from onnxtrain.webgpu.kernels import matrix
 from onnxtrain.webgpu.session import WebGPUSession
 
+IN_PYODIDE = True
 rng = np.random.default_rng(0)
 MS = "com.microsoft"
 

@@ -8,6 +8,7 @@ from onnxtrain.ir.model import TensorType
 from onnxtrain.tasks.preprocess import preprocess_model
 from onnxtrain.webgpu.session import WebGPUSession
 
+IN_PYODIDE = True
 MS = "com.microsoft"
 rng = np.random.default_rng(0)
 

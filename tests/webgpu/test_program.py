@@ -2,28 +2,25 @@
 the run, buffer reuse by liveness, GPU memory errors, the program cache, and ordering of pending work."""
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-from gpu_cases import assert_close, run_both
-from onnxtrain import ir
+from gpu_cases import assert_close, make_model, make_node, run_both, tensor, tensor_info
+from onnxtrain.ir.dtypes import DataType
 from onnxtrain.webgpu import GPUMemoryError
 from onnxtrain.webgpu.session import WebGPUSession
 
+IN_PYODIDE = True
 rng = np.random.default_rng(0)
 
 
 def model(nodes, inputs, outputs, inits=(), opset=17):
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                              [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs],
-                              [numpy_helper.from_array(v, n) for n, v in inits])
-    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]
-    return ir.load(helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString())
+    return make_model(nodes, "g", [tensor_info(n, t, s) for n, t, s in inputs], [tensor_info(n) for n in outputs],
+                      [tensor(n, v) for n, v in inits], {"": opset, "com.microsoft": 1})
 
 
 def test_a_node_without_kernel_runs_on_the_cpu_between_gpu_nodes():
-    m = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("CumSum", ["r", "axis"], ["c"]),
-               helper.make_node("Mul", ["c", "x"], ["y"])],
-              [("x", TensorProto.FLOAT, [3, 5])], ["y"], [("axis", np.array(1, np.int64))])
+    m = model([make_node("Relu", ["x"], ["r"]), make_node("CumSum", ["r", "axis"], ["c"]),
+               make_node("Mul", ["c", "x"], ["y"])],
+              [("x", DataType.FLOAT, [3, 5])], ["y"], [("axis", np.array(1, np.int64))])
     x = rng.standard_normal((3, 5)).astype(np.float32)
     got, want, gpu = run_both(m, [x], allow_fallback=True)
     assert_close(got, want)
@@ -33,8 +30,8 @@ def test_a_node_without_kernel_runs_on_the_cpu_between_gpu_nodes():
 def test_an_in_place_node_on_the_cpu_leaves_the_constants_alone():
     """InPlaceAccumulatorV2 into an initializer cannot update on the GPU; on the CPU it gets a copy each run."""
     buf = np.ones(4, np.float32)
-    m = model([helper.make_node("InPlaceAccumulatorV2", ["buf", "v"], ["flag", "out"], domain="com.microsoft")],
-              [("v", TensorProto.FLOAT, [4])], ["out"], [("buf", buf)])
+    m = model([make_node("InPlaceAccumulatorV2", ["buf", "v"], ["flag", "out"], domain="com.microsoft")],
+              [("v", DataType.FLOAT, [4])], ["out"], [("buf", buf)])
     session = WebGPUSession(m)
     v = np.full(4, 2, np.float32)
     first = session.run([v])[0]
@@ -44,9 +41,9 @@ def test_an_in_place_node_on_the_cpu_leaves_the_constants_alone():
 
 
 def test_values_known_before_the_run_cost_no_dispatch():
-    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s2"], ["r"]),
-               helper.make_node("Relu", ["r"], ["y"])],
-              [("x", TensorProto.FLOAT, [2, 6])], ["y", "s"], [("s2", np.array([3, 4], np.int64))])
+    m = model([make_node("Shape", ["x"], ["s"]), make_node("Reshape", ["x", "s2"], ["r"]),
+               make_node("Relu", ["r"], ["y"])],
+              [("x", DataType.FLOAT, [2, 6])], ["y", "s"], [("s2", np.array([3, 4], np.int64))])
     x = rng.standard_normal((2, 6)).astype(np.float32)
     got, want, gpu = run_both(m, [x])
     assert_close(got, want)
@@ -54,8 +51,8 @@ def test_values_known_before_the_run_cost_no_dispatch():
 
 
 def test_buffers_are_reused_once_dead():
-    nodes = [helper.make_node("Relu" if i % 2 == 0 else "Neg", [f"t{i}"], [f"t{i + 1}"]) for i in range(8)]
-    m = model(nodes, [("t0", TensorProto.FLOAT, [64])], ["t8"])
+    nodes = [make_node("Relu" if i % 2 == 0 else "Neg", [f"t{i}"], [f"t{i + 1}"]) for i in range(8)]
+    m = model(nodes, [("t0", DataType.FLOAT, [64])], ["t8"])
     x = rng.standard_normal(64).astype(np.float32)
     got, want, gpu = run_both(m, [x])
     assert_close(got, want)
@@ -64,7 +61,7 @@ def test_buffers_are_reused_once_dead():
 
 
 def test_a_new_batch_size_compiles_a_new_program_and_the_old_one_stays():
-    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 3])], ["y"])
+    m = model([make_node("Relu", ["x"], ["y"])], [("x", DataType.FLOAT, ["n", 3])], ["y"])
     session = WebGPUSession(m)
     for n in (4, 5, 4):
         x = rng.standard_normal((n, 3)).astype(np.float32)
@@ -73,7 +70,7 @@ def test_a_new_batch_size_compiles_a_new_program_and_the_old_one_stays():
 
 
 def test_a_tensor_over_the_buffer_limit_is_a_clear_error():
-    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, None)], ["y"])
+    m = model([make_node("Relu", ["x"], ["y"])], [("x", DataType.FLOAT, None)], ["y"])
     session = WebGPUSession(m)
     limit = session.device.limits["max-storage-buffer-binding-size"]
     session.device.limits["max-storage-buffer-binding-size"] = 1024
@@ -87,7 +84,7 @@ def test_a_tensor_over_the_buffer_limit_is_a_clear_error():
 
 def test_feeds_written_while_work_is_pending_do_not_overtake_it():
     """Two runs recorded before a submission each see their own feed."""
-    m = model([helper.make_node("Neg", ["x"], ["y"])], [("x", TensorProto.FLOAT, [4])], ["y"])
+    m = model([make_node("Neg", ["x"], ["y"])], [("x", DataType.FLOAT, [4])], ["y"])
     session = WebGPUSession(m)
     a, b = np.arange(4, dtype=np.float32), np.full(4, 7, np.float32)
     session.run([a], [])                      # pending, not submitted

@@ -9,6 +9,7 @@ from onnxtrain.webgpu.kernels.reduce import REDUCTIONS
 from onnxtrain.webgpu.lowering import Lowering
 from onnxtrain.webgpu.session import WebGPUSession
 
+IN_PYODIDE = True
 rng = np.random.default_rng(0)
 MS = "com.microsoft"
 EPS = float(np.finfo(np.float32).eps)
