@@ -1,24 +1,26 @@
 """Inside Pyodide, in the page's worker: the pure-numpy unit tests (modules that set IN_PYODIDE = True), unchanged,
-and the tests of tests/pyodide/ (the SIMD kernels, which only load there)."""
+and the tests of tests/pyodide/ (the SIMD kernels, which only load there).  The marked WGSL kernel tests of
+tests/webgpu/ need an adapter: test_webgpu_page.py runs them, through run_inside, in a Chromium with WebGPU."""
 import json
 import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"^IN_PYODIDE = True\b", re.M)
+# Writes FILES into FOLDER and runs pytest on TARGETS there (the whole folder when there are none).
 RUNNER = """
 import io, contextlib, os, json, pyodide_js
 await pyodide_js.loadPackage("micropip")
 import micropip
-os.makedirs("/tmp/unit", exist_ok=True)
+os.makedirs(FOLDER, exist_ok=True)
 for name, text in json.loads(FILES).items():
-    with open(f"/tmp/unit/{name}", "w") as f:
+    with open(f"{FOLDER}/{name}", "w") as f:
         f.write(text)
 await micropip.install(json.loads(WHEELS), deps=False)
 import pytest
 out = io.StringIO()
 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "/tmp/unit"])
+    code = pytest.main(["-q", "-p", "no:cacheprovider"] + [f"{FOLDER}/{t}" for t in json.loads(TARGETS) or [""]])
 [int(code), out.getvalue()]
 """
 
@@ -37,26 +39,49 @@ simd.load(path)
 """
 
 
+# What the marked modules of tests/webgpu/ import from their folder.
+WEBGPU_SUPPORT = ("conftest.py", "gpu_cases.py")
+
+
+def marked(folder: Path) -> list:
+    return [p for p in sorted(folder.glob("test_*.py")) if MARK.search(p.read_text())]
+
+
 def pyodide_modules():
-    marked = [p for p in sorted(TESTS.glob("test_*.py")) if MARK.search(p.read_text())]
-    return {p.name: p.read_text() for p in marked + sorted((TESTS / "pyodide").glob("test_*.py"))}
+    return {p.name: p.read_text() for p in marked(TESTS) + sorted((TESTS / "pyodide").glob("test_*.py"))}
+
+
+def webgpu_modules():
+    """The marked WGSL kernel test modules of tests/webgpu/, by name."""
+    return {p.name: p.read_text() for p in marked(TESTS / "webgpu")}
+
+
+def webgpu_support():
+    return {name: (TESTS / "webgpu" / name).read_text() for name in WEBGPU_SUPPORT}
 
 
 def test_marked_modules_exist_and_import_no_reference_packages():
     modules = pyodide_modules()
     assert {"test_runtime.py", "test_pure_modules.py", "test_simd_kernels.py"} <= set(modules)
-    for name, text in modules.items():
-        assert not re.search(r"^\s*(import|from) (onnx|onnxruntime|torch)\b", text, re.M), name
+    gpu = webgpu_modules()
+    assert {"test_elementwise.py", "test_matrix.py", "test_reduce.py", "test_layout.py", "test_conv_pool.py",
+            "test_norm_resize.py", "test_loss_training.py", "test_program.py"} <= set(gpu)
+    for name, text in {**modules, **gpu, **webgpu_support()}.items():
+        assert not re.search(r"^\s*(import|from) (onnx|onnxruntime|torch|ort_cases)\b", text, re.M), name
 
 
-def run_inside(page, site_url, modules):
+def run_inside(page, site_url, modules, folder="/tmp/unit", targets=()):
+    """Write ``modules`` {name: text} into ``folder`` in the page's Pyodide and run pytest there, on ``targets``
+    (names in the folder) or on the whole folder; every test must pass.  pytest's output."""
     names = page.page.evaluate("async () => (await fetch('testing/wheels/wheels.json')).json()")
     urls = [site_url + "testing/wheels/" + names[k] for k in ("iniconfig", "pluggy", "pytest")]
-    code = RUNNER.replace("FILES", repr(json.dumps(modules))).replace("WHEELS", repr(json.dumps(urls)))
+    code = (RUNNER.replace("FILES", repr(json.dumps(modules))).replace("WHEELS", repr(json.dumps(urls)))
+            .replace("TARGETS", repr(json.dumps(list(targets)))).replace("FOLDER", repr(folder)))
     status, output = page.call("runPython", {"code": code})
     assert status == 0, output
     assert re.search(r"\d+ passed", output), output
     assert "failed" not in output and "error" not in output.lower(), output
+    return output
 
 
 def test_unit_tests_pass_inside_pyodide(site_page, site_url):
