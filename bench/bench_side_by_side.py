@@ -10,7 +10,14 @@ In one run and the same headless Chromium (Debian's, driven by Playwright; each 
 - TF.js 4.22 with the wasm backend (1 thread) on the same architectures defined in TF.js (bench/pages/tfjs.js),
   cross-entropy and Adam.  tfjs-backend-wasm cannot train convolutions (no Conv2DBackpropFilter and no
   depthwise backprop kernels), so tfjs.js registers those gradients from kernels it has, checked against the
-  cpu backend's; conv rows of TF.js are marked *.
+  cpu backend's; conv rows of TF.js are marked *;
+- onnxtrain on WebGPU: the product page again, in a second headless Chromium of the round launched the same
+  way plus --enable-unsafe-webgpu (the other columns' browser keeps its flags: the app would choose WebGPU where
+  there is an adapter), the library's TrainingSession made with executionProviders ["webgpu"], timed like the
+  onnxtrain column; then --webgpu-counts further steps counted on the device from the engine's Python
+  (Module.device_report() through the test hooks' runPython): the train and optimizer programs' dispatches,
+  submissions and calls from Python into the page's WebGPU host, per step.  Headless Chromium's adapter is
+  SwiftShader, a CPU implementation: its times measure the provider's overhead, not a GPU's speed.
 
 Models (bench/bench_models.py): the MLP and the CNN of the test suite, a depthwise-separable conv block on
 96x96 images (also timed forward-only, in images/s) and a 2-block transformer encoder.  One step is the train
@@ -86,7 +93,8 @@ VARIANTS = [
             "from onnxtrain.train.guard import StepGuard\nStepGuard.step = StepGuard.checked_step"),
 ]
 ORT, TF = "onnxruntime-web 1.19.2", "TF.js 4.22 wasm"
-RUNTIMES = {"onnxtrain": "onnxtrain", "ort": ORT, "tfjs": TF}  # --runtimes names
+WEBGPU = "onnxtrain, WebGPU"
+RUNTIMES = {"onnxtrain": "onnxtrain", "ort": ORT, "tfjs": TF, "webgpu": WEBGPU}  # --runtimes names
 
 
 # ---- the served folder ----------------------------------------------------------------------------------
@@ -260,6 +268,36 @@ def run_onnxtrain(page, key: str, args, out: dict) -> None:
                     print(f"warning: undo of variant {variant.name!r} failed: {short(e)}", file=sys.stderr)
 
 
+def open_webgpu_page(playwright, url: str, out: dict):
+    """The WebGPU column's browser (the round's flags plus --enable-unsafe-webgpu) with the product page and the
+    bench hook, its first step done: the browser and the page, or (browser or None, None) when it failed
+    (out["failed"] says why)."""
+    from browser.conftest import CHROMIUM_ARGS
+    browser = None
+    try:
+        browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM),
+                                             args=CHROMIUM_ARGS + ["--enable-unsafe-webgpu"])
+        page = open_product_page(browser, url)[1]
+        page.goto(url)
+        page.evaluate("() => window.__bench.visit()")
+        return browser, page
+    except Exception as e:  # noqa: BLE001 - printed as n/a
+        out["failed"] = f"n/a ({short(e)})"
+        return browser, None
+
+
+def run_webgpu(page, key: str, args, out: dict) -> None:
+    """One model on WebGPU (out[(WEBGPU, key)]): timed like the onnxtrain column, then counted on the device."""
+    if page is None:
+        out[WEBGPU, key] = out.get("failed", "n/a (no page)")
+        return
+    options = {**timing_options(args), "executionProviders": ["webgpu"], "counts": args.webgpu_counts}
+    try:
+        out[WEBGPU, key] = page.evaluate("([d, o]) => window.__bench.train(d, o)", [f"bench-artifacts/{key}/", options])
+    except Exception as e:  # noqa: BLE001
+        out[WEBGPU, key] = f"n/a ({short(e)})"
+
+
 def onnxtrain_heap(page):
     try:
         return page.evaluate("() => window.__bench.python('import pyodide_js\\npyodide_js._module.HEAPU8.length')")
@@ -302,11 +340,13 @@ def run_bench_page(page, runtime: str, key: str, args, out: dict) -> None:
 
 def one_round(playwright, url: str, served: Served, keys: list, args, round_index: int) -> dict:
     """A fresh browser: the product page's cold start, then the models one by one, each measured by every runtime
-    back to back (the runtime order rotating), so that machine noise hits a model's runtimes alike; all three
-    pages stay open, idle while another one runs."""
+    back to back (the runtime order rotating), so that machine noise hits a model's runtimes alike; all the
+    pages stay open, idle while another one runs (the WebGPU column's in a second browser, opened after the cold
+    start, whose downloads it would add to)."""
     from browser.conftest import CHROMIUM_ARGS
     browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
-    result = {"onnxtrain": {}, ORT: {}, TF: {}, "load": []}
+    gpu_browser = None
+    result = {"onnxtrain": {}, ORT: {}, TF: {}, "webgpu": {}, "load": []}
     loads = result["load"]
     try:
         context, page = open_product_page(browser, url)
@@ -315,6 +355,8 @@ def one_round(playwright, url: str, served: Served, keys: list, args, round_inde
         for runtime, name in ((ORT, "ort.html"), (TF, "tfjs.html")):
             if [r for r in args.runtimes if RUNTIMES[r] == runtime]:
                 pages[runtime] = open_bench_page(browser, url, name, result[runtime])[1]
+        if "webgpu" in args.runtimes:
+            gpu_browser, pages[WEBGPU] = open_webgpu_page(playwright, url, result["webgpu"])
         runtimes = [RUNTIMES[r] for r in RUNTIMES if r in args.runtimes]
         for m, key in enumerate(keys):
             t0 = time.perf_counter()
@@ -322,6 +364,8 @@ def one_round(playwright, url: str, served: Served, keys: list, args, round_inde
             for runtime in runtimes[shift:] + runtimes[:shift]:
                 if runtime == "onnxtrain":
                     run_onnxtrain(page, key, args, result["onnxtrain"])
+                elif runtime == WEBGPU:
+                    run_webgpu(pages[WEBGPU], key, args, result["webgpu"])
                 else:
                     run_bench_page(pages[runtime], runtime, key, args, result[runtime])
             loads.append(os.getloadavg()[0])
@@ -333,6 +377,8 @@ def one_round(playwright, url: str, served: Served, keys: list, args, round_inde
                 result[runtime]["heap"] = pages[runtime].evaluate("() => window.bench.heapBytes()")
     finally:
         browser.close()
+        if gpu_browser is not None:
+            gpu_browser.close()
     return result
 
 
@@ -364,6 +410,9 @@ def column(rounds, runtime, key, kind="train"):
         if runtime in (ORT, TF):
             entries.append(r.get(runtime, {}).get((runtime, TFJS_SAME.get(key, key) if runtime == TF else key, kind),
                                                   r.get(runtime, {}).get("failed", "n/a (not run)")))
+        elif runtime == WEBGPU:
+            entries.append(r.get("webgpu", {}).get((runtime, key), "n/a (not run)") if kind == "train"
+                           else "n/a (not run)")
         else:  # an onnxtrain variant
             entries.append(r.get("onnxtrain", {}).get((runtime, key) if kind == "train" else (runtime, key, "forward"),
                                                       "n/a (not run)"))
@@ -434,13 +483,15 @@ def report(rounds: list, keys: list, args, size: dict) -> None:
         batch = bm.MODELS[key].forward_batch
         print(f"\nForward only, {bm.MODELS[key].label.split(',')[0]}, batch {batch} (ORT's exported inference model; "
               f"TF.js with its native fused convolutions): images/s, median [min-max]")
-        for c in cols:
+        for c in [c for c in cols if c != WEBGPU]:
             values, error, _ = column(rounds, c, key, "forward")
             ips = [batch * 1000 / v for v in values]
             print(f"  {c:38s} {cell(ips, 0) if ips else error:>30s}   ({cell(values)} ms per batch)"
                   if ips else f"  {c:38s} {error}")
     for note in dict.fromkeys(notes):
         print(f"  note: {note}")
+    if WEBGPU in cols:
+        webgpu_report(rounds, keys)
 
     print(f"\nThe onnxtrain page, cold start (ms on the page's clock from navigation start; worker timings from its "
           f"`init`): median [min-max] over {n} rounds")
@@ -500,6 +551,58 @@ def report(rounds: list, keys: list, args, size: dict) -> None:
     markdown(rounds, keys, cols, main)
 
 
+def webgpu_counts(rounds, key) -> list:
+    """The device counts of the WebGPU column's rounds for ``key`` (entries with a "counts")."""
+    return [e["counts"] for e in column(rounds, WEBGPU, key)[2] if isinstance(e, dict) and e.get("counts")]
+
+
+def webgpu_rows(rounds, keys) -> list:
+    """Per model: (label, ms per step, dispatches per step, submissions per step, bridge calls per step, CPU
+    fallback nodes), or a reason in the ms cell."""
+    rows = []
+    for key in keys:
+        values, error, entries = column(rounds, WEBGPU, key)
+        counts = webgpu_counts(rounds, key)
+        if not values:
+            rows.append((bm.MODELS[key].label, error, "", "", "", ""))
+            continue
+        if counts:
+            c = counts[0]  # the same in every round (the programs are compiled per shapes): the first
+            dispatches = (f"{c['trainDispatches'] + (c['optimizerDispatches'] or 0)} ({c['trainDispatches']} + "
+                          f"{c['optimizerDispatches']})")
+            subs = "/".join(dict.fromkeys(f"{x['submissions']:g}" for x in counts))
+            calls = "/".join(dict.fromkeys(f"{x['bridgeCalls']:g}" for x in counts))
+            fallbacks = str(len(c["fallbacks"])) + (f" ({', '.join(c['fallbacks'][:3])})" if c["fallbacks"] else "")
+        else:
+            dispatches = subs = calls = fallbacks = "n/a"
+        rows.append((bm.MODELS[key].label, cell(values), dispatches, subs, calls, fallbacks))
+    return rows
+
+
+def webgpu_report(rounds, keys) -> None:
+    counts = [c for k in keys for c in webgpu_counts(rounds, k)]
+    info = counts[0].get("adapterInfo") or {} if counts else {}
+    adapter = ", ".join(str(info[k]) for k in ("vendor", "architecture", "device", "description") if info.get(k))
+    print(f"\n{WEBGPU} (the product page with executionProviders [\"webgpu\"], Chromium with "
+          f"--enable-unsafe-webgpu; adapter: {adapter or '?'}): per full training step; the counts over "
+          f"{counts[0]['steps'] if counts else '?'} further steps, read in the engine (Module.device_report())")
+    print(f"{'model':40s} {'ms per step':>24s} {'dispatches (train + opt)':>26s} {'submissions':>12s} "
+          f"{'bridge calls':>13s}  CPU fallbacks")
+    for label, ms, dispatches, subs, calls, fallbacks in webgpu_rows(rounds, keys):
+        print(f"{label:40s} {ms:>24s} {dispatches:>26s} {subs:>12s} {calls:>13s}  {fallbacks}")
+    losses = []
+    for key in keys:
+        first = [column(rounds, c, key)[2][0] for c in (VARIANTS[0].name, WEBGPU)]
+        if all(isinstance(e, dict) for e in first):
+            losses.append(f"{key} {first[0]['firstLoss']:.5f} / {first[1]['firstLoss']:.5f}")
+    if losses:
+        print("First-step losses (onnxtrain wasm / WebGPU): " + ", ".join(losses))
+    print("  note: headless Chromium's WebGPU adapter is SwiftShader, a CPU implementation of Vulkan: these times "
+          "measure the provider's overhead (compiling, recording, one submission and read-back per step, the "
+          "calls from Python into the page), not a GPU's speed; bridge calls: Python -> JavaScript calls of "
+          "the WebGPU host (runTrainStep, runOptimizerStep and lazyResetGrad are separate engine requests)")
+
+
 def markdown(rounds, keys, cols, main) -> None:
     print("\nAs a table (ms per step, median [min-max] over rounds):\n")
     print("| model | " + " | ".join(cols) + " | onnxtrain / ORT-web | onnxtrain / TF.js |")
@@ -512,6 +615,13 @@ def markdown(rounds, keys, cols, main) -> None:
             cells.append(cell(values) + star if values else "n/a")
         print(f"| {bm.MODELS[key].label} | " + " | ".join(cells)
               + f" | {ratio(rounds, main, ORT, key)} | {ratio(rounds, main, TF, key)} |")
+    if WEBGPU in cols:
+        print("\nWebGPU in the page (software adapter, SwiftShader: overhead, not speed), per full training step:\n")
+        print("| model | ms per step | dispatches (train + optimizer) | submissions | bridge calls (Python -> JS) "
+              "| CPU fallbacks |")
+        print("|---|---|---|---|---|---|")
+        for row in webgpu_rows(rounds, keys):
+            print("| " + " | ".join(row) + " |")
 
 
 def flatten(result: dict):
@@ -534,6 +644,8 @@ def main():
     parser.add_argument("--models", nargs="+", choices=list(bm.MODELS), default=DEFAULT_MODELS,
                         help=f"default: {' '.join(DEFAULT_MODELS)}")
     parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
+    parser.add_argument("--webgpu-counts", type=int, default=2,
+                        help="further WebGPU steps counted on the device (dispatches, submissions, bridge calls)")
     parser.add_argument("--json", type=Path, help="also write every round's raw results here")
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments
     from playwright.sync_api import sync_playwright

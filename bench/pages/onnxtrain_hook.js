@@ -3,7 +3,9 @@
 // one batch through the library the page uses ("time to the first trained step"), and offers the bench's training
 // and forward-only timers: training through the library's TrainingSession (each step timed on the page's clock:
 // runTrainStep, runOptimizerStep and lazyResetGrad, their requests to the engine included), forward-only through
-// the engine's `runPython`.  Times are on the page's clock, which starts when the navigation starts.
+// the engine's `runPython`.  Times are on the page's clock, which starts when the navigation starts.  The WebGPU
+// column trains the same way with executionProviders ["webgpu"] and reads the device's counts (dispatches,
+// submissions, calls into the page's WebGPU host) from the engine's Python through `runPython`.
 // window.__benchConfig is set just before this script.
 (() => {
   if (!/^\/(index\.html)?$/.test(location.pathname)) return;
@@ -27,10 +29,13 @@
     return { meta, url, files: { training, checkpoint, evalModel, optimizer }, feeds };
   }
 
-  async function load(files) {
+  // providers: TrainingSession.create's executionProviders (the WebGPU column's ["webgpu"]), or the default.
+  async function load(files, providers = null) {
     const { TrainingSession } = await library();
-    const next = await TrainingSession.create({ trainModel: files.training, checkpointState: files.checkpoint,
-      evalModel: files.evalModel, optimizerModel: files.optimizer });
+    const artifacts = { trainModel: files.training, checkpointState: files.checkpoint, evalModel: files.evalModel,
+      optimizerModel: files.optimizer };
+    const next = await (providers ? TrainingSession.create(artifacts, { executionProviders: providers })
+      : TrainingSession.create(artifacts));
     if (session) await session.release();
     session = next;
   }
@@ -89,12 +94,44 @@
       crossOriginIsolated: self.crossOriginIsolated };
   }
 
+  // The session's device in the engine's Python (the test hooks' runPython): Module.device_report() of the session
+  // of `handle` (found in the engine's registry), with its optimizer's dispatches and fallbacks.
+  const deviceReport = async (handle) => JSON.parse(await python(`
+import gc as _gc, json as _json
+from onnxtrain.web.sessions import Registry as _Registry
+_s = next(o for o in _gc.get_objects() if type(o) is _Registry and ${handle} in o.sessions).sessions[${handle}]
+_r = _s.module.device_report()
+_o = _s.run.optimizer._session
+_r["optimizer_dispatches"] = None if getattr(_o, "last_program", None) is None else _o.last_program.dispatch_count
+_r["optimizer_fallbacks"] = list(getattr(_o, "fallbacks", []))
+from onnxtrain.webgpu.page import open_page_device as _open
+_r["adapter_info"] = _open().adapter_info
+_json.dumps(_r)
+`));
+
+  // The device's counts over `count` more steps (after the timed ones): dispatches of the train and optimizer
+  // programs, submissions and calls from Python into the page's WebGPU host, per step.
+  async function countSteps(feeds, count) {
+    const before = await deviceReport(session._handle);
+    for (let i = 0; i < count; i++) await step(feeds);
+    const after = await deviceReport(session._handle);
+    return { steps: count, trainDispatches: after.dispatches.train, optimizerDispatches: after.optimizer_dispatches,
+      submissions: (after.submissions - before.submissions) / count,
+      bridgeCalls: (after.bridge_calls - before.bridge_calls) / count,
+      fallbacks: [...after.fallbacks.train, ...after.optimizer_fallbacks], adapterInfo: after.adapter_info,
+      device: after.device, gpuBytes: after.gpu_bytes };
+  }
+
   // Train the model folder's artifacts through the library: warmupMs of training first, then as many steps as
-  // fit in budgetMs (at least minSteps, at most steps), each timed on the page's clock.
-  async function train(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10, reload = true } = {}) {
+  // fit in budgetMs (at least minSteps, at most steps), each timed on the page's clock.  With executionProviders
+  // the session is made with them (always anew); with counts > 0, that many further steps are counted on the
+  // device (countSteps; WebGPU only).
+  async function train(dir, { warmupMs = 2000, budgetMs = 2500, steps = 200, minSteps = 10, reload = true,
+    executionProviders = null, counts = 0 } = {}) {
     const { files, feeds: feedsFor } = await modelData(dir);
     const t0 = performance.now();
-    if (reload || !session) await load(files);
+    if (executionProviders) await load(files, executionProviders);
+    else if (reload || !session) await load(files);
     const loadMs = performance.now() - t0;
     const feeds = feedsFor(session.trainingInputNames);
     const w0 = performance.now();
@@ -109,8 +146,11 @@
       last = await step(feeds);
       measured.push(last.ms);
     }
-    return { times: measured, warmupSteps: warm.length, firstStepMs: first.ms, loadMs, firstLoss: first.loss,
+    const out = { times: measured, warmupSteps: warm.length, firstStepMs: first.ms, loadMs, firstLoss: first.loss,
       lastLoss: last.loss };
+    if (executionProviders) out.executionProvider = session.executionProvider;
+    if (counts > 0) out.counts = await countSteps(feeds, counts);
+    return out;
   }
 
   // Forward-only in the engine: onnxtrain's runtime (onnxtrain.runtime.Session) on the exported inference model,
