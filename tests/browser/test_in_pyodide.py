@@ -75,8 +75,9 @@ def run_inside(page, site_url, modules, folder="/tmp/unit", targets=()):
     (names in the folder) or on the whole folder; every test must pass.  pytest's output."""
     names = page.page.evaluate("async () => (await fetch('testing/wheels/wheels.json')).json()")
     urls = [site_url + "testing/wheels/" + names[k] for k in ("iniconfig", "pluggy", "pytest")]
-    code = (RUNNER.replace("FILES", repr(json.dumps(modules))).replace("WHEELS", repr(json.dumps(urls)))
-            .replace("TARGETS", repr(json.dumps(list(targets)))).replace("FOLDER", repr(folder)))
+    values = {"FILES": repr(json.dumps(modules)), "WHEELS": repr(json.dumps(urls)),
+              "TARGETS": repr(json.dumps(list(targets))), "FOLDER": repr(folder)}
+    code = re.sub(r"\b(FILES|WHEELS|TARGETS|FOLDER)\b", lambda m: values[m.group(1)], RUNNER)  # in one pass
     status, output = page.call("runPython", {"code": code})
     assert status == 0, output
     assert re.search(r"\d+ passed", output), output
