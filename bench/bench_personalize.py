@@ -8,7 +8,13 @@ Chromium (Debian's, driven by Playwright; each round a fresh browser):
 - training the head on the samples (--classes x --per-class, --epochs epochs);
 - live predictions per second: predict() of one 224x224 frame, as the camera flow's live loop;
 - the peer, onnxruntime-web 1.19.2 (one thread), running the model the task exports (uint8 frames ->
-  preprocessing -> backbone -> head) on the same frames: a batch of --batch, and one frame.
+  preprocessing -> backbone -> head) on the same frames: a batch of --batch, and one frame;
+- the library's part again on WebGPU (PersonalizeTask.create with executionProviders ["webgpu"]), in a second
+  headless Chromium of the round launched the same way plus --enable-unsafe-webgpu, then --webgpu-counts further
+  calls of each path counted on the device from the engine's Python (the test hooks' runPython): the dispatches,
+  submissions and calls from Python into the page's WebGPU host, per embedding and per live prediction.  Headless
+  Chromium's adapter is SwiftShader, a CPU implementation: its times measure the provider's overhead, not a
+  GPU's speed.  --no-webgpu leaves it out.
 
 Frames are scenes from real photos (tests/photo_scenes.py), RGBA 224x224.  Reported: the median over rounds of
 the per-round medians [min-max], and the median of the per-round ratios.  Served from .cache/bench-site/ (the
@@ -37,21 +43,52 @@ def frames_file(path: Path, count: int) -> None:
     path.write_bytes(rgba.tobytes())
 
 
-def one_round(playwright, url: str, args) -> dict:
-    from browser.conftest import CHROMIUM_ARGS
-    browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+def run_page(playwright, url: str, args, flags: list, method: str, extra: dict = None, timeout: float = 0) -> dict:
+    """A fresh browser with ``flags``, the bench page, and its ``window.bench[method]`` run; with ``timeout``
+    (seconds), what it measured by then ("stopped" says so) when it takes longer."""
+    browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM), args=flags)
     try:
         context = browser.new_context()
         page = context.new_page()
         page.goto(url + "bench-pages/personalize.html")
         page.wait_for_function("() => window.bench && window.bench.ready")
         timing = {"warmupMs": 1000 * args.warmup, "budgetMs": 1000 * args.budget, "minCalls": 5}
-        return page.evaluate("(o) => window.bench.run(o)", {
-            "framesUrl": "../bench-artifacts/personalize/frames.bin",
-            "backboneUrl": "../artifacts/efficientnet_lite0/backbone.onnx", "classes": args.classes,
-            "perClass": args.per_class, "batch": args.batch, "epochs": args.epochs, "timing": timing})
+        options = {"framesUrl": "../bench-artifacts/personalize/frames.bin",
+                   "backboneUrl": "../artifacts/efficientnet_lite0/backbone.onnx", "classes": args.classes,
+                   "perClass": args.per_class, "batch": args.batch, "epochs": args.epochs, "timing": timing,
+                   **(extra or {})}
+        if not timeout:
+            return page.evaluate(f"(o) => window.bench.{method}(o)", options)
+        page.evaluate(f"(o) => {{ window.benchDone = window.bench.{method}(o).then((r) => ({{ r }}), "
+                      f"(e) => ({{ e: String(e && e.message || e) }})).then((d) => {{ window.benchEnd = d; }}); }}",
+                      options)
+        try:
+            page.wait_for_function("() => window.benchEnd", timeout=1000 * timeout, polling=1000)
+        except Exception:  # noqa: BLE001 - over the time allowed: what it measured so far
+            return {**page.evaluate("() => JSON.parse(JSON.stringify(window.benchPartial || {}))"),
+                    "stopped": f"stopped after {timeout:g} s"}
+        end = page.evaluate("() => window.benchEnd")
+        if "e" in end:
+            raise RuntimeError(end["e"])
+        return end["r"]
     finally:
         browser.close()
+
+
+def one_round(playwright, url: str, args) -> dict:
+    """The library and onnxruntime-web in one browser; then, in a second one with WebGPU, the library on WebGPU
+    (its result, or why it failed, under "webgpu")."""
+    from browser.conftest import CHROMIUM_ARGS
+    out = run_page(playwright, url, args, CHROMIUM_ARGS, "run")
+    if args.webgpu:
+        print(f"  the library and onnxruntime-web: {({k: v for k, v in out.items() if not isinstance(v, list)})}",
+              flush=True)
+        try:
+            out["webgpu"] = run_page(playwright, url, args, CHROMIUM_ARGS + ["--enable-unsafe-webgpu"], "webgpu",
+                                     {"counts": args.webgpu_counts}, args.webgpu_timeout)
+        except Exception as e:  # noqa: BLE001 - reported as n/a
+            out["webgpu"] = f"n/a ({side.short(e)})"
+    return out
 
 
 def med(values):
@@ -84,6 +121,55 @@ def report(rounds: list, args) -> None:
           f"{cell([r['trainMs'] / 1000 for r in rounds], 2)} s; the exported model "
           f"{rounds[0]['exportBytes'] / 1e6:.1f} MB; largest difference of a probability, onnxtrain vs "
           f"onnxruntime-web: {max(r['maxProbabilityDiff'] for r in rounds):.1e}")
+    if args.webgpu:
+        webgpu_report(rounds, args, ours_embed, ours_live)
+
+
+def webgpu_report(rounds: list, args, ours_embed: list, ours_live: list) -> None:
+    """The WebGPU rows: embeddings and live predictions per second, and the device's counts per embedding and
+    per live prediction."""
+    gpu = [r.get("webgpu") for r in rounds]
+    stopped = [g for g in gpu if isinstance(g, dict) and "stopped" in g]
+    gpu = [None if isinstance(g, dict) and "stopped" in g else g for g in gpu]
+    done = [(g, r) for g, r in zip(gpu, rounds) if isinstance(g, dict)]
+    if stopped:
+        print(f"\nWebGPU: {len(stopped)} round(s) {stopped[0]['stopped']} (--webgpu-timeout); measured by then: "
+              + ", ".join(f"{k} {v}" for k, v in stopped[0].items()
+                          if k != "stopped" and not isinstance(v, (list, dict))))
+    if not done:
+        print(f"\nWebGPU: {next((g for g in gpu if isinstance(g, str)), 'n/a (no round finished)')}")
+        return
+    embed = [1000 * args.batch / med(g["embedBatchMs"]) for g, _ in done]
+    live = [1000 / med(g["live"]) for g, _ in done]
+    wasm_embed = [x for x, g in zip(ours_embed, gpu) if isinstance(g, dict)]
+    wasm_live = [x for x, g in zip(ours_live, gpu) if isinstance(g, dict)]
+    ratio = lambda a, b: med([x / y for x, y in zip(a, b)])  # noqa: E731
+    e, p = done[0][0]["embedCounts"], done[0][0]["liveCounts"]
+    info = e.get("adapter") or {}
+    adapter = ", ".join(str(info[k]) for k in ("vendor", "architecture", "device", "description") if info.get(k))
+    print(f"\nonnxtrain on WebGPU (executionProviders [\"webgpu\"], Chromium with --enable-unsafe-webgpu; adapter: "
+          f"{adapter or '?'}; {len(done)} rounds; provider {done[0][0]['executionProvider']!r}); software WebGPU "
+          f"(SwiftShader, on the CPU) measures the provider's overhead, not a GPU's speed\n")
+    print("| | onnxtrain, WebGPU | WebGPU / onnxtrain (wasm) | dispatches | submissions | bridge calls (Python -> JS) |")
+    print("|---|---|---|---|---|---|")
+    per = args.batch
+    print(f"| embeddings per second (batches of {args.batch}); counts per embedding | {cell(embed, 3)} | "
+          f"{ratio(embed, wasm_embed):.3g} | {e['embedDispatches'] / per:g} | {e['submissions'] / per:g} | "
+          f"{e['bridgeCalls'] / per:g} |")
+    print(f"| live predictions per second (one frame); counts per prediction | {cell(live, 3)} | "
+          f"{ratio(live, wasm_live):.3g} | {p['embedDispatches'] + (p['headDispatches'] or 0)} "
+          f"({p['embedDispatches']} + {p['headDispatches']}) | {p['submissions']:g} | {p['bridgeCalls']:g} |")
+    diffs = [max(abs(a - b) for a, b in zip(g["probabilities"], r["probabilities"])) for g, r in done]
+    fallbacks = sorted({f for g, _ in done for c in (g["embedCounts"], g["liveCounts"]) for f in c["fallbacks"]})
+    print(f"\nper batch of {args.batch}: {e['embedDispatches']} dispatches, {e['submissions']:g} submissions, "
+          f"{e['bridgeCalls']:g} bridge calls (counts over {e['calls']} calls after the timing); "
+          f"{cell([med(g['embedBatchMs']) / 1000 for g, _ in done], 2)} s per batch and "
+          f"{cell([med(g['live']) / 1000 for g, _ in done], 2)} s per live prediction; the engine's start "
+          f"{cell([g['engineMs'] / 1000 for g, _ in done], 2)} s; the backbone's load (its programs compiled for "
+          f"the probe) {cell([g['loadMs'] / 1000 for g, _ in done], 2)} s; the first {done[0][0]['samples']} "
+          f"samples {cell([g['firstSamplesMs'] / 1000 for g, _ in done], 2)} s; the head trained in "
+          f"{cell([g['trainMs'] / 1000 for g, _ in done], 2)} s; largest difference of a probability, WebGPU vs "
+          f"wasm (each trained alike): {max(diffs):.1e}; nodes on the CPU: {fallbacks or 'none'}")
 
 
 def main():
@@ -95,6 +181,11 @@ def main():
     parser.add_argument("--classes", type=int, default=3)
     parser.add_argument("--per-class", type=int, default=16)
     parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--no-webgpu", dest="webgpu", action="store_false", help="leave the WebGPU column out")
+    parser.add_argument("--webgpu-counts", type=int, default=3,
+                        help="further calls of each path counted on the WebGPU device")
+    parser.add_argument("--webgpu-timeout", type=float, default=900,
+                        help="seconds the WebGPU part of a round may take (then what it measured so far is shown)")
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments
     from playwright.sync_api import sync_playwright
     t0 = time.perf_counter()
@@ -106,8 +197,9 @@ def main():
         with sync_playwright() as p:
             for i in range(args.rounds):
                 rounds.append(one_round(p, url, args))
-                print(f"round {i + 1}: {({k: v for k, v in rounds[-1].items() if not isinstance(v, list)})}",
-                      flush=True)
+                flat = lambda d: {k: flat(v) if isinstance(v, dict) else v  # noqa: E731
+                                  for k, v in d.items() if not isinstance(v, list)}
+                print(f"round {i + 1}: {flat(rounds[-1])}", flush=True)
     finally:
         server.shutdown()
     report(rounds, args)
