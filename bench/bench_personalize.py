@@ -75,12 +75,12 @@ def run_page(playwright, url: str, args, flags: list, method: str, extra: dict =
         browser.close()
 
 
-def one_round(playwright, url: str, args) -> dict:
-    """The library and onnxruntime-web in one browser; then, in a second one with WebGPU, the library on WebGPU
-    (its result, or why it failed, under "webgpu")."""
+def one_round(playwright, url: str, args, with_webgpu: bool) -> dict:
+    """The library and onnxruntime-web in one browser; then (``with_webgpu``), in a second one with WebGPU, the
+    library on WebGPU (its result, or why it failed, under "webgpu")."""
     from browser.conftest import CHROMIUM_ARGS
     out = run_page(playwright, url, args, CHROMIUM_ARGS, "run")
-    if args.webgpu:
+    if with_webgpu:
         print(f"  the library and onnxruntime-web: {({k: v for k, v in out.items() if not isinstance(v, list)})}",
               flush=True)
         try:
@@ -184,6 +184,8 @@ def main():
     parser.add_argument("--no-webgpu", dest="webgpu", action="store_false", help="leave the WebGPU column out")
     parser.add_argument("--webgpu-counts", type=int, default=3,
                         help="further calls of each path counted on the WebGPU device")
+    parser.add_argument("--webgpu-rounds", type=int, default=1,
+                        help="rounds with the WebGPU column (the software adapter is slow: minutes a round)")
     parser.add_argument("--webgpu-timeout", type=float, default=900,
                         help="seconds the WebGPU part of a round may take (then what it measured so far is shown)")
     args, _ = parser.parse_known_args()  # build.py bench hands every bench script the same arguments
@@ -196,7 +198,7 @@ def main():
     try:
         with sync_playwright() as p:
             for i in range(args.rounds):
-                rounds.append(one_round(p, url, args))
+                rounds.append(one_round(p, url, args, args.webgpu and i < args.webgpu_rounds))
                 flat = lambda d: {k: flat(v) if isinstance(v, dict) else v  # noqa: E731
                                   for k, v in d.items() if not isinstance(v, list)}
                 print(f"round {i + 1}: {flat(rounds[-1])}", flush=True)

@@ -355,9 +355,10 @@ def one_round(playwright, url: str, served: Served, keys: list, args, round_inde
         for runtime, name in ((ORT, "ort.html"), (TF, "tfjs.html")):
             if [r for r in args.runtimes if RUNTIMES[r] == runtime]:
                 pages[runtime] = open_bench_page(browser, url, name, result[runtime])[1]
-        if "webgpu" in args.runtimes:
+        with_webgpu = "webgpu" in args.runtimes and round_index < args.webgpu_rounds
+        if with_webgpu:
             gpu_browser, pages[WEBGPU] = open_webgpu_page(playwright, url, result["webgpu"])
-        runtimes = [RUNTIMES[r] for r in RUNTIMES if r in args.runtimes]
+        runtimes = [RUNTIMES[r] for r in RUNTIMES if r in args.runtimes and (r != "webgpu" or with_webgpu)]
         for m, key in enumerate(keys):
             t0 = time.perf_counter()
             shift = (round_index + m) % len(runtimes)
@@ -644,6 +645,8 @@ def main():
     parser.add_argument("--models", nargs="+", choices=list(bm.MODELS), default=DEFAULT_MODELS,
                         help=f"default: {' '.join(DEFAULT_MODELS)}")
     parser.add_argument("--runtimes", nargs="+", choices=list(RUNTIMES), default=list(RUNTIMES))
+    parser.add_argument("--webgpu-rounds", type=int, default=1,
+                        help="rounds with the WebGPU column (the software adapter takes minutes a round)")
     parser.add_argument("--webgpu-counts", type=int, default=2,
                         help="further WebGPU steps counted on the device (dispatches, submissions, bridge calls)")
     parser.add_argument("--json", type=Path, help="also write every round's raw results here")
