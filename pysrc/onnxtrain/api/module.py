@@ -126,7 +126,9 @@ class Module:
             return {"device": "cpu"}
         sessions = {"train": self._train, "eval": self._eval}
         device = self._train.device
-        return {"device": self.device, "adapter": device.adapter_info.get("device", ""),
+        info = device.adapter_info
+        adapter = info.get("device") or " ".join(str(info[k]) for k in ("vendor", "architecture") if info.get(k))
+        return {"device": self.device, "adapter": adapter,
                 "fallbacks": {k: v.fallbacks for k, v in sessions.items() if v is not None},
                 "dispatches": {k: v.last_program.dispatch_count for k, v in sessions.items()
                                if v is not None and v.last_program is not None},

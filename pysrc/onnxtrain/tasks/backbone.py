@@ -91,7 +91,7 @@ class Backbone:
         size = self.preprocess["size"]
         self.embedder = session_on(self._behind_preprocessing(cut(self.folded, {"features": "features",
                                                                                 "block": "block"})), device)
-        probe = self.embedder.run([np.zeros((1, size, size, 3), np.uint8)])
+        probe = self.embedder.run([np.zeros((1, size, size, 4), np.uint8)])   # RGBA, as the page's frames
         if probe[0].ndim != 2 or probe[1].ndim != 4:
             raise DataError(f"{what}'s outputs are features {list(probe[0].shape)} and block "
                             f"{list(probe[1].shape)}; they must be [N, F] and [N, C, h, w]")
