@@ -180,6 +180,34 @@ def ConvGrad(dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_sha
     return dX, dW, dB
 
 
+def transpose_geometry(spatial: list, kernel_shape: list, strides: list, dilations: list, output_padding: list,
+                       output_shape, pads, auto_pad: str) -> tuple:
+    """(pads, full spatial shape) of a ConvTranspose over input axes ``spatial``: the output is the full shape less
+    the pads.  ValueError or NotImplementedError for what it cannot be."""
+    nd = len(spatial)
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
+    full = [(i - 1) * s + e + op for i, s, e, op in zip(spatial, strides, eff, output_padding)]
+    if output_shape is not None:          # the spec ignores pads then
+        target = list(output_shape)[-nd:]
+        if len(output_shape) not in (nd, nd + 2) or min(target) < 1:
+            raise ValueError(f"output_shape {_short(output_shape)} does not fit {nd} spatial axes")
+        pads = _transpose_pads([f - t for f, t in zip(full, target)], auto_pad)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        total = [f - i * s for f, i, s in zip(full, spatial, strides)]
+        if min(total) < 0:
+            raise NotImplementedError(
+                f"ConvTranspose: auto_pad {auto_pad} with a kernel shorter than its stride (output "
+                f"{[i * s for i, s in zip(spatial, strides)]} beyond the full {full}) is not supported: onnx's "
+                f"reference and onnxruntime disagree on it")
+        pads = _transpose_pads(total, auto_pad)
+    elif auto_pad == "VALID" or pads is None:
+        pads = [0] * (2 * nd)
+    pads = list(pads)
+    if any(full[i] - pads[i] - pads[i + nd] < 1 for i in range(nd)):
+        raise ValueError(f"ConvTranspose: pads {_short(pads)} leave no output of the full spatial shape {full}")
+    return pads, full
+
+
 def _transpose_pads(total: list, auto_pad: str) -> list:
     """Begin and end pads that remove ``total`` per axis, as the spec and onnxruntime distribute them
     (SAME_UPPER removes more at the end, NOTSET and SAME_LOWER at the beginning).  A total of -1 (an
@@ -229,26 +257,8 @@ def ConvTranspose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, k
     if len(output_padding) != nd:
         raise ValueError(f"output_padding {_short(output_padding)} has {len(output_padding)} values, but the input "
                          f"has {nd} spatial axes")
-    eff = [(k - 1) * d + 1 for k, d in zip(kernel_shape, dilations)]
-    full = [(i - 1) * s + e + op for i, s, e, op in zip(X.shape[2:], strides, eff, output_padding)]
-    if output_shape is not None:          # the spec ignores pads then
-        target = list(output_shape)[-nd:]
-        if len(output_shape) not in (nd, nd + 2) or min(target) < 1:
-            raise ValueError(f"output_shape {_short(output_shape)} does not fit {nd} spatial axes")
-        pads = _transpose_pads([f - t for f, t in zip(full, target)], auto_pad)
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        total = [f - i * s for f, i, s in zip(full, X.shape[2:], strides)]
-        if min(total) < 0:
-            raise NotImplementedError(
-                f"ConvTranspose: auto_pad {auto_pad} with a kernel shorter than its stride (output "
-                f"{[i * s for i, s in zip(X.shape[2:], strides)]} beyond the full {full}) is not supported: onnx's "
-                f"reference and onnxruntime disagree on it")
-        pads = _transpose_pads(total, auto_pad)
-    elif auto_pad == "VALID" or pads is None:
-        pads = [0] * (2 * nd)
-    pads = list(pads)
-    if any(full[i] - pads[i] - pads[i + nd] < 1 for i in range(nd)):
-        raise ValueError(f"ConvTranspose: pads {_short(pads)} leave no output of the full spatial shape {full}")
+    pads, full = transpose_geometry(list(X.shape[2:]), kernel_shape, strides, dilations, output_padding,
+                                    output_shape, pads, auto_pad)
     n, c = X.shape[:2]
     mg = W.shape[1]
     cg = c // group

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
-from ...ops.conv import _transpose_pads, conv_geometry
+from ...ops.conv import conv_geometry, transpose_geometry
 from ..errors import NotLowered
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
@@ -173,22 +173,6 @@ def ConvGrad(k, dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_
     return dX, dW, dB
 
 
-def _transpose_geometry(X, kernel, strides, dilations, output_padding, output_shape, pads, auto_pad, nd):
-    """(begin pads, output spatial shape) of a ConvTranspose, as the CPU kernel computes them."""
-    eff = [(kk - 1) * d + 1 for kk, d in zip(kernel, dilations)]
-    full = [(i - 1) * s + e + op for i, s, e, op in zip(X.shape[2:], strides, eff, output_padding)]
-    if output_shape is not None:
-        pads = _transpose_pads([f - t for f, t in zip(full, list(output_shape)[-nd:])], auto_pad)
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        pads = _transpose_pads([f - i * s for f, i, s in zip(full, X.shape[2:], strides)], auto_pad)
-    elif auto_pad == "VALID" or pads is None:
-        pads = [0] * (2 * nd)
-    out = [full[i] - pads[i] - pads[i + nd] for i in range(nd)]
-    if min(out) < 1:
-        raise ValueError(f"pads {pads} leave no output of the full spatial shape {full}")
-    return list(pads[:nd]), out
-
-
 @gpu_kernel("ConvTranspose")
 def ConvTranspose(k, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None,
                   output_padding=None, output_shape=None, pads=None, strides=None):
@@ -206,13 +190,14 @@ def ConvTranspose(k, X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1
                 (pads is not None and len(pads) != 2 * nd) or (output_shape is not None and
                                                                 len(output_shape) not in (nd, nd + 2)):
             raise ValueError("an attribute does not fit the input's spatial axes")
-        begin, out = _transpose_geometry(X, kernel, strides, dilations, output_padding, output_shape,
-                                         None if pads is None else list(pads), auto_pad, nd)
+        pads, full = transpose_geometry(list(X.shape[2:]), kernel, strides, dilations, output_padding,
+                                        output_shape, None if pads is None else list(pads), auto_pad)
     except (ValueError, NotImplementedError) as e:
         raise NotLowered(f"ConvTranspose: {e}") from None
+    out = [full[i] - pads[i] - pads[i + nd] for i in range(nd)]
     cg, mg = X.shape[1] // group, W.shape[1]
     Y = k.output((X.shape[0], mg * group, *out))
-    geo = _two_axes(list(X.shape[2:]), out, kernel, strides, begin, dilations)
+    geo = _two_axes(list(X.shape[2:]), out, kernel, strides, pads[:nd], dilations)
     _convolve(k, "ConvTranspose", X, W, B, Y, geo, group, cg, mg, transposed=True)
     return Y
 
