@@ -8,17 +8,14 @@ from onnxtrain.ops import registered_ops
 from onnxtrain.webgpu import gpu_ops
 from onnxtrain.webgpu.kernels.elementwise import UNARY
 from onnxtrain.webgpu.kernels.reduce import REDUCTIONS
+from test_kernel_coverage import kernel_list
 
 HERE = Path(__file__).resolve().parent
 
 
 def gpu_kernel_list() -> str:
     """The README's list of WGSL kernels, by domain."""
-    by_domain = {}
-    for domain, op in gpu_ops():
-        by_domain.setdefault(domain or "ai.onnx", []).append(op)
-    return "\n".join(f"- {d} ({len(ops)}): {', '.join(sorted(ops, key=str.lower))}"
-                     for d, ops in sorted(by_domain.items(), key=lambda item: (item[0] != "ai.onnx", item[0])))
+    return kernel_list(gpu_ops())
 
 
 def test_every_gpu_kernel_has_a_cpu_kernel():
