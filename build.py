@@ -243,6 +243,28 @@ def npm_package(name: str, version: str) -> Path:
     return folder / "package"
 
 
+NODE_TOOLS = ROOT / "tools"  # package.json and package-lock.json: the pinned JavaScript tools
+
+
+def node_tools() -> Path:
+    """The node_modules of tools/package.json (esbuild, the bundlers, TypeScript, TypeDoc), installed by `npm ci`
+    into .cache/node-tools when the lock file changed."""
+    dest = CACHE / "node-tools"
+    lock = (NODE_TOOLS / "package-lock.json").read_bytes()
+    stamp = dest / ".lock.sha256"
+    want = hashlib.sha256(lock).hexdigest()
+    if stamp.exists() and stamp.read_text() == want and (dest / "node_modules").is_dir():
+        return dest / "node_modules"
+    dest.mkdir(parents=True, exist_ok=True)
+    stamp.unlink(missing_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy2(NODE_TOOLS / name, dest / name)
+    run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=dest,
+        env=dict(os.environ, npm_config_cache=str(CACHE / "npm-cache")), stdout=subprocess.DEVNULL)
+    stamp.write_text(want)
+    return dest / "node_modules"
+
+
 def pypi_file(name: str, version: str) -> Path:
     """A wheel from PyPI, downloaded once into .cache/pypi."""
     folder = CACHE / "pypi"
