@@ -431,7 +431,9 @@ def test_a_folder_that_lost_a_file_rejects_create_with_the_reason(browser, libra
             return errors;
         }""")
         for is_error, message in errors:
-            assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404$", message), message
+            assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404: it is the library's "
+                                    r"wheels/onnxtrain-[^ ]*\.whl; serve the library's files there, or say where "
+                                    r"they are with env\.wasm\.wasmPaths$", message), message
     finally:
         context.close()
 

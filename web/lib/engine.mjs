@@ -1,7 +1,8 @@
 // onnxtrain's engine: a module worker holding Pyodide, numpy, the onnxtrain wheel and every session by handle
-// (onnxtrain.web.sessions).  Everything loads from this folder, relative to this file, so the folder works at any
-// path of any static host.  One request shape for everything: {id, method, handle, args}; the reply is
-// {id, ok: true, result} or {id, ok: false, error}.  A failed request leaves its session as it was.
+// (onnxtrain.web.sessions).  The page's first message, {init: {files, cache}}, says where the library's files are
+// (start.mjs); without it they load from beside this file.  build.py bundles this module and what it imports into
+// one file.  One request shape for everything: {id, method, handle, args}; the reply is {id, ok: true, result} or
+// {id, ok: false, error}; {progress} messages report the start.  A failed request leaves its session as it was.
 import { registerHooks } from "./engine_hooks.mjs";
 import { snapshotSaved, startPython } from "./start.mjs";
 import { forPython as webgpu } from "./webgpu.mjs";
@@ -12,8 +13,9 @@ let registry = null;
 let call = null;
 
 // Python from a memory snapshot of an earlier visit where the browser has one (start.mjs), then the registry.
-async function start() {
-  const started = await startPython();
+async function start(init) {
+  const progress = (record) => self.postMessage({ progress: record });
+  const started = await startPython({ ...init, progress });
   py = started.py;
   bridge = py.pyimport("onnxtrain.web.bridge");
   registry = py.pyimport("onnxtrain.web.sessions").Registry();
@@ -26,8 +28,11 @@ async function start() {
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
     milliseconds: started.timings.kernels };
 }
-const ready = start();
-ready.catch(() => {});
+let ready = null;
+const begin = (init) => {
+  ready ??= start(init);
+  ready.catch(() => {});
+};
 
 const isTensor = (v) => v && typeof v === "object" && typeof v.type === "string" && ArrayBuffer.isView(v.data)
   && Array.isArray(v.dims);
@@ -91,6 +96,12 @@ registerHooks(hooks, { python: () => py, snapshotSaved });
 // One request at a time: a request waiting for the GPU must not let another one into Python meanwhile.
 let turn = Promise.resolve();
 self.onmessage = (event) => {
+  if (event.data?.init) {
+    self.postMessage({ running: true });
+    begin(event.data.init);
+    return;
+  }
+  begin({});
   turn = turn.then(() => answer(event));
 };
 
