@@ -48,8 +48,12 @@ window.libraryLoaded = true;
 """
 
 # What onnxtrain.mjs exports (and the classic script's global holds), sorted
-EXPORTS = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
-           "Tensor", "TrainingSession",
+EXPORTS = ["ArtifactError", "CheckpointError", "ComposeError", "DataError", "DataTypeError", "Federation",
+           "FeedError", "GPUMemoryError", "GradientNotRegisteredError", "GraphError", "HandwritingTask", "ImageTask",
+           "LearningRateError", "LinearLRScheduler", "ModelDecodeError", "NoAdapterError", "NominalStateError",
+           "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
+           "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TrainingSession", "UnsupportedOpError",
+           "WebGPUError",
            "_engineCall", "describeModel", "env", "generateArtifacts", "start"]
 
 
@@ -660,7 +664,7 @@ def test_bad_training_data_is_a_clear_error_and_the_session_goes_on(page):
         return { errors, losses, steps: summary.steps };
     }""", [wire(a) for a in data])
     errors = got["errors"]
-    assert errors[0] == [True, "Error", "input 'labels' of the training data must be a int64 tensor, got float32"]
+    assert errors[0] == [True, "TypeError", "input 'labels' of the training data must be a int64 tensor, got float32"]
     assert errors[1][2] == "the training data takes inputs ['input', 'labels']: missing ['labels']"
     assert errors[2][1:] == ["TypeError", "dataset input 'labels' is not a tensor: give a Tensor, or an object with "
                                           "type, data and dims"]

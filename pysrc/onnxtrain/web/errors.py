@@ -60,8 +60,8 @@ def from_text(name: str, text: str) -> dict:
     """The same for an error known only by its class name and Pyodide's text (the traceback, then
     ``name: message``): one raised in Python outside ``answer``, such as converting a request's arguments."""
     text = str(text)
-    at = text.rfind(f"\n{name}: ")
-    message = text[at + len(name) + 3:] if at >= 0 else text.strip().splitlines()[-1] if text.strip() else name
+    at = f"\n{text}".rfind(f"\n{name}: ")
+    message = text[at + len(name) + 2:] if at >= 0 else text.strip().splitlines()[-1] if text.strip() else name
     return {"name": name, "code": CODES.get(name, OTHER), "message": one_line(message) or name, "details": text}
 
 
