@@ -429,13 +429,14 @@ def test_a_folder_that_lost_a_file_rejects_create_with_the_reason(browser, libra
                     await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training" });
                     errors.push(null);
                 } catch (err) {
-                    errors.push([err instanceof Error, err.message]);
+                    errors.push([err instanceof lib.OnnxtrainError, err.message, err.code, err.details]);
                 }
             }
             return errors;
         }""")
-        for is_error, message in errors:
+        for is_error, message, code, details in errors:  # a JavaScript error in the engine
             assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404$", message), message
+            assert code == "ENGINE" and message in " ".join(details.split())
     finally:
         context.close()
 
