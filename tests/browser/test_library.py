@@ -48,8 +48,12 @@ window.libraryLoaded = true;
 """
 
 # What onnxtrain.mjs exports (and the classic script's global holds), sorted
-EXPORTS = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
-           "Tensor", "TrainingSession",
+EXPORTS = ["ArtifactError", "CheckpointError", "ComposeError", "DataError", "DataTypeError", "Federation",
+           "FeedError", "GPUMemoryError", "GradientNotRegisteredError", "GraphError", "HandwritingTask", "ImageTask",
+           "LearningRateError", "LinearLRScheduler", "ModelDecodeError", "NoAdapterError", "NominalStateError",
+           "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
+           "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TrainingSession", "UnsupportedOpError",
+           "WebGPUError",
            "_engineCall", "describeModel", "env", "generateArtifacts", "start"]
 
 
@@ -425,15 +429,16 @@ def test_a_folder_that_lost_a_file_rejects_create_with_the_reason(browser, libra
                     await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training" });
                     errors.push(null);
                 } catch (err) {
-                    errors.push([err instanceof Error, err.message]);
+                    errors.push([err instanceof lib.OnnxtrainError, err.message, err.code, err.details]);
                 }
             }
             return errors;
         }""")
-        for is_error, message in errors:
+        for is_error, message, code, details in errors:  # a JavaScript error in the engine
             assert is_error and re.search(r"/broken/onnxtrain/wheels/onnxtrain-[^/]*\.whl: HTTP 404: it is the library's "
-                                    r"wheels/onnxtrain-[^ ]*\.whl; serve the library's files there, or say where "
-                                    r"they are with env\.wasm\.wasmPaths$", message), message
+                                          r"wheels/onnxtrain-[^ ]*\.whl; serve the library's files there, or say where "
+                                          r"they are with env\.wasm\.wasmPaths$", message), message
+            assert code == "ENGINE" and message in " ".join(details.split())
     finally:
         context.close()
 
@@ -662,7 +667,7 @@ def test_bad_training_data_is_a_clear_error_and_the_session_goes_on(page):
         return { errors, losses, steps: summary.steps };
     }""", [wire(a) for a in data])
     errors = got["errors"]
-    assert errors[0] == [True, "Error", "input 'labels' of the training data must be a int64 tensor, got float32"]
+    assert errors[0] == [True, "TypeError", "input 'labels' of the training data must be a int64 tensor, got float32"]
     assert errors[1][2] == "the training data takes inputs ['input', 'labels']: missing ['labels']"
     assert errors[2][1:] == ["TypeError", "dataset input 'labels' is not a tensor: give a Tensor, or an object with "
                                           "type, data and dims"]

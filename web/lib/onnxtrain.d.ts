@@ -476,3 +476,38 @@ export const env: {
   debug: boolean;
   versions: Record<string, string>;
 };
+
+/** Codes of the errors the engine answers with; see the README's "Errors". */
+export type ErrorCode = "DATA" | "NPZ" | "CHECKPOINT" | "MODEL_DECODE" | "DATA_TYPE" | "COMPOSE" | "ARTIFACT"
+  | "LEARNING_RATE" | "RUN" | "FEED" | "GRAPH" | "UNSUPPORTED_OP" | "GRADIENT_NOT_REGISTERED" | "NOMINAL_STATE"
+  | "NON_FINITE" | "NON_FINITE_STEP" | "NON_FINITE_STATE" | "WEBGPU" | "NO_ADAPTER" | "GPU_MEMORY" | "TYPE"
+  | "VALUE" | "KEY" | "INDEX" | "RUNTIME" | "NOT_IMPLEMENTED" | "MEMORY" | "ZERO_DIVISION" | "OVERFLOW"
+  | "ARITHMETIC" | "UNICODE" | "LOOKUP" | "ASSERTION" | "OS" | "ATTRIBUTE" | "PYTHON" | "ENGINE";
+
+/** Every failed request to the engine rejects with one: `name` is the Python exception's class name (or the
+ * JavaScript error's, code "ENGINE"), `message` its message on one line, `details` the traceback. */
+export class OnnxtrainError extends Error {
+  constructor(message: string, info?: { name?: string; code?: ErrorCode | string; details?: string });
+  code: ErrorCode | string;
+  details: string;
+}
+export class DataError extends OnnxtrainError {}
+export class NpzError extends OnnxtrainError {}
+export class CheckpointError extends OnnxtrainError {}
+export class ModelDecodeError extends OnnxtrainError {}
+export class DataTypeError extends OnnxtrainError {}
+export class ComposeError extends OnnxtrainError {}
+export class ArtifactError extends OnnxtrainError {}
+export class LearningRateError extends OnnxtrainError {}
+export class RunError extends OnnxtrainError {}
+export class FeedError extends OnnxtrainError {}
+export class GraphError extends OnnxtrainError {}
+export class UnsupportedOpError extends OnnxtrainError {}
+export class GradientNotRegisteredError extends OnnxtrainError {}
+export class NominalStateError extends OnnxtrainError {}
+export class NonFiniteError extends OnnxtrainError {}
+export class NonFiniteStepError extends NonFiniteError {}
+export class NonFiniteStateError extends NonFiniteError {}
+export class WebGPUError extends OnnxtrainError {}
+export class NoAdapterError extends WebGPUError {}
+export class GPUMemoryError extends WebGPUError {}

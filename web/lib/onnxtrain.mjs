@@ -18,6 +18,58 @@ const env = {
   webgl: {}, webgpu: {}, logLevel: "warning", debug: false, versions: {},
 };
 
+// ---- Errors: every failed request to the engine rejects with an OnnxtrainError ---------------------------------
+// {name, code, message, details}: the Python exception's class name, a stable code for its class, its one-line
+// message and (details) its traceback.  onnxtrain's own Python errors have classes of the same name (instanceof
+// works, subclasses as in Python); Python's own (TypeError, ValueError, KeyError, ...) and JavaScript errors in the
+// engine (code "ENGINE") are OnnxtrainErrors that keep their name.  Arguments the library checks before sending
+// throw JavaScript's TypeError or RangeError as usual.
+class OnnxtrainError extends Error {
+  constructor(message, { name = "OnnxtrainError", code = "PYTHON", details = "" } = {}) {
+    super(message);
+    this.name = name;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+// A subclass of OnnxtrainError named `name`, whose errors have `code` unless the engine says another name.
+const errorClass = (name, code, Base = OnnxtrainError) => ({ [name]: class extends Base {
+  constructor(message, info = {}) { super(message, { name, code, ...info }); }
+} })[name];
+const DataError = errorClass("DataError", "DATA");
+const NpzError = errorClass("NpzError", "NPZ");
+const CheckpointError = errorClass("CheckpointError", "CHECKPOINT");
+const ModelDecodeError = errorClass("ModelDecodeError", "MODEL_DECODE");
+const DataTypeError = errorClass("DataTypeError", "DATA_TYPE");
+const ComposeError = errorClass("ComposeError", "COMPOSE");
+const ArtifactError = errorClass("ArtifactError", "ARTIFACT");
+const LearningRateError = errorClass("LearningRateError", "LEARNING_RATE");
+const RunError = errorClass("RunError", "RUN");
+const FeedError = errorClass("FeedError", "FEED");
+const GraphError = errorClass("GraphError", "GRAPH");
+const UnsupportedOpError = errorClass("UnsupportedOpError", "UNSUPPORTED_OP");
+const GradientNotRegisteredError = errorClass("GradientNotRegisteredError", "GRADIENT_NOT_REGISTERED");
+const NominalStateError = errorClass("NominalStateError", "NOMINAL_STATE");
+const NonFiniteError = errorClass("NonFiniteError", "NON_FINITE");
+const NonFiniteStepError = errorClass("NonFiniteStepError", "NON_FINITE_STEP", NonFiniteError);
+const NonFiniteStateError = errorClass("NonFiniteStateError", "NON_FINITE_STATE", NonFiniteError);
+const WebGPUError = errorClass("WebGPUError", "WEBGPU");
+const NoAdapterError = errorClass("NoAdapterError", "NO_ADAPTER", WebGPUError);
+const GPUMemoryError = errorClass("GPUMemoryError", "GPU_MEMORY", WebGPUError);
+
+// code -> class, for onnxtrain's codes (onnxtrain.web.errors.CODES)
+const ERROR_CLASSES = Object.fromEntries([DataError, NpzError, CheckpointError, ModelDecodeError, DataTypeError,
+  ComposeError, ArtifactError, LearningRateError, RunError, FeedError, GraphError, UnsupportedOpError,
+  GradientNotRegisteredError, NominalStateError, NonFiniteError, NonFiniteStepError, NonFiniteStateError, WebGPUError,
+  NoAdapterError, GPUMemoryError].map((Class) => [new Class("").code, Class]));
+
+// The engine's {name, code, message, details} as an instance of its code's class, named as the engine says.
+function engineError({ name, code, message, details }) {
+  const Class = ERROR_CLASSES[code];
+  return Class ? new Class(message, { name, code, details }) : new OnnxtrainError(message, { name, code, details });
+}
+
 const ARRAYS = {
   float32: Float32Array, float64: Float64Array, int8: Int8Array, int16: Int16Array, int32: Int32Array,
   int64: BigInt64Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array,
@@ -133,8 +185,9 @@ async function engineWorker() {
       failures.push(err.message);
     }
   }
-  throw new Error(`onnxtrain's engine did not load (${failures.join("; ")}). Serve the library's files there, or say `
-    + "where they are with env.wasm.wasmPaths (see the library guide's section on bundlers)");
+  throw new OnnxtrainError(`onnxtrain's engine did not load (${failures.join("; ")}). Serve the library's files there, `
+    + "or say where they are with env.wasm.wasmPaths (see the library guide's section on bundlers)",
+  { name: "Error", code: "ENGINE" });
 }
 
 function connect(onProgress) {
@@ -170,10 +223,11 @@ function connect(onProgress) {
       const entry = pending.get(data.id);
       if (!entry) return;
       pending.delete(data.id);
-      if (data.ok) entry.resolve(data.result); else entry.reject(new Error(data.error));
+      if (data.ok) entry.resolve(data.result); else entry.reject(engineError(data.error));
     };
     w.onerror = (event) => {
-      const error = new Error(`onnxtrain's engine stopped${event.message ? `: ${event.message}` : ""}`);
+      const error = new OnnxtrainError(`onnxtrain's engine stopped${event.message ? `: ${event.message}` : ""}`,
+        { name: "Error", code: "ENGINE" });
       pending.forEach((entry) => entry.reject(error));
       pending.clear();
     };
@@ -1077,5 +1131,8 @@ class Federation {
   }
 }
 
-export { Federation, HandwritingTask, ImageTask, LinearLRScheduler, PersonalizeTask, TabularTask, Tensor,
-  TrainingSession, _engineCall, describeModel, env, generateArtifacts, start };
+export { ArtifactError, CheckpointError, ComposeError, DataError, DataTypeError, Federation, FeedError, GPUMemoryError,
+  GradientNotRegisteredError, GraphError, HandwritingTask, ImageTask, LearningRateError, LinearLRScheduler,
+  ModelDecodeError, NoAdapterError, NominalStateError, NonFiniteError, NonFiniteStateError, NonFiniteStepError,
+  NpzError, OnnxtrainError, PersonalizeTask, RunError, TabularTask, Tensor, TrainingSession, UnsupportedOpError,
+  WebGPUError, _engineCall, describeModel, env, generateArtifacts, start };
