@@ -1,6 +1,6 @@
 """onnxtrain.d.ts under `tsc --strict --noEmit` of TypeScript 5.9 and 7.0: every ```js/```ts example of the docs that
 uses the library, module programs importing "onnxtrain" from the packed npm package (moduleResolution "bundler",
-"node16", and onnxtrain.mjs by its path), a classic script using the globals, and wrong programs that must fail."""
+"node16", and onnxtrain.mjs by its path), a classic script using the globals, and wrong programs that must fail; and the API reference TypeDoc makes of it."""
 import json
 import re
 import subprocess
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import build
+from browser.conftest import Page
 
 DOCS = [build.ROOT / "README.md", build.ROOT / "web" / "lib" / "README.md", *sorted((build.ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^[ \t]*```(js|ts)\n(.*?)^[ \t]*```", re.M | re.S)
@@ -158,3 +159,34 @@ def test_wrong_programs_fail_to_compile(project, version):
     assert classic.returncode != 0 and re.search(r"bad_classic\.ts\(2,\d+\): error TS2339: Property 'make' does "
                                                  r"not exist on type 'typeof TrainingSession'", classic.stdout), \
         (version, classic.stdout)
+
+
+MAIN_CLASSES = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
+                "Tensor", "TrainingSession"]
+
+
+def test_the_api_reference_is_built_and_loads_nothing_from_another_origin(browser, site_url):
+    """site/onnxtrain-api/: a page per main class, linked from the library's README; every script and stylesheet
+    of every page from the site, and the index, opened, requests nothing off the origin."""
+    api = build.SITE / build.API_REFERENCE
+    # Task: the tasks' base class, not exported, documented for the methods they share
+    assert sorted(p.stem for p in (api / "classes").glob("*.html")) == sorted([*MAIN_CLASSES, "Task"])
+    assert "../onnxtrain-api/index.html" in (build.ROOT / "web" / "lib" / "README.md").read_text()
+    tags = re.compile(r"<(?:script|link)\b[^>]*?\b(?:src|href)=\"([^\"]*)\"")
+    pages = sorted(api.rglob("*.html"))
+    assert len(pages) > 20
+    for page in pages:
+        urls = tags.findall(page.read_text())
+        assert urls and not [u for u in urls if re.match(r"[a-z]+:|//", u)], (page, urls)
+    tabular = (api / "classes" / "TabularTask.html").read_text()
+    assert "suggestedLabel" in (api / "interfaces" / "TableDescription.html").read_text()
+    assert all(name in tabular for name in ("describe", "setup", "predictCsv", "exportModel"))
+    context = browser.new_context()
+    page = Page(context, context.new_page(), site_url)
+    page.page.goto(site_url + build.API_REFERENCE + "/classes/TrainingSession.html")
+    page.page.wait_for_load_state("networkidle")
+    assert "runTrainStep" in page.page.text_content("body")
+    nav = page.page.text_content("body")
+    assert all(name in nav for name in MAIN_CLASSES), nav
+    context.close()
+    assert any(u.endswith("/assets/main.js") for u in page.requests) and page.off_origin() == []

@@ -328,7 +328,7 @@ export class TabularTask extends Task<TabularMetrics> {
   predictCsv(csv: URIorBuffer, page?: { offset?: number; limit?: number }): Promise<CsvPredictions>;
 }
 
-/** TabularTask.describe(). */
+/** What `TabularTask.describe()` resolves to. */
 export interface TableDescription {
   columns: { name: string; kind: "numeric" | "categorical"; missing: number; distinct: number;
     /** Numbers float32 cannot hold (inf, 1e39), counted as missing. */
@@ -342,7 +342,7 @@ export interface TableDescription {
   task: "classification" | "regression";
 }
 
-/** TabularTask.setup(). */
+/** What `TabularTask.setup()` resolves to. */
 export interface TabularSetup {
   /** Model inputs after one-hot encoding. */
   features: number;
@@ -425,7 +425,7 @@ export class ImageTask extends Task<ClassificationMetrics> {
   predict(pixels: URIorBuffer): Promise<number[]>;
 }
 
-/** ImageTask.info(). */
+/** What `ImageTask.info()` resolves to. */
 export interface ImageTaskInfo {
   images: number;
   train: number;
