@@ -424,6 +424,7 @@ def build_site() -> Path:
     names["version"] = digest.hexdigest()[:16]
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     build_library(tmp)
+    build_api_reference(tmp / API_REFERENCE)
     for folder in ("pyodide", "wheels", "kernels"):  # the library has what the page loads of them
         shutil.rmtree(tmp / folder)
     build_artifacts(tmp / "artifacts")
@@ -440,6 +441,24 @@ def build_site() -> Path:
 
 
 LIBRARY = "onnxtrain"  # the JavaScript library's folder in the site (sources in web/lib/)
+API_REFERENCE = "onnxtrain-api"  # the library's API reference in the site, made by TypeDoc from onnxtrain.d.ts
+
+
+def build_api_reference(dest: Path) -> None:
+    """``dest``/index.html and the rest: TypeDoc's HTML of web/lib/onnxtrain.d.ts (its doc comments), under strict
+    TypeScript 5.9; no source links, no generator line, nothing loaded from another origin."""
+    tools = node_tools()
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "tsconfig.json"
+        config.write_text(json.dumps({"compilerOptions": {
+            "strict": True, "noEmit": True, "target": "es2022", "lib": ["es2022", "dom"], "module": "esnext",
+            "moduleResolution": "bundler"}, "files": [str(ROOT / "web" / "lib" / "onnxtrain.d.ts")]}))
+        run(["node", str(tools / "typedoc" / "bin" / "typedoc"), "--tsconfig", str(config),
+             "--entryPoints", str(ROOT / "web" / "lib" / "onnxtrain.d.ts"), "--out", str(dest),
+             "--name", f"onnxtrain {project_version()} API", "--readme", "none", "--disableSources",
+             "--hideGenerator", "--githubPages", "false", "--cleanOutputDir", "--logLevel", "Warn"], cwd=ROOT)
+    if not (dest / "index.html").is_file():
+        sys.exit(f"build.py: TypeDoc wrote no {dest / 'index.html'}")
 
 
 #: the line of web/lib/onnxtrain.mjs that build_library replaces with the library's files
@@ -560,7 +579,7 @@ def replace_file(path: Path, data: bytes) -> None:
 
 
 #: folders of the site whose files the service worker keeps once a page fetched them, not at install
-ON_DEMAND = ("artifacts/efficientnet_lite0/",)
+ON_DEMAND = ("artifacts/efficientnet_lite0/", f"{API_REFERENCE}/")
 
 
 def write_precache(site: Path) -> None:
