@@ -103,7 +103,7 @@ def test_the_production_page_gives_scripts_no_way_to_python(browser):
         # the library's engine, as a script could start one: it has no runPython request
         error = page.evaluate("""() => new Promise((resolve, reject) => {
             const worker = new Worker(new URL('onnxtrain/engine.mjs', location.href), { type: 'module' });
-            worker.onmessage = (e) => resolve(e.data.error);
+            worker.onmessage = (e) => { if (e.data.id === 1) resolve(e.data.error.message); };  // not progress
             worker.onerror = (e) => reject(new Error(`the engine did not start: ${e.message}`));
             worker.postMessage({ id: 1, method: 'runPython', handle: null, args: [{ code: '1 + 1' }] });
         })""")
