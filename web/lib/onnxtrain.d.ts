@@ -37,8 +37,14 @@ export type FeedsType = { readonly [name: string]: TensorLike };
 export type FetchesType = readonly string[] | { readonly [name: string]: TensorLike | null };
 export type ReturnType = { readonly [name: string]: Tensor };
 
-/** A model or checkpoint: a URL (relative to the page), an ArrayBuffer or a Uint8Array. */
-export type URIorBuffer = string | URL | ArrayBuffer | Uint8Array;
+/** A model, checkpoint or file: a URL (a string relative to the page, or a URL), a Response, a Blob (or File), an
+ * ArrayBuffer or a Uint8Array. A URL or Response that is not ok rejects with its URL and HTTP status. */
+export type URIorBuffer = string | URL | Response | Blob | ArrayBuffer | Uint8Array;
+
+/** An image the tasks take besides RGBA bytes, drawn to RGBA at its natural size; one that is not loaded yet (a
+ * video without a frame, a closed bitmap or frame) rejects. */
+export type ImageSource = HTMLImageElement | HTMLCanvasElement | OffscreenCanvas | HTMLVideoElement | ImageBitmap |
+  VideoFrame | ImageData;
 
 export interface TrainingSessionCreateOptions {
   checkpointState: URIorBuffer;
@@ -82,14 +88,16 @@ export class TrainingSession {
   /** The parameters as one float32 tensor, in the training model's input order. */
   getContiguousParameters(trainableOnly?: boolean): Promise<Tensor>;
   /** Float32 bytes in the layout of getContiguousParameters. */
-  loadParametersBuffer(buffer: Uint8Array | ArrayBuffer, trainableOnly?: boolean): Promise<void>;
+  loadParametersBuffer(buffer: URIorBuffer, trainableOnly?: boolean): Promise<void>;
 
-  /** Beyond onnxruntime-web: an inference model (ONNX bytes) with the given outputs. */
-  exportModelForInferencing(outputNames: readonly string[]): Promise<Uint8Array>;
+  /** Beyond onnxruntime-web: an inference model (ONNX bytes) with the given outputs (a list, or one name). */
+  exportModelForInferencing(outputNames: string | readonly string[]): Promise<Uint8Array>;
   /** onnxruntime-training's checkpoint format, parameters, optimizer state and properties. */
   saveCheckpoint(includeOptimizerState?: boolean): Promise<Uint8Array>;
   loadCheckpoint(checkpoint: URIorBuffer): Promise<void>;
-  /** The checkpoint state's properties, saved with it; a whole number is stored as an int. */
+  /** The user's properties of the checkpoint state, saved with it; a whole number is stored as an int. Names
+   * starting with "onnxtrain." are the library's own: kept in the checkpoint, left out here, refused by
+   * setProperty. */
   getProperties(): Promise<Record<string, number | string>>;
   setProperty(name: string, value: number | string): Promise<void>;
   setLearningRate(learningRate: number): Promise<void>;
@@ -112,7 +120,7 @@ export class TrainingSession {
   /** The four artifacts with the run's state as the checkpoint, and a README, as a .zip. */
   artifactsZip(): Promise<Uint8Array>;
 
-  /** Frees the session in the worker; later calls on it reject. */
+  /** Frees the session in the worker; a second release() resolves, any other call after it rejects. */
   release(): Promise<void>;
 }
 
@@ -124,7 +132,7 @@ export interface SessionTrainOptions extends TrainOptions {
   /** A fraction in [0, 1) of the dataset's rows held out (seeded), or a dataset of its own. */
   validation?: number | Dataset;
   /** true: the run the last train() left (paused, aborted or done) goes on, on the same dataset, to `epochs` in
-   * all. */
+   * all; `validation` and `seed` may be given again when they are the run's, a different one rejects. */
   resume?: boolean;
   /** An epoch's checkpoint (a record's `checkpoint`): its run goes on from there, on the same dataset. */
   resumeFrom?: URIorBuffer;
@@ -293,16 +301,31 @@ declare class Task {
   exportModel(): Promise<Uint8Array>;
   /** How to call the exported model, in a line. */
   signature(): Promise<string>;
+  /** Frees the task in the worker; a second release() resolves, any other call after it rejects. */
   release(): Promise<void>;
 }
 
 /** A CSV table: the label column predicted from the others (classification or regression). */
 export class TabularTask extends Task {
+  /** fileName: default a File's name, else "data.csv". */
   static create(csv: URIorBuffer, fileName?: string, options?: TaskOptions): Promise<TabularTask>;
-  describe(): Promise<Record<string, unknown>>;
+  /** The table: its rows, each column's kind and counts, the first 8 rows, and a suggested label column. */
+  describe(): Promise<{ rows: number; columns: { name: string; kind: "numeric" | "categorical"; missing: number;
+    distinct: number; nonfinite: number }[]; preview: string[][]; suggested_label: string }>;
   detectTask(label: string): Promise<"classification" | "regression">;
+  /** The preprocessing, the MLP and its run. `hidden` (required): the hidden layers' sizes, such as [64], [64, 32]
+   * or "64, 32" ([]: none, a linear model); at most 16 layers and 20 million parameters. validation: default 0.2
+   * of the rows held out (stratified for classification), seed 0, optimizer "AdamW". The exported model's input
+   * contract (columns in order, categories, classes) is JSON in its metadata under "onnxtrain.tabular". */
   setup(settings: { label: string; task: "classification" | "regression"; hidden: number[] | string;
-    validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<Record<string, unknown>>;
+    validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<{
+    /** Model inputs after one-hot encoding. */
+    features: number; classes: string[]; task: "classification" | "regression"; train_rows: number;
+    validation_rows: number;
+    /** Rows without a label. */
+    dropped_rows: number; missing_cells: number; nonfinite_cells: number;
+    /** The feature columns of each kind, in the order the exported model's inputs take them. */
+    numeric: string[]; categorical: string[]; parameters: number }>;
   evaluate(): Promise<Record<string, unknown>>;
   predictValidation(): Promise<(string | number)[]>;
   predictCsv(csv: URIorBuffer, page?: { offset?: number; limit?: number }): Promise<Record<string, unknown>>;
@@ -313,15 +336,16 @@ export class ImageTask extends Task {
   static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
     classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" } & TaskOptions):
     Promise<ImageTask>;
-  /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped.
-   * `fit`: "stretch" the whole image (default) or take its "centre" square. */
-  static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number,
+  /** Files decoded and resized in the page, each labelled by its folder (a File's webkitRelativePath, as
+   * <input type=file webkitdirectory> sets it); files that are not images are skipped, and none being an image
+   * rejects. `fit`: "stretch" the whole image (default) or take its "centre" square. */
+  static decodeImages(files: readonly (File | { path: string; bytes: ArrayBuffer | Uint8Array })[], size: number,
     options?: { fit?: "stretch" | "centre" }): Promise<{
     pixels: Uint8Array; count: number; size: number; labels: number[]; classes: string[]; skipped: string[] }>;
   info(): Promise<Record<string, unknown>>;
   evaluate(): Promise<Record<string, unknown>>;
-  /** Class probabilities for one RGBA image of the task's size. */
-  predict(pixels: URIorBuffer): Promise<number[]>;
+  /** Class probabilities for one RGBA image of the task's size, or an image stretched to that size. */
+  predict(pixels: URIorBuffer | ImageSource): Promise<number[]>;
 }
 
 /** A pretrained classifier of 8x8 drawings (values 0..16), fine-tuned on the user's examples and classes. */
@@ -368,7 +392,7 @@ export class PersonalizeTask extends Task {
   removeClass(index: number): Promise<void>;
   /** Samples of class `classIndex`; their ids. */
   addSamples(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize, classIndex: number): Promise<number[]>;
-  addSamples(image: ImageData, classIndex: number): Promise<number[]>;
+  addSamples(image: ImageSource, classIndex: number): Promise<number[]>;
   removeSample(id: number): Promise<void>;
   classes(): Promise<string[]>;
   /** Samples per class, in class order. */
@@ -381,7 +405,7 @@ export class PersonalizeTask extends Task {
   evaluate(): Promise<{ loss: number | null; on: "validation" | "train"; accuracy: number; baseline: number;
     confusion: number[][] }>;
   predict(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize): Promise<Prediction>;
-  predict(image: ImageData): Promise<Prediction>;
+  predict(image: ImageSource): Promise<Prediction>;
   /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array>;
 }
