@@ -156,17 +156,28 @@ def find_base_python() -> str:
 
 
 def ensure_venv() -> Path:
-    """Create .venv and install requirements-test.txt when it changed."""
+    """Create .venv and install requirements-test.txt when it changed; put this checkout's pysrc on its path."""
     stamp = VENV / ".requirements.sha256"
     want = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    if venv_python().exists() and stamp.exists() and stamp.read_text() == want:
-        return venv_python()
-    if not venv_python().exists():
-        run([find_base_python(), "-m", "venv", VENV])
-    env = dict(os.environ, PIP_CACHE_DIR=str(CACHE / "pip"), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    run([venv_python(), "-m", "pip", "install", "-q", "-r", REQUIREMENTS], env=env)
-    stamp.write_text(want)
+    if not (venv_python().exists() and stamp.exists() and stamp.read_text() == want):
+        if not venv_python().exists():
+            run([find_base_python(), "-m", "venv", VENV])
+        env = dict(os.environ, PIP_CACHE_DIR=str(CACHE / "pip"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+        run([venv_python(), "-m", "pip", "install", "-q", "-r", REQUIREMENTS], env=env)
+        stamp.write_text(want)
+    if not VENV.is_symlink():  # a venv shared from another checkout keeps that checkout's sources
+        link_sources(next((VENV / "lib").glob("python3*/site-packages")))
     return venv_python()
+
+
+def link_sources(site_packages: Path) -> Path:
+    """A .pth file in the venv's site-packages that puts this checkout's pysrc on its path, so that
+    `.venv/bin/python -m onnxtrain ...` runs from a checkout; written only when it says something else."""
+    pth = Path(site_packages) / "onnxtrain-checkout.pth"
+    text = f"{ROOT / 'pysrc'}\n"
+    if not pth.exists() or pth.read_text() != text:
+        pth.write_text(text)
+    return pth
 
 
 def project_version() -> str:

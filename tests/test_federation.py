@@ -218,15 +218,18 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     history = status["history"]
     assert [h["round"] for h in history] == [1, 2, 3] and status["rounds"] == ROUNDS
 
-    # round 1: the NaN update reaches the strategy, whose guard rejects it, naming node and round
+    # round 1: the NaN update is refused by the server at once (400 with the reason), and so rejected, naming node,
+    # round and page
+    nan_reason = b"non-finite values: 1 of %d parameters are NaN or infinite" % model.size
+    assert (1, "nan", (400, nan_reason)) in faulty.answers
     assert history[0]["results"] == 3 and len(history[0]["rejected"]) == 1, history[0]
-    assert re.fullmatch(r"node \d+ round 1: non-finite values: 1 of \d+ parameters are NaN or infinite",
+    assert re.fullmatch(r"node \d+ round 1: page \w+ \(slot \d\): " + nan_reason.decode(),
                         history[0]["rejected"][0]), history[0]
     # round 2: the wrong-size body is refused by the server (400 with the reason) and so rejected; the silent
     # page's task fails after PAGE_TIMEOUT, not the round's timeout
     assert (2, "size", (400, b"wrong size: the body has %d bytes, a parameter vector has %d (%d float32 values)"
             % (4 * model.size - 4, 4 * model.size, model.size))) in faulty.answers
-    assert [(r, f, a[0]) for r, f, a in faulty.answers if r != 2] == [(1, "nan", 200), (3, None, 200)]
+    assert [(r, f, a[0]) for r, f, a in faulty.answers] == [(1, "nan", 400), (2, "size", 400), (3, None, 200)]
     assert len(history[1]["rejected"]) == 1 and "wrong size" in history[1]["rejected"][0], history[1]
     assert history[1]["results"] == 2 and history[1]["failures"] == 1, history[1]
     assert silent.rounds == [1, 2] and silent.error is None and faulty.error is None

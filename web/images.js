@@ -109,7 +109,6 @@ async function load(found) {
   const model = $("img-model").value;
   const decoded = model === "pretrained" ? await ImageTask.decodeImages(files, BACKBONE_SIZE, { fit: "centre" })
     : await ImageTask.decodeImages(files, Number($("img-size").value));
-  if (decoded.count === 0) throw new Error(`none of the ${files.length} files is an image`);
   data = { ...decoded, model, optimizer: $("img-optimizer").value,
     name: (files[0].path.split("/").filter(Boolean)[0] || "images") };
   if (model === "pretrained") await embed();
@@ -189,7 +188,6 @@ export function setUpImages(ready) {
       const file = [{ path: f.name, bytes: await f.arrayBuffer() }];
       const pretrainedRun = data.model === "pretrained";
       const decoded = await ImageTask.decodeImages(file, data.size, { fit: pretrainedRun ? "centre" : "stretch" });
-      if (decoded.count === 0) throw new Error(`${f.name} is not an image`);
       const p = pretrainedRun ? (await task.predict(decoded.pixels, { width: data.size, height: data.size })).probabilities
         : await task.predict(decoded.pixels);
       const best = p.indexOf(Math.max(...p));

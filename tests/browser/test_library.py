@@ -344,7 +344,7 @@ def test_release_frees_one_session_and_leaves_the_other(page):
         try { await sessions.cnn.getParametersSize(); } catch (err) { error = err.message; }
         return { error, mlp: await sessions.mlp.getParametersSize(false) };
     }""")
-    assert result["error"].startswith("no session with handle")
+    assert result["error"] == "this session was released: getParametersSize() cannot run; make a new one"
     assert result["mlp"] > 0
 
 
@@ -516,7 +516,8 @@ def test_generate_artifacts_in_the_page_train_like_cpython(page):
     assert got["errors"][0][0] and got["errors"][0][2].startswith("'fc3.weight' is not an initializer of the model")
     assert got["errors"][1][2].startswith("unknown LossType 'Hinge'; choose one of ['MSELoss', 'CrossEntropyLoss'")
     assert got["errors"][2][2].startswith("generateArtifacts has no option 'optimiser'")
-    assert got["errors"][3][1:] == ["TypeError", "the forward model must be a URL, an ArrayBuffer or a Uint8Array"]
+    assert got["errors"][3][1:] == ["TypeError", "the forward model must be a URL, a Response, a Blob (or File), "
+                                    "an ArrayBuffer or a Uint8Array"]
     assert np.isfinite(got["after"])
 
 

@@ -40,8 +40,14 @@ export type FeedsType = { readonly [name: string]: TensorLike };
 export type FetchesType = readonly string[] | { readonly [name: string]: TensorLike | null };
 export type ReturnType = { readonly [name: string]: Tensor };
 
-/** A model or checkpoint: a URL (relative to the page), an ArrayBuffer or a Uint8Array. */
-export type URIorBuffer = string | URL | ArrayBuffer | Uint8Array;
+/** A model, checkpoint or file: a URL (a string relative to the page, or a URL), a Response, a Blob (or File), an
+ * ArrayBuffer or a Uint8Array. A URL or Response that is not ok rejects with its URL and HTTP status. */
+export type URIorBuffer = string | URL | Response | Blob | ArrayBuffer | Uint8Array;
+
+/** An image the tasks take besides RGBA bytes, drawn to RGBA at its natural size; one that is not loaded yet (a
+ * video without a frame, a closed bitmap or frame) rejects. */
+export type ImageSource = HTMLImageElement | HTMLCanvasElement | OffscreenCanvas | HTMLVideoElement | ImageBitmap |
+  VideoFrame | ImageData;
 
 export interface TrainingSessionCreateOptions {
   checkpointState: URIorBuffer;
@@ -85,14 +91,16 @@ export class TrainingSession {
   /** The parameters as one float32 tensor, in the training model's input order. */
   getContiguousParameters(trainableOnly?: boolean): Promise<Tensor>;
   /** Float32 bytes in the layout of getContiguousParameters. */
-  loadParametersBuffer(buffer: Uint8Array | ArrayBuffer, trainableOnly?: boolean): Promise<void>;
+  loadParametersBuffer(buffer: URIorBuffer, trainableOnly?: boolean): Promise<void>;
 
-  /** Beyond onnxruntime-web: an inference model (ONNX bytes) with the given outputs. */
-  exportModelForInferencing(outputNames: readonly string[]): Promise<Uint8Array<ArrayBuffer>>;
+  /** Beyond onnxruntime-web: an inference model (ONNX bytes) with the given outputs (a list, or one name). */
+  exportModelForInferencing(outputNames: string | readonly string[]): Promise<Uint8Array<ArrayBuffer>>;
   /** onnxruntime-training's checkpoint format, parameters, optimizer state and properties. */
   saveCheckpoint(includeOptimizerState?: boolean): Promise<Uint8Array<ArrayBuffer>>;
   loadCheckpoint(checkpoint: URIorBuffer): Promise<void>;
-  /** The checkpoint state's properties, saved with it; a whole number is stored as an int. */
+  /** The user's properties of the checkpoint state, saved with it; a whole number is stored as an int. Names
+   * starting with "onnxtrain." are the library's own: kept in the checkpoint, left out here, refused by
+   * setProperty. */
   getProperties(): Promise<Record<string, number | string>>;
   setProperty(name: string, value: number | string): Promise<void>;
   setLearningRate(learningRate: number): Promise<void>;
@@ -115,7 +123,7 @@ export class TrainingSession {
   /** The four artifacts with the run's state as the checkpoint, and a README, as a .zip. */
   artifactsZip(): Promise<Uint8Array<ArrayBuffer>>;
 
-  /** Frees the session in the worker; later calls on it reject. */
+  /** Frees the session in the worker; a second release() resolves, any other call after it rejects. */
   release(): Promise<void>;
 }
 
@@ -127,7 +135,7 @@ export interface SessionTrainOptions extends TrainOptions {
   /** A fraction in [0, 1) of the dataset's rows held out (seeded), or a dataset of its own. */
   validation?: number | Dataset;
   /** true: the run the last train() left (paused, aborted or done) goes on, on the same dataset, to `epochs` in
-   * all. */
+   * all; `validation` and `seed` may be given again when they are the run's, a different one rejects. */
   resume?: boolean;
   /** An epoch's checkpoint (a record's `checkpoint`): its run goes on from there, on the same dataset. */
   resumeFrom?: URIorBuffer;
@@ -307,16 +315,22 @@ declare class Task<M extends object = NoMetrics> {
   exportModel(): Promise<Uint8Array<ArrayBuffer>>;
   /** How to call the exported model, in a line. */
   signature(): Promise<string>;
+  /** Frees the task in the worker; a second release() resolves, any other call after it rejects. */
   release(): Promise<void>;
 }
 
 /** A CSV table: the label column predicted from the others (classification or regression). */
 export class TabularTask extends Task<TabularMetrics> {
+  /** fileName: default a File's name, else "data.csv". */
   static create(csv: URIorBuffer, fileName?: string, options?: TaskOptions): Promise<TabularTask>;
   /** The table's columns, rows and first rows, the label column it suggests (the last) and that column's task. */
   describe(): Promise<TableDescription>;
   detectTask(label: string): Promise<"classification" | "regression">;
-  /** A new model and run: the label column, the task, the hidden layers' sizes, the validation fraction. */
+  /** A new model and run: the preprocessing, the MLP and its run. `hidden` (required): the hidden layers' sizes,
+   * such as [64], [64, 32] or "64, 32" ([]: none, a linear model); at most 16 layers and 20 million parameters.
+   * validation: default 0.2 of the rows held out (stratified for classification), seed 0, optimizer "AdamW". The
+   * exported model's input contract (columns in order, categories, classes) is JSON in its metadata under
+   * "onnxtrain.tabular". */
   setup(settings: { label: string; task: "classification" | "regression"; hidden: number[] | string;
     validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<TabularSetup>;
   /** The validation rows' loss and metrics. */
@@ -411,9 +425,10 @@ export class ImageTask extends Task<ClassificationMetrics> {
   static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
     classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" } & TaskOptions):
     Promise<ImageTask>;
-  /** Files decoded and resized in the page, each labelled by its folder; files that are not images are skipped.
-   * `fit`: "stretch" the whole image (default) or take its "centre" square. */
-  static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number,
+  /** Files decoded and resized in the page, each labelled by its folder (a File's webkitRelativePath, as
+   * <input type=file webkitdirectory> sets it); files that are not images are skipped, and none being an image
+   * rejects. `fit`: "stretch" the whole image (default) or take its "centre" square. */
+  static decodeImages(files: readonly (File | { path: string; bytes: ArrayBuffer | Uint8Array })[], size: number,
     options?: { fit?: "stretch" | "centre" }): Promise<{
     pixels: Uint8Array<ArrayBuffer>; count: number; size: number; labels: number[]; classes: string[];
     skipped: string[] }>;
@@ -421,8 +436,8 @@ export class ImageTask extends Task<ClassificationMetrics> {
   info(): Promise<ImageTaskInfo>;
   /** The validation images' loss and metrics. */
   evaluate(): Promise<ClassificationMetrics>;
-  /** Class probabilities for one RGBA image of the task's size. */
-  predict(pixels: URIorBuffer): Promise<number[]>;
+  /** Class probabilities for one RGBA image of the task's size, or an image stretched to that size. */
+  predict(pixels: URIorBuffer | ImageSource): Promise<number[]>;
 }
 
 /** What `ImageTask.info()` resolves to. */
@@ -489,7 +504,7 @@ export class PersonalizeTask extends Task<PersonalizeMetrics> {
   removeClass(index: number): Promise<void>;
   /** Samples of class `classIndex`; their ids. */
   addSamples(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize, classIndex: number): Promise<number[]>;
-  addSamples(image: ImageData, classIndex: number): Promise<number[]>;
+  addSamples(image: ImageSource, classIndex: number): Promise<number[]>;
   removeSample(id: number): Promise<void>;
   classes(): Promise<string[]>;
   /** Samples per class, in class order. */
@@ -501,7 +516,7 @@ export class PersonalizeTask extends Task<PersonalizeMetrics> {
       validationPerClass: number[]; fineTune: boolean; parameters: number }>;
   evaluate(): Promise<PersonalizeMetrics>;
   predict(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize): Promise<Prediction>;
-  predict(image: ImageData): Promise<Prediction>;
+  predict(image: ImageSource): Promise<Prediction>;
   /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array<ArrayBuffer>>;
 }

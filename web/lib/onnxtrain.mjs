@@ -248,18 +248,55 @@ function connect(onProgress) {
   return engine;
 }
 
-// A model or checkpoint given as a URL (relative to the page), an ArrayBuffer or a Uint8Array.
+// What bytesOf takes, in words.
+const BYTE_SOURCES = "a URL, a Response, a Blob (or File), an ArrayBuffer or a Uint8Array";
+
+const isA = (value, name) => typeof globalThis[name] === "function" && value instanceof globalThis[name];
+
+// `source` as a Response whose body is there to read: fetched when it is a URL (a string, relative to the page, or
+// a URL), as it is when it is a Response; null when it is neither.  A response that is not ok rejects.
+async function responseOf(source, what) {
+  let response = source;
+  if (typeof source === "string" || source instanceof URL) response = await fetch(source);
+  else if (!isA(source, "Response")) return null;
+  if (!response.ok) {
+    const where = response.url || (typeof source === "string" ? source : "(a Response without a URL)");
+    throw new Error(`${what} ${where}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}`);
+  }
+  if (response.bodyUsed) throw new TypeError(`${what}: the Response's body has been read already`);
+  return response;
+}
+
+// A model, checkpoint or data file given as BYTE_SOURCES says, as a Uint8Array; null for none.
 async function bytesOf(source, what) {
   if (source === undefined || source === null || source === "") return null;
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
-  if (typeof source === "string" || source instanceof URL) {
-    const response = await fetch(source);
-    if (!response.ok) throw new Error(`${what} ${source}: HTTP ${response.status}`);
-    return new Uint8Array(await response.arrayBuffer());
+  if (isA(source, "Blob")) return new Uint8Array(await source.arrayBuffer());
+  const response = await responseOf(source, what);
+  if (response) return new Uint8Array(await response.arrayBuffer());
+  throw new TypeError(`${what} must be ${BYTE_SOURCES}`);
+}
+
+// A file's name where `source` is a File, else `fallback`.
+const fileName = (source, fallback) => (isA(source, "File") && source.name ? source.name : fallback);
+
+// A session's or task's call of the engine, refused once release() was called; release() twice resolves.
+function callOf(owner, what, method, args) {
+  if (owner._releasing) {
+    const name = method.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+    return Promise.reject(new Error(`this ${what} was released: ${name}() cannot run; make a new one`));
   }
-  throw new TypeError(`${what} must be a URL, an ArrayBuffer or a Uint8Array`);
+  return owner._engine.call(method, owner._handle, args);
+}
+
+function releaseOf(owner) {
+  owner._releasing ??= owner._engine.call("release", owner._handle, []).catch((err) => {
+    owner._releasing = null;
+    throw err;
+  });
+  return owner._releasing.then(() => {});
 }
 
 function feedsOf(feeds, what = "feed") {
@@ -371,7 +408,7 @@ class TrainingSession {
     return new TrainingSession(connection, await connection.call("create", null, [...bytes, providers]));
   }
 
-  _call(method, ...args) { return this._engine.call(method, this._handle, args); }
+  _call(method, ...args) { return callOf(this, "session", method, args); }
 
   async runTrainStep(feeds, fetchesOrOptions, _options) {
     const fetches = fetchesOf(fetchesOrOptions, this.trainingOutputNames);
@@ -398,8 +435,10 @@ class TrainingSession {
   }
 
   // ---- beyond onnxruntime-web -----------------------------------------------------------------------------
+  // outputNames: a list of output names, or one name.
   async exportModelForInferencing(outputNames) {
-    return this._call("export_model_for_inferencing", Array.from(outputNames, String));
+    const names = typeof outputNames === "string" ? [outputNames] : Array.from(outputNames, String);
+    return this._call("export_model_for_inferencing", names);
   }
 
   async saveCheckpoint(includeOptimizerState = true) {
@@ -440,8 +479,8 @@ class TrainingSession {
   // A data file for train(): a .npz with one array per training input, or a CSV of numbers for a model whose
   // training inputs are features and labels.  {dataset: input name -> Tensor, rows, validationRows (the rows
   // train({validation}) holds out), inputs: name -> [dims, type]}.
-  async readDataset(file, fileName = "data.npz", validation = 0) {
-    const out = await this._call("read_dataset", await bytesOf(file, "the data file"), String(fileName),
+  async readDataset(file, name = fileName(file, "data.npz"), validation = 0) {
+    const out = await this._call("read_dataset", await bytesOf(file, "the data file"), String(name),
       Number(validation));
     return { ...out, dataset: tensorsOf(out.dataset) };
   }
@@ -449,7 +488,8 @@ class TrainingSession {
   // The artifacts with the run's state as their checkpoint, as a .zip, to go on elsewhere.
   async artifactsZip() { return this._call("artifacts_zip"); }
 
-  async release() { await this._call("release"); }
+  // Frees the session in the engine; a second release() resolves, any other call rejects.
+  async release() { return releaseOf(this); }
 }
 
 // onnxruntime-training's LinearLRScheduler on a session's optimizer: a linear warm-up from 0 over
@@ -475,7 +515,7 @@ class LinearLRScheduler {
 async function generateArtifacts(forwardModel, options = {}) {
   const connection = connect();
   const model = await bytesOf(forwardModel, "the forward model");
-  if (!model) throw new TypeError("generateArtifacts needs a forward model: a URL, an ArrayBuffer or a Uint8Array");
+  if (!model) throw new TypeError(`generateArtifacts needs a forward model: ${BYTE_SOURCES}`);
   const settings = optionsOf(options, "generateArtifacts");
   await connection.ready;
   const made = await connection.call("generate_artifacts", null, [model, settings]);
@@ -520,7 +560,7 @@ class Task {
     return new this(connection, await connection.call("create_task", null, [kind, args]));
   }
 
-  _call(method, ...args) { return this._engine.call(method, this._handle, args); }
+  _call(method, ...args) { return callOf(this, "task", method, args); }
 
   // Train up to `epochs` epochs in all (a paused run goes on): {epochs, batchSize, learningRate, schedule,
   // warmup, keepBest, patience, checkFinite, checkpoints, onProgress, signal}; see trainLoop.
@@ -546,13 +586,14 @@ class Task {
 
   async signature() { return this._call("signature"); }
 
-  async release() { await this._call("release"); }
+  // Frees the task in the engine; a second release() resolves, any other call rejects.
+  async release() { return releaseOf(this); }
 }
 
 // A CSV table: the label column predicted from the others, with the preprocessing in the exported model.
 class TabularTask extends Task {
-  static async create(csv, fileName = "data.csv", { executionProviders } = {}) {
-    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(fileName),
+  static async create(csv, name = fileName(csv, "data.csv"), { executionProviders } = {}) {
+    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(name),
       providersOf({ executionProviders })]);
   }
 
@@ -583,9 +624,10 @@ class ImageTask extends Task {
       Array.from(classes, String), validation, seed, optimizer, providersOf({ executionProviders })]);
   }
 
-  // Files ({path, bytes}) decoded and resized to size x size RGBA, each labelled by its folder; files that are not
-  // images are skipped and listed.  `fit`: "stretch" the whole image, or take its "centre" square (what
-  // PersonalizeTask's backbone sees).  {pixels, count, size, labels, classes, skipped}
+  // Files ({path, bytes}, or File objects such as <input type=file webkitdirectory> gives, their path the
+  // webkitRelativePath) decoded and resized to size x size RGBA, each labelled by its folder; files that are not
+  // images are skipped and listed, and none being an image rejects.  `fit`: "stretch" the whole image, or take its
+  // "centre" square (what PersonalizeTask's backbone sees).  {pixels, count, size, labels, classes, skipped}
   static async decodeImages(files, size, { fit = "stretch" } = {}) {
     if (fit !== "stretch" && fit !== "centre") throw new TypeError(`fit is "stretch" or "centre", not ${fit}`);
     const canvas = new OffscreenCanvas(size, size);
@@ -595,12 +637,15 @@ class ImageTask extends Task {
     const names = [];
     const skipped = [];
     for (const file of files) {
-      const parts = file.path.split("/").filter(Boolean);
+      const isFile = isA(file, "File");
+      const path = isFile ? file.webkitRelativePath || file.name : file?.path;
+      if (typeof path !== "string") throw new TypeError("decodeImages takes File objects or {path, bytes} objects");
+      const parts = path.split("/").filter(Boolean);
       let bitmap;
       try {
-        bitmap = await createImageBitmap(new Blob([file.bytes]));
+        bitmap = await createImageBitmap(isFile ? file : new Blob([file.bytes]));
       } catch {
-        skipped.push(file.path);
+        skipped.push(path);
         continue;
       }
       context.clearRect(0, 0, size, size);
@@ -614,6 +659,12 @@ class ImageTask extends Task {
       pixels.push(context.getImageData(0, 0, size, size).data);
       names.push(parts.length >= 2 ? parts[parts.length - 2] : "unlabelled");
     }
+    if (!pixels.length) {
+      const some = skipped.slice(0, 3).map((p) => JSON.stringify(p)).join(", ");
+      const n = skipped.length;
+      throw new Error(`no image this browser decodes among the ${n} file${n === 1 ? "" : "s"}: ${some}` +
+        `${n > 3 ? `, … (${n} skipped)` : ""}`);
+    }
     const classes = [...new Set(names)].sort();
     const all = new Uint8Array(pixels.length * size * size * 4);
     pixels.forEach((p, i) => all.set(p, i * size * size * 4));
@@ -624,8 +675,15 @@ class ImageTask extends Task {
 
   async evaluate() { return this._call("evaluate"); }
 
-  // Class probabilities for one RGBA image of the task's size.
-  async predict(pixels) { return this._call("predict", await bytesOf(pixels, "the image")); }
+  // Class probabilities for one image: RGBA bytes of the task's size, or an image (IMAGE_SOURCES) drawn to that size
+  // as decodeImages stretches it.
+  async predict(pixels) {
+    if (isImage(pixels)) {
+      this._size ??= await this._call("size");
+      return this._call("predict", (await rgbaOf(pixels, "the image", this._size, this._size)).data);
+    }
+    return this._call("predict", await bytesOf(pixels, "the image"));
+  }
 }
 
 // A pretrained classifier of 8x8 drawings, fine-tuned on the user's own examples (and classes).
@@ -660,17 +718,16 @@ class HandwritingTask extends Task {
   }
 }
 
-// A model's bytes from a URL (relative to the page), fetched with progress: onLoad({loaded, total, seconds,
-// stage: "download"}) per chunk (total is null when the server does not say), or from bytes as they are.
+// A model's bytes from a URL (relative to the page) or a Response, read with progress: onLoad({loaded, total,
+// seconds, stage: "download"}) per chunk (total is null when the server does not say), or from a Blob or bytes.
 async function bytesWithProgress(source, what, onLoad, started) {
   if (onLoad !== undefined && typeof onLoad !== "function") throw new TypeError("onLoad must be a function");
-  if (!(typeof source === "string" || source instanceof URL)) {
+  const response = await responseOf(source, what);
+  if (!response) {
     const bytes = await bytesOf(source, what);
-    if (!bytes) throw new TypeError(`${what} must be a URL, an ArrayBuffer or a Uint8Array`);
+    if (!bytes) throw new TypeError(`${what} must be ${BYTE_SOURCES}`);
     return bytes;
   }
-  const response = await fetch(source);
-  if (!response.ok) throw new Error(`${what} ${source}: HTTP ${response.status}`);
   const length = Number(response.headers.get("content-length"));
   const total = Number.isFinite(length) && length > 0 ? length : null;
   const seconds = () => (performance.now() - started) / 1000;
@@ -699,12 +756,52 @@ async function bytesWithProgress(source, what, onLoad, started) {
   return bytes;
 }
 
-// Images as the engine takes them: RGBA bytes and [count, height, width].  `pixels` is an ImageData (its own size,
-// one image) or RGBA bytes (Uint8Array, Uint8ClampedArray or ArrayBuffer) of `count` images of width x height.
+// The images the tasks take besides RGBA bytes, drawn at their natural size (IMAGE_SOURCES).
+const IMAGE_TYPES = ["ImageData", "HTMLImageElement", "HTMLCanvasElement", "OffscreenCanvas", "HTMLVideoElement",
+  "ImageBitmap", "VideoFrame"];
+const IMAGE_SOURCES = "an <img>, a <canvas>, an OffscreenCanvas, a <video>, an ImageBitmap, a VideoFrame or an ImageData";
+
+const isImage = (value) => IMAGE_TYPES.some((name) => isA(value, name));
+
+// An image's natural width and height; an image that has nothing to draw yet (not loaded, no video frame, closed)
+// throws, saying so.
+function naturalSize(image, what) {
+  let width = image.width, height = image.height, missing = "";
+  if (isA(image, "HTMLImageElement")) {
+    [width, height] = [image.naturalWidth, image.naturalHeight];
+    const src = image.currentSrc || image.src;
+    if (!image.complete || !width) missing = `the <img>${src ? ` ${src}` : ""} is not loaded (yet)`;
+  } else if (isA(image, "HTMLVideoElement")) {
+    [width, height] = [image.videoWidth, image.videoHeight];
+    if (image.readyState < 2 || !width) missing = "the <video> has no frame yet: wait for its loadeddata event";
+  } else if (isA(image, "VideoFrame")) {
+    [width, height] = [image.displayWidth, image.displayHeight];
+    if (!image.format && !width) missing = "the VideoFrame is closed";
+  }
+  if (!missing && !(width > 0 && height > 0)) missing = `it is ${width}x${height} px (closed, or empty)`;
+  if (missing) throw new Error(`${what}: ${missing}`);
+  return [width, height];
+}
+
+// An image (IMAGE_SOURCES) as RGBA ImageData: at its natural size, or drawn to width x height.
+async function rgbaOf(image, what, width, height) {
+  const [w, h] = naturalSize(image, what);
+  if (isA(image, "ImageData") && (width ?? w) === w && (height ?? h) === h) return image;
+  const canvas = new OffscreenCanvas(width ?? w, height ?? h);
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  context.imageSmoothingQuality = "high";
+  const source = isA(image, "ImageData") ? await createImageBitmap(image) : image;
+  context.drawImage(source, 0, 0, canvas.width, canvas.height);
+  if (source !== image) source.close();
+  return context.getImageData(0, 0, canvas.width, canvas.height);
+}
+
+// Images as the engine takes them: RGBA bytes and [count, height, width].  `pixels` is one image (IMAGE_SOURCES, at
+// its natural size) or RGBA bytes (Uint8Array, Uint8ClampedArray or ArrayBuffer) of `count` images of width x height.
 async function imagesOf(pixels, size, what) {
-  if (typeof ImageData !== "undefined" && pixels instanceof ImageData) {
-    return [new Uint8Array(pixels.data.buffer, pixels.data.byteOffset, pixels.data.byteLength),
-      [1, pixels.height, pixels.width]];
+  if (isImage(pixels)) {
+    const { data, width, height } = await rgbaOf(pixels, what);
+    return [new Uint8Array(data.buffer, data.byteOffset, data.byteLength), [1, height, width]];
   }
   const { width, height, count = 1 } = size ?? {};
   for (const [name, value] of [["width", width], ["height", height], ["count", count]]) {
@@ -713,7 +810,7 @@ async function imagesOf(pixels, size, what) {
     }
   }
   const bytes = await bytesOf(pixels, what);
-  if (!bytes) throw new TypeError(`${what} must be RGBA bytes or an ImageData`);
+  if (!bytes) throw new TypeError(`${what} must be RGBA bytes or an image: ${IMAGE_SOURCES}`);
   return [bytes, [count, height, width]];
 }
 
@@ -757,9 +854,10 @@ class PersonalizeTask extends Task {
   // Removes the class and its samples; the classes after it move down one.
   async removeClass(index) { await this._call("remove_class", Number(index)); }
 
-  // Samples of class `classIndex`: RGBA bytes of `count` images of width x height (or one ImageData); their ids.
+  // Samples of class `classIndex`: RGBA bytes of `count` images of width x height, or one image (IMAGE_SOURCES, at
+  // its natural size: addSamples(image, classIndex)); their ids.
   async addSamples(pixels, size, classIndex) {
-    if (typeof ImageData !== "undefined" && pixels instanceof ImageData && classIndex === undefined) {
+    if (isImage(pixels) && classIndex === undefined) {
       [size, classIndex] = [undefined, size];
     }
     const [bytes, shape] = await imagesOf(pixels, size, "the samples");
@@ -787,7 +885,7 @@ class PersonalizeTask extends Task {
   // Accuracy, baseline and confusion on the validation samples (on the training samples without validation).
   async evaluate() { return this._call("evaluate"); }
 
-  // {probabilities, label, className} of one image: RGBA bytes of width x height, or an ImageData.
+  // {probabilities, label, className} of one image: RGBA bytes of width x height, or an image (IMAGE_SOURCES).
   async predict(pixels, size) {
     const [bytes, shape] = await imagesOf(pixels, size, "the image");
     if (shape[0] !== 1) throw new TypeError(`predict takes one image, not ${shape[0]}`);

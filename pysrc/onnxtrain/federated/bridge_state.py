@@ -131,7 +131,7 @@ class BridgeState:
             if task is None or task.id != task_id or not task.delivered or task.result or task.failure:
                 raise Refused(f"unknown task {task_id!r} for client {client_id} (no such task is waiting for a "
                               f"result)")
-            problem = body_problem(len(body), self.size)
+            problem = body_problem(body, self.size)
             metrics = None
             if problem is None:
                 metrics, problem = parse_metrics(metrics_header)

@@ -23,11 +23,12 @@ def vector_problem(arrays: list, size: int):
     return None
 
 
-def body_problem(nbytes: int, size: int):
-    """A page's result body must hold exactly ``size`` float32 values."""
-    if nbytes != 4 * size:
-        return f"wrong size: the body has {nbytes} bytes, a parameter vector has {4 * size} ({size} float32 values)"
-    return None
+def body_problem(body: bytes, size: int):
+    """A page's result body must hold exactly ``size`` finite float32 values."""
+    if len(body) != 4 * size:
+        return (f"wrong size: the body has {len(body)} bytes, a parameter vector has {4 * size} ({size} float32 "
+                f"values)")
+    return vector_problem([np.frombuffer(body, np.float32)], size)
 
 
 def metrics_problem(metrics) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -412,7 +413,31 @@ def with_preprocessing(inference: Model, pre: Preprocessing) -> Model:
                       attributes={"axis": Attribute("axis", AttrType.INT, 1)}))
     classes = pre.classes if pre.task == "classification" else None
     # Equal on strings needs opset 19
-    return with_head(inference, inputs, nodes, inits, tabular_doc(pre), classes, min_opset=19, min_ir_version=9)
+    model = with_head(inference, inputs, nodes, inits, tabular_doc(pre), classes, min_opset=19, min_ir_version=9)
+    model.metadata_props[CONTRACT] = json.dumps(input_contract(pre))
+    return model
+
+
+#: the exported model's metadata key of its input contract (input_contract, as JSON)
+CONTRACT = "onnxtrain.tabular"
+
+
+def input_contract(pre: Preprocessing) -> dict:
+    """What the exported model takes and gives, for code that feeds it: {"inputs": {"numeric": {"columns": [...]},
+    "categorical": {"columns": [...], "categories": [[...] per column]}} (only the inputs it has, columns in order),
+    "label", "task", and "classes" (classification: the class of each 'label' index) or "output" (regression)."""
+    inputs = {}
+    if pre.numeric:
+        inputs["numeric"] = {"type": "float32", "columns": list(pre.numeric), "missing": "NaN"}
+    if pre.categorical:
+        inputs["categorical"] = {"type": "string", "columns": list(pre.categorical),
+                                 "categories": [list(c) for c in pre.categories]}
+    contract = {"inputs": inputs, "label": pre.label, "task": pre.task}
+    if pre.task == "classification":
+        contract.update(classes=list(pre.classes), outputs=["output", "probabilities", "label"])
+    else:
+        contract.update(outputs=["output"])
+    return contract
 
 
 def csv_inputs(data, inputs: dict) -> dict:

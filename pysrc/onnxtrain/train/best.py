@@ -45,7 +45,7 @@ class BestEpoch:
     With ``keep_best`` it keeps a copy of the trainable parameters of that epoch.  ``patience`` epochs in a row
     without a lower loss make ``stop`` true; patience 0 never stops.  A loss that is not finite never improves."""
 
-    def __init__(self, keep_best: bool = True, patience: int = 10):
+    def __init__(self, keep_best: bool = True, patience: int = 0):
         self.keep_best, self.patience = _keep_best(keep_best), _patience(patience)
         self.reset()
 

@@ -127,7 +127,7 @@ class TrainingSession:
         self.module = Module(self._training_model, self.state, self._eval_model, device=PROVIDERS[self.provider])
         self._optimizer_model = None if optimizer_model is None else _bytes(optimizer_model)
         self.optimizer = None if optimizer_model is None else Optimizer(self._optimizer_model, self.module)
-        self.trainer = Trainer(self.module, self.optimizer, epochs=None, patience=10, evaluate_epochs=False)
+        self.trainer = Trainer(self.module, self.optimizer, epochs=None, evaluate_epochs=False)
 
     @property
     def guard(self):
@@ -254,7 +254,7 @@ class TrainingSession:
 
     # ---- the best epoch and early stopping -------------------------------------------------------------
 
-    def set_early_stopping(self, keep_best: bool = True, patience: int = 10) -> None:
+    def set_early_stopping(self, keep_best: bool = True, patience: int = 0) -> None:
         """Keep a copy of the parameters of the epoch with the lowest validation loss; stop after ``patience``
         epochs without a lower one (0: never stop).  The counters so far stay."""
         self.best.configure(keep_best, patience)

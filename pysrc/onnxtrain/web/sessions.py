@@ -90,6 +90,9 @@ def _fetch(outputs: dict, fetches) -> dict:
     return {n: tensor(outputs[n]) for n in names}
 
 
+#: the prefix of the properties the library keeps in a checkpoint for itself (getProperties leaves them out)
+LIBRARY_PROPERTIES = "onnxtrain."
+
 #: generate_artifacts' file names as the keys of TrainingSession.create's argument
 ARTIFACT_KEYS = {ort_names.TRAINING_MODEL: "trainModel", ort_names.EVAL_MODEL: "evalModel",
                  ort_names.OPTIMIZER_MODEL: "optimizerModel", ort_names.CHECKPOINT: "checkpointState"}
@@ -122,6 +125,17 @@ def _names(value):
     return None if value is None else [str(n) for n in _buffer(value)]
 
 
+def _same_setting(given, used) -> bool:
+    """Whether a resumed run's ``validation`` or ``seed`` is the one its data was split with: the same number (no
+    validation being a fraction of 0), or a validation dataset of the same arrays."""
+    if isinstance(given, dict) or isinstance(used, dict):
+        return isinstance(given, dict) and isinstance(used, dict) and given.keys() == used.keys() and all(
+            np.array_equal(given[k], used[k]) for k in given)
+    if isinstance(given, bool) or not isinstance(given, (int, float, type(None))):
+        return False
+    return (given or 0) == (used or 0)
+
+
 class Session(Training):
     """One TrainingSession of the library: the bridge's session (its checkpoint, export and learning-rate logic)
     stepped the way onnxruntime-web steps it."""
@@ -137,6 +151,7 @@ class Session(Training):
             self.eval_outputs = module.output_names()
         module.train()
         self.schedulers = {}  # id -> [(warmup, total, initial rate), its optimizer, LinearLRScheduler]
+        self.data_settings = {}  # the validation and seed the last train() split its data with
 
     @property
     def module(self):
@@ -197,11 +212,15 @@ class Session(Training):
         self.run.load_checkpoint(data)
 
     def get_properties(self) -> dict:
-        """The checkpoint state's properties (saved with it): name -> int, float or str."""
-        return dict(self.run.state.properties.items())
+        """The user's properties of the checkpoint state (saved with it): name -> int, float or str.  The library's
+        own (named ``onnxtrain.*``: the learning rate, the run's counters) stay in the checkpoint but not here."""
+        return {k: v for k, v in self.run.state.properties.items() if not str(k).startswith(LIBRARY_PROPERTIES)}
 
     def set_property(self, name: str, value) -> None:
         """A property saved with the next checkpoint; JavaScript's whole numbers arrive as ints."""
+        if str(name).startswith(LIBRARY_PROPERTIES):
+            raise ValueError(f"the property name {name!r} is the library's own: names starting with "
+                             f"{LIBRARY_PROPERTIES!r} are reserved")
         self.run.state.properties[name] = value
 
     def set_learning_rate(self, learning_rate: float) -> None:
@@ -283,6 +302,7 @@ class Session(Training):
         data = _check_dataset("training data", dataset, self.train_inputs)
         self._optimizer()
         trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
+        self.data_settings = {"validation": kwargs.get("validation"), "seed": kwargs.get("seed", 0)}
         if resume is not None:
             trainer.restore(_bytes(resume), None if resume_best is None else _bytes(resume_best))
         return self._start(trainer, checkpoints)
@@ -293,11 +313,15 @@ class Session(Training):
         trainer = self.run.trainer
         if trainer.train_data is None:
             raise ValueError("there is no run to resume: the session has not trained with train() yet")
-        fixed = sorted(set(settings) & {"validation", "seed"})
-        if fixed:
-            raise ValueError(f"a resumed run keeps its data: the option {fixed[0]!r} cannot change")
+        if isinstance(_buffer(settings.get("validation")), dict):
+            settings["validation"] = _check_dataset("validation data", settings["validation"], self.train_inputs)
+        changed = [k for k in ("validation", "seed") if k in settings
+                   and not _same_setting(settings.pop(k), self.data_settings.get(k))]
+        if changed:
+            raise ValueError(f"a resumed run keeps its data: the option {changed[0]!r} cannot change")
         data = list(_check_dataset("training data", dataset, self.train_inputs).values())
-        held = 0 if trainer.validation_data is None else len(trainer.validation_data[0])
+        split = trainer.validation_data is not None and not isinstance(self.data_settings.get("validation"), dict)
+        held = len(trainer.validation_data[0]) if split else 0  # the rows the run holds out of this dataset
         if len(data[0]) != trainer.rows + held or any(a.shape[1:] != b.shape[1:]
                                                       for a, b in zip(data, trainer.train_data)):
             raise ValueError(f"a resumed run keeps its data: this dataset of {len(data[0])} rows is not the one of "
