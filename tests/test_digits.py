@@ -8,8 +8,7 @@ import pytest
 from sklearn.datasets import load_digits
 
 from onnxtrain import ir
-from onnxtrain.tasks.handwriting import pretrain
-from onnxtrain.web.digits import DigitsSession
+from onnxtrain.tasks.handwriting import DigitsSession, pretrain
 from onnxtrain.web.tabular import DataError
 
 

@@ -58,7 +58,7 @@ def test_describe_and_task_detection():
     info = tabular.describe(table)
     kinds = {c["name"]: c["kind"] for c in info["columns"]}
     assert kinds["alcohol"] == "numeric" and kinds["region"] == "categorical" and kinds["cultivar"] == "categorical"
-    assert info["rows"] == 178 and info["suggested_label"] == "cultivar"
+    assert info["rows"] == 178 and info["suggestedLabel"] == "cultivar"
     assert sum(c["missing"] for c in info["columns"]) > 0
     assert tabular.detect_task(table, "cultivar") == "classification"
     assert tabular.detect_task(table, "proline") == "regression"
@@ -134,14 +134,14 @@ def test_tabular_session_as_the_worker_drives_it():
     info = session.describe()
     assert info["task"] == "classification"
     setup = session.setup("cultivar", "classification", [16])
-    assert setup["classes"] == ["class_0", "class_1", "class_2"] and setup["missing_cells"] > 0
+    assert setup["classes"] == ["class_0", "class_1", "class_2"] and setup["missingCells"] > 0
     epochs = 0
     while epochs < 15:
         r = session.step(32, 0.01)
         epochs += r["epoch_done"]
     metrics = session.evaluate()
     assert metrics["accuracy"] > metrics["baseline"] + 0.3
-    assert sum(map(sum, metrics["confusion"])) == setup["validation_rows"]
+    assert sum(map(sum, metrics["confusion"])) == setup["validationRows"]
     model = session.export_model()
     pre = session.prep["preprocessing"]
     num, cat = pre.raw_inputs(session.table, session.prep["val_rows"])
@@ -426,7 +426,7 @@ def test_non_finite_cells_are_missing_and_reported():
     np.testing.assert_allclose(pre.mean[pre.numeric.index("b")], np.mean(fitted), rtol=1e-6)
     session = tabular.TabularSession(text)
     setup = session.setup("y", "regression", [4], validation=0.25)
-    assert setup["nonfinite_cells"] == 4 and setup["missing_cells"] == 6  # 2 in a, the 4 in b
+    assert setup["nonfiniteCells"] == 4 and setup["missingCells"] == 6  # 2 in a, the 4 in b
     assert all(np.isfinite(session.step(4, 0.01)["loss"]) for _ in range(5))
     # the exported model imputes them as it does a missing value
     out = ort_outputs(session.export_model(), session.prep["preprocessing"], table)[0]
