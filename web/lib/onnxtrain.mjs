@@ -286,7 +286,8 @@ const fileName = (source, fallback) => (isA(source, "File") && source.name ? sou
 function callOf(owner, what, method, args) {
   if (owner._releasing) {
     const name = method.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-    return Promise.reject(new Error(`this ${what} was released: ${name}() cannot run; make a new one`));
+    return Promise.reject(new OnnxtrainError(`this ${what} was released: ${name}() cannot run; make a new one`,
+      { name: "ValueError", code: "VALUE", details: new Error().stack }));  // as the engine answers a lost handle
   }
   return owner._engine.call(method, owner._handle, args);
 }

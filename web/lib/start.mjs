@@ -253,17 +253,10 @@ Object.defineProperty(globalThis, "_createPyodideModule", {
     };
   },
 });
-// Pyodide's Emscripten module, run from its bytes (so from the cache too); Pyodide then skips loading it.
+// Pyodide's Emscripten module, imported from its URL (Pyodide then skips loading it).
 let pyodideScript = null;
 function pyodideModule() {
-  pyodideScript ??= fileBytes("pyodide/pyodide.asm.js").then(async (bytes) => {
-    const url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
-    try {
-      await import(url);
-    } finally {
-      URL.revokeObjectURL(url);
-    }
-  });
+  pyodideScript ??= import(urlOf("pyodide/pyodide.asm.js"));
   return pyodideScript;
 }
 
@@ -291,6 +284,13 @@ function linkWheels(files) {
   };
 }
 
+// pyodide.asm.wasm compiled here: Pyodide's own instantiation only logs a failure, and its start then never ends.
+function compileWasm() {
+  const wasm = WebAssembly.compileStreaming(fetch(`${INDEX_URL}pyodide.asm.wasm`));
+  wasm.catch(() => {});
+  return wasm;
+}
+
 // loadPyodide with the hooks above; it fails as soon as a hook does.
 async function loadPyodideWith(hooks, options) {
   const failed = new Promise((resolve, reject) => { hooks.fail = reject; });
@@ -312,9 +312,7 @@ async function restoreSnapshot(stored, key, timings, t0) {
     stored.index.map(([name, offset, length]) => [name, new Uint8Array(buffer, offset, length)]));
   files.catch(() => {});
   // pyodide.asm.wasm compiles meanwhile (Pyodide would compile it only once the snapshot is read)
-  const wasm = WebAssembly.compileStreaming(fetch(new URL("pyodide.asm.wasm", INDEX_URL)));
-  wasm.catch(() => {});
-  py = await loadPyodideWith({ preRun: linkWheels(files), wasm }, { _loadSnapshot: heap });
+  py = await loadPyodideWith({ preRun: linkWheels(files), wasm: compileWasm() }, { _loadSnapshot: heap });
   timings.pyodide = performance.now() - t0;
   // After a restore Python's handle on Pyodide's loadedPackages is a new object, and the random generators made
   // at import (Dropout's among them) are where the snapshot left them: fresh entropy for them, as a start gives.
@@ -336,7 +334,7 @@ async function makeSnapshot(key, timings, t0) {
   if (!(await key).key) throw new Error("wheels.json has no version");
   const files = key.then(wheelFiles);
   files.catch(() => {});
-  py = await loadPyodideWith({ preRun: linkWheels(files), wasm: null }, {});
+  py = await loadPyodideWith({ preRun: linkWheels(files), wasm: compileWasm() }, {});
   timings.pyodide = performance.now() - t0;
   py.runPython("import numpy");
   timings.numpy = performance.now() - t0;
@@ -386,8 +384,7 @@ async function startPlain(timings, t0) {
   const pycache = fileBytes(PYCACHE);
   wheels.catch(() => {});
   pycache.catch(() => {});
-  await pyodideModule();
-  py = await loadPyodide({ indexURL: INDEX_URL, stdLibURL: STDLIB, packages: ["numpy"] });
+  py = await loadPyodideWith({ preRun: async () => {}, wasm: compileWasm() }, { packages: ["numpy"] });
   timings.pyodide = performance.now() - t0;
   const sitePackages = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
   for (const wheel of await wheels) py.unpackArchive(wheel, "wheel", { extractDir: sitePackages });
