@@ -14,6 +14,7 @@ import tarfile
 
 import numpy as np
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import build
 import ort_cases as oc
@@ -24,7 +25,8 @@ GUIDE = build.ROOT / "docs" / "bundlers.md"
 BUNDLERS = ["esbuild", "vite", "webpack"]
 CASE = "mlp_ce_adamw"  # the library tests' small MLP (20-16-5, cross-entropy, AdamW)
 STEPS = 4
-TIMEOUT_MS = 180_000
+TIMEOUT_MS = 180_000  # the page trains (a fresh start of the engine, then the steps)
+FAIL_MS = 60_000  # a missing file rejects the start well before this
 # the apps' files that say how each is built: docs/bundlers.md quotes each of them whole
 CONFIGS = ["esbuild/package.json", "esbuild/build.mjs", "esbuild/main.js", "vite/package.json",
            "webpack/package.json", "webpack/webpack.config.js"]
@@ -86,7 +88,7 @@ def build_app(app, batches) -> "Path":
     return dist
 
 
-def run_page(browser, folder):
+def run_page(browser, folder, timeout=TIMEOUT_MS):
     """``folder`` served by a plain static server and opened in a fresh context: the page's window.appResult (the
     model as base64), its status line, its Page (requests) and the requests that failed or got an HTTP error."""
     server, url = build.serve_in_background(folder)
@@ -98,7 +100,11 @@ def run_page(browser, folder):
         context.on("requestfailed", lambda r: failed.append(f"{r.url}: {r.failure}"))
         context.on("response", lambda r: r.status >= 400 and failed.append(f"{r.url}: HTTP {r.status}"))
         raw.goto(url)
-        raw.wait_for_function("() => window.appResult !== undefined", timeout=TIMEOUT_MS)
+        try:
+            raw.wait_for_function("() => window.appResult !== undefined", timeout=timeout)
+        except PlaywrightTimeout:
+            pytest.fail(f"{folder.parent.name}: the page neither finished nor failed in {timeout / 1000:.0f} s "
+                        f"(status {raw.text_content('#status')!r}; console {page.console[-5:]}; failed {failed})")
         result = raw.evaluate("""() => {
             const { model, ...rest } = window.appResult;
             if (!model) return rest;
@@ -165,7 +171,7 @@ def test_missing_library_files_reject_with_the_url(browser, apps, case):
     dist = build_app(app, oc.batches(CASE, 1))
     if delete:
         (dist / delete).unlink()
-    result, status, page, failed, url = run_page(browser, dist)
+    result, status, page, failed, url = run_page(browser, dist, FAIL_MS)
     assert "error" in result, f"{case}: the page trained without {delete or 'wasmPaths'}"
     assert url + named in result["error"], result["error"]
     assert status == result["error"]
