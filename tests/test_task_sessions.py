@@ -134,7 +134,7 @@ def test_read_dataset_gives_a_sessions_training_data_from_npz_or_csv():
 def test_describe_model_names_inputs_parameters_and_the_signature():
     model = oc.CASES["mlp_ce_adamw"].forward().SerializeToString()
     info = Registry().call("describe_model", None, [model])
-    assert [i["name"] for i in info["inputs"]] == ["input"] and info["ops_without_gradient"] == []
+    assert [i["name"] for i in info["inputs"]] == ["input"] and info["opsWithoutGradient"] == []
     assert info["signature"] == "Inputs: input float [batch, 20]. Outputs: output float [batch, 5]."
 
 
@@ -220,3 +220,49 @@ def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     assert registry.call("sample_list", again, []) == [[i, int(i > 3)] for i in range(1, 7)]
     with pytest.raises(ValueError, match="a personalize task has no method 'start_fine_tune'"):
         registry.call("start_fine_tune", handle, [])
+
+
+def test_task_results_have_camel_case_keys_and_keep_the_users_names():
+    """What a task gives JavaScript has camelCase keys (as onnxtrain.d.ts declares them); a column or class name
+    that is a key or a value stays as the user wrote it."""
+    rng = np.random.default_rng(0)
+    rows = [f"{a:.3f},{'snake_case' if a > 0 else 'other_kind'},{'red_wine' if a + b > 0 else 'white_wine'}"
+            for a, b in rng.normal(size=(60, 2))]
+    csv = "\n".join(["alcohol_level,grape_kind,wine_class", *rows]).encode()
+    registry = Registry()
+    handle = registry.call("create_task", None, ["tabular", [csv, "wines.csv"]])["handle"]
+    info = registry.call("describe", handle, [])
+    assert sorted(info) == ["columns", "preview", "rows", "suggestedLabel", "task"]
+    assert info["suggestedLabel"] == "wine_class" and [c["name"] for c in info["columns"]][:2] == [
+        "alcohol_level", "grape_kind"]
+    setup = registry.call("setup", handle, ["wine_class", "classification", [4]])
+    assert sorted(setup) == ["categorical", "classes", "droppedRows", "features", "missingCells", "nonfiniteCells",
+                             "numeric", "parameters", "task", "trainRows", "validationRows"]
+    assert setup["trainRows"] + setup["validationRows"] == 60 and setup["droppedRows"] == 0
+    assert setup["classes"] == ["red_wine", "white_wine"] and setup["numeric"] == ["alcohol_level"]
+    assert setup["categorical"] == ["grape_kind"]
+    tried = registry.call("predict_csv", handle, [csv, 0, 5])
+    assert tried["header"] == ["alcohol_level", "grape_kind", "wine_class"] and tried["label"] == "wine_class"
+
+    pixels = rng.integers(0, 256, (6, 8, 8, 4), dtype=np.uint8)
+    images = registry.call("create_task", None, ["images", [pixels.tobytes(), [6, 8], [0, 1] * 3,
+                                                            ["cat_photos", "dog_photos"], 0.34]])["handle"]
+    info = registry.call("info", images, [])
+    assert sorted(info) == ["classes", "images", "parameters", "size", "train", "trainPerClass", "validation",
+                            "validationPerClass"]
+    assert info["classes"] == ["cat_photos", "dog_photos"] and info["trainPerClass"] == [2, 2]
+
+
+def test_handwriting_counts_keep_the_class_names_as_keys():
+    from onnxtrain.tasks.handwriting import pretrain
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    model = pretrain(digits.data[:100].astype(np.float32) / 16, digits.target[:100], epochs=1)
+    registry = Registry()
+    handle = registry.call("create_task", None, ["handwriting", [model]])["handle"]
+    assert registry.call("add_class", handle, ["smiley_face"]) == 10
+    counts = registry.call("add_example", handle, [digits.data[0].tolist(), 10])
+    assert counts == {**{str(i): 0 for i in range(10)}, "smiley_face": 1}
+    registry.call("start_fine_tune", handle, [True])
+    train(registry, handle, {"epochs": 1})
+    assert registry.call("finish_fine_tune", handle, []) == {"examples": 1}

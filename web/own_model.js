@@ -64,10 +64,10 @@ async function chooseFiles(files) {
   }
   model = { name: files[0].name.replace(/\.onnx$/i, ""), bytes: await files[0].arrayBuffer() };
   const info = await describeModel(model.bytes.slice(0));
-  if (info.ops_without_gradient.length) {
+  if (info.opsWithoutGradient.length) {
     $("own-error").hidden = false;
     $("own-error").textContent = `Note: these ops have no gradient rule, so parameters before them cannot be ` +
-      `trained: ${info.ops_without_gradient.join(", ")}`;
+      `trained: ${info.opsWithoutGradient.join(", ")}`;
   }
   const rows = info.parameters.filter((p) => p.float).map((p) => {
     const box = element("input", { type: "checkbox", name: "own-param", value: p.name, checked: true });

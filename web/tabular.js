@@ -53,7 +53,7 @@ async function load(bytes, name) {
   const info = await task.describe();
   loaded = info;
   $("csv-label").replaceChildren(...info.columns.map((c) => new Option(c.name, c.name)));
-  $("csv-label").value = info.suggested_label;
+  $("csv-label").value = info.suggestedLabel;
   $("csv-task").value = info.task;
   showInfo();
   $("csv-preview").replaceChildren(tableOf(info.preview, info.columns.map((c) => c.name)));

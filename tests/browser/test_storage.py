@@ -140,7 +140,7 @@ def test_without_indexeddb_the_page_trains_downloads_and_says_runs_are_not_saved
     def break_worker(route):
         response = route.fetch()
         route.fulfill(response=response, body=NO_INDEXEDDB[how] + "\n" + response.text())
-    context.route("**/onnxtrain/start.mjs", break_worker)
+    context.route("**/onnxtrain/engine.mjs", break_worker)
     page = context.new_page()
     wrapped = Page(context, page, site_url)
     try:
@@ -158,7 +158,7 @@ def test_without_indexeddb_the_page_trains_downloads_and_says_runs_are_not_saved
         downloaded_model(page, tmp_path)
         assert wrapped.off_origin() == []
     finally:
-        context.unroute_all(behavior="ignoreErrors")  # a start.mjs fetch still in the handler must not fail later
+        context.unroute_all(behavior="ignoreErrors")  # an engine.mjs fetch still in the handler must not fail later
         context.close()
 
 

@@ -1,7 +1,10 @@
 // onnxtrain's engine: a module worker holding Pyodide, numpy, the onnxtrain wheel and every session by handle
-// (onnxtrain.web.sessions).  Everything loads from this folder, relative to this file, so the folder works at any
-// path of any static host.  One request shape for everything: {id, method, handle, args}; the reply is
-// {id, ok: true, result} or {id, ok: false, error}.  A failed request leaves its session as it was.
+// (onnxtrain.web.sessions).  The page's first message, {init: {files, cache}}, says where the library's files are
+// (start.mjs); without it they load from beside this file.  build.py bundles this module and what it imports into
+// one file.  One request shape for everything: {id, method, handle, args}; the reply is {id, ok: true, result} or
+// {id, ok: false, error: {name, code, message, details}} (onnxtrain.web.errors: the exception's class name, a
+// stable code, its one-line message and the traceback); {progress} messages report the start.  A failed request
+// leaves its session as it was.
 import { registerHooks } from "./engine_hooks.mjs";
 import { snapshotSaved, startPython } from "./start.mjs";
 import { forPython as webgpu } from "./webgpu.mjs";
@@ -9,25 +12,31 @@ import { forPython as webgpu } from "./webgpu.mjs";
 let py = null;
 let bridge = null;
 let registry = null;
+let errors = null;
 let call = null;
 
 // Python from a memory snapshot of an earlier visit where the browser has one (start.mjs), then the registry.
-async function start() {
-  const started = await startPython();
+async function start(init) {
+  const progress = (record) => self.postMessage({ progress: record });
+  const started = await startPython({ ...init, progress });
   py = started.py;
   bridge = py.pyimport("onnxtrain.web.bridge");
   registry = py.pyimport("onnxtrain.web.sessions").Registry();
+  errors = py.pyimport("onnxtrain.web.errors");
   // The WebGPU host (webgpu.mjs) as a Python module.  Python waits for the GPU with run_sync, which needs the
   // request's Python entered through callPromising (JSPI); requests then run one at a time (below).
   py.registerJsModule("_onnxtrain_webgpu", webgpu);
-  call = py._module.jspiSupported ? (...args) => registry.call.callPromising(...args)
-    : (...args) => registry.call(...args);
+  call = py._module.jspiSupported ? (...args) => errors.answer.callPromising(registry, ...args)
+    : (...args) => errors.answer(registry, ...args);
   return { kernels: started.kernels, start: started.start, timings: started.timings,
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
     milliseconds: started.timings.kernels };
 }
-const ready = start();
-ready.catch(() => {});
+let ready = null;
+const begin = (init) => {
+  ready ??= start(init);
+  ready.catch(() => {});
+};
 
 const isTensor = (v) => v && typeof v === "object" && typeof v.type === "string" && ArrayBuffer.isView(v.data)
   && Array.isArray(v.dims);
@@ -76,12 +85,20 @@ function fromPython(result, transfer) {
   return own(value);
 }
 
-// A Python exception's own message (its last line, without the traceback and type).
-function messageOf(err) {
-  const text = String(err && err.message ? err.message : err);
-  if (!err || !err.type) return text;
-  const at = text.lastIndexOf(`\n${err.type}: `);
-  return at < 0 ? text : text.slice(at + err.type.length + 3).trim();
+// A Python value as plain values (fromPython), the proxy destroyed.
+function toJs(proxy) {
+  return fromPython(proxy, []);
+}
+
+// An error thrown in the engine as the reply's {name, code, message, details}: a Python exception raised outside
+// errors.answer (converting a request's arguments) from Pyodide's text, one of JavaScript with the code "ENGINE".
+function errorOf(err) {
+  if (errors && err && typeof err.type === "string") {
+    try { return toJs(errors.from_text(err.type, String(err.message))); } catch { /* Python is gone: as below */ }
+  }
+  const message = String(err?.message ?? err).split(/\s+/).join(" ").trim();
+  return { name: typeof err?.name === "string" ? err.name : "Error", code: "ENGINE",
+    message: message.length > 300 ? `${message.slice(0, 299)}…` : message, details: String(err?.stack ?? message) };
 }
 
 // Requests that the engine answers itself: none in the library; the test site's engine_hooks.mjs adds its own.
@@ -91,6 +108,12 @@ registerHooks(hooks, { python: () => py, snapshotSaved });
 // One request at a time: a request waiting for the GPU must not let another one into Python meanwhile.
 let turn = Promise.resolve();
 self.onmessage = (event) => {
+  if (event.data?.init) {
+    self.postMessage({ running: true });
+    begin(event.data.init);
+    return;
+  }
+  begin({});
   turn = turn.then(() => answer(event));
 };
 
@@ -105,14 +128,21 @@ async function answer(event) {
       result = await hooks[method](...args);
     } else if (method !== "ready") {
       list = py.toPy(toPython(args, made));
+      const answered = await call(method, handle, list);
+      const [ok, value] = [answered.get(0), answered.get(1)];
+      answered.destroy();
+      if (!ok) {
+        self.postMessage({ id, ok: false, error: toJs(value) });
+        return;
+      }
       const transfer = [];
-      result = fromPython(await call(method, handle, list), transfer);
+      result = fromPython(value, transfer);
       self.postMessage({ id, ok: true, result }, transfer);
       return;
     }
     self.postMessage({ id, ok: true, result });
   } catch (err) {
-    self.postMessage({ id, ok: false, error: messageOf(err) });
+    self.postMessage({ id, ok: false, error: errorOf(err) });
   } finally {
     if (list) list.destroy();
     made.forEach((a) => a.destroy());

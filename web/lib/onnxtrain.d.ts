@@ -2,8 +2,11 @@
 // globalThis.ort, which it defines as the same object where no onnxruntime-web did).
 // The names and semantics follow onnxruntime-web 1.19.2's training API; what it lacks is marked "Beyond".
 // onnxtrain.d.mts is the same file, for TypeScript's resolution of an import of onnxtrain.mjs by its path.
+// A classic script (no import) gets both globals from onnxtrain-global.d.ts: see the README's "TypeScript".
+// Every byte result is a Uint8Array over an ArrayBuffer of its own (so `new Blob([bytes])` takes it).
 
-/** The classic script's global (a script that is not a module uses `onnxtrain.TrainingSession` and so on). */
+/** The classic script's global (a script that is not a module uses `onnxtrain.TrainingSession` and so on; its
+ * other global, `ort`, is declared by onnxtrain-global.d.ts). */
 export as namespace onnxtrain;
 
 export type TensorType = "float32" | "float64" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16"
@@ -85,9 +88,9 @@ export class TrainingSession {
   loadParametersBuffer(buffer: Uint8Array | ArrayBuffer, trainableOnly?: boolean): Promise<void>;
 
   /** Beyond onnxruntime-web: an inference model (ONNX bytes) with the given outputs. */
-  exportModelForInferencing(outputNames: readonly string[]): Promise<Uint8Array>;
+  exportModelForInferencing(outputNames: readonly string[]): Promise<Uint8Array<ArrayBuffer>>;
   /** onnxruntime-training's checkpoint format, parameters, optimizer state and properties. */
-  saveCheckpoint(includeOptimizerState?: boolean): Promise<Uint8Array>;
+  saveCheckpoint(includeOptimizerState?: boolean): Promise<Uint8Array<ArrayBuffer>>;
   loadCheckpoint(checkpoint: URIorBuffer): Promise<void>;
   /** The checkpoint state's properties, saved with it; a whole number is stored as an int. */
   getProperties(): Promise<Record<string, number | string>>;
@@ -110,7 +113,7 @@ export class TrainingSession {
       inputs: Record<string, [number[], string]> }>;
 
   /** The four artifacts with the run's state as the checkpoint, and a README, as a .zip. */
-  artifactsZip(): Promise<Uint8Array>;
+  artifactsZip(): Promise<Uint8Array<ArrayBuffer>>;
 
   /** Frees the session in the worker; later calls on it reject. */
   release(): Promise<void>;
@@ -136,7 +139,7 @@ export interface SessionTrainOptions extends TrainOptions {
  * {type, data, dims}). */
 export type Dataset = { readonly [inputName: string]: TensorLike };
 
-export interface TrainOptions {
+export interface TrainOptions<M extends object = NoMetrics> {
   /** Default 1; null trains until early stopping (patience) or an abort. */
   epochs?: number | null;
   /** Default 32; the last batch of an epoch holds the rows left. */
@@ -160,11 +163,19 @@ export interface TrainOptions {
   /** true: each epoch's last record carries `checkpoint` (and `bestCheckpoint` when it is the best so far), and
    * the summary of a finished run the checkpoint it ends with. */
   checkpoints?: boolean;
-  onProgress?: (record: TrainProgress) => void;
+  onProgress?: (record: TrainProgress<M>) => void;
   /** Called once the run has begun. */
-  onStart?: (info: { rows: number; stepsPerEpoch: number; epochs: number | null; epoch: number }) => void;
+  onStart?: (info: TrainStart) => void;
   signal?: AbortSignal;
 }
+
+/** What train()'s onStart is told: the run's rows (validationRows held out of them), its epochs (null: until
+ * early stopping) and the epoch it begins at (more than 0 when it goes on). */
+export interface TrainStart { rows: number; validationRows: number; stepsPerEpoch: number; epochs: number | null;
+  epoch: number }
+
+/** An epoch's metrics (M of the train records) are a task's evaluate(); a TrainingSession's epochs have none. */
+export type NoMetrics = { readonly [name: string]: never };
 
 export interface BestEpoch {
   /** The epoch (1-based) with the lowest validation loss so far; null without validation. */
@@ -175,17 +186,19 @@ export interface BestEpoch {
   stop: boolean;
 }
 
-export interface EpochRecord {
+export interface EpochRecord<M extends object = NoMetrics> {
   epoch: number;
-  /** The mean training loss of the epoch's steps (weighted by their rows). */
-  loss: number;
+  /** The mean training loss of the epoch's steps (weighted by their rows); null for an epoch trained before this
+   * train() (a resumed run's). */
+  loss: number | null;
+  /** null without validation data. */
   validationLoss: number | null;
-  metrics: Record<string, number>;
+  metrics: M;
   best: BestEpoch & { improved: boolean };
 }
 
 /** One step of train(). */
-export interface TrainProgress {
+export interface TrainProgress<M extends object = NoMetrics> {
   /** Finished epochs. */
   epoch: number;
   /** Steps done in this run. */
@@ -200,16 +213,16 @@ export interface TrainProgress {
   progress: number;
   epochDone: boolean;
   done: boolean;
-  /** On an epoch's last step only: */
+  /** On an epoch's last step only (validationLoss null without validation data): */
   validationLoss?: number | null;
-  metrics?: Record<string, number>;
+  metrics?: M;
   best?: BestEpoch & { improved: boolean };
   /** With the checkpoints option: the run's checkpoint at this epoch's end, and the best epoch's when it is this. */
-  checkpoint?: Uint8Array;
-  bestCheckpoint?: Uint8Array;
+  checkpoint?: Uint8Array<ArrayBuffer>;
+  bestCheckpoint?: Uint8Array<ArrayBuffer>;
 }
 
-export interface TrainSummary {
+export interface TrainSummary<M extends object = NoMetrics> {
   /** Finished epochs and steps of the run. */
   epochs: number;
   steps: number;
@@ -218,11 +231,11 @@ export interface TrainSummary {
   validationLoss: number | null;
   /** restored: the best epoch's parameters were put back (keepBest). */
   best: BestEpoch & { restored: boolean };
-  history: EpochRecord[];
+  history: EpochRecord<M>[];
   /** With the checkpoints option: the checkpoint the run ends with. */
-  checkpoint?: Uint8Array;
+  checkpoint?: Uint8Array<ArrayBuffer>;
   /** A task's: its evaluate() at the end (after the best epoch's parameters are back). */
-  metrics?: Record<string, unknown>;
+  metrics?: M;
 }
 
 /** Beyond onnxruntime-web: onnxruntime-training's LinearLRScheduler on a session's optimizer, linear warm-up from
@@ -252,10 +265,10 @@ export interface GenerateArtifactsOptions {
 }
 
 export interface TrainingArtifacts {
-  trainModel: Uint8Array;
-  evalModel: Uint8Array;
-  optimizerModel: Uint8Array | null;
-  checkpointState: Uint8Array;
+  trainModel: Uint8Array<ArrayBuffer>;
+  evalModel: Uint8Array<ArrayBuffer>;
+  optimizerModel: Uint8Array<ArrayBuffer> | null;
+  checkpointState: Uint8Array<ArrayBuffer>;
 }
 
 /** Beyond onnxruntime-web: onnxruntime-training's generate_artifacts, in the page. The result goes straight to
@@ -273,43 +286,128 @@ export function describeModel(model: URIorBuffer): Promise<{
   inputs: { name: string; shape: (number | string)[] | null }[];
   outputs: { name: string; shape: (number | string)[] | null }[];
   parameters: { name: string; shape: number[]; count: number; float: boolean }[];
-  ops_without_gradient: string[]; signature: string | null }>;
+  opsWithoutGradient: string[]; signature: string | null }>;
 
-/** A whole training flow held in the engine: its data, model and run. train() is the sessions' epoch loop over
- * the task's own data (each epoch's metrics are the task's evaluate()), to `epochs` in all: a paused run goes on. */
 /** A task's creation options beyond its data: onnxruntime-web's executionProviders, as TrainingSession.create's. */
 export interface TaskOptions { executionProviders?: SessionOptions["executionProviders"] }
 
-declare class Task {
+/** A whole training flow held in the engine: its data, model and run (the base of TabularTask, ImageTask,
+ * HandwritingTask and PersonalizeTask; not exported itself). train() is the sessions' epoch loop over the task's own
+ * data (each epoch's metrics, M, are the task's evaluate()), to `epochs` in all: a paused run goes on. */
+declare class Task<M extends object = NoMetrics> {
   /** The execution provider the task's training runs on (the first of executionProviders that is here). */
   readonly executionProvider: "webgpu" | "wasm" | "cpu";
-  train(options?: TrainOptions): Promise<TrainSummary>;
+  train(options?: TrainOptions<M>): Promise<TrainSummary<M>>;
   /** The run's checkpoint (parameters, optimizer state, epoch, the task's settings). */
-  checkpoint(): Promise<Uint8Array>;
+  checkpoint(): Promise<Uint8Array<ArrayBuffer>>;
   /** Continue a run from a checkpoint of it (and its best epoch's); resolves to its epoch. */
   restore(checkpoint: URIorBuffer, best?: URIorBuffer | null): Promise<number>;
-  artifactsZip(): Promise<Uint8Array>;
+  artifactsZip(): Promise<Uint8Array<ArrayBuffer>>;
   /** One ONNX model with the preprocessing inside, for onnxruntime and onnxruntime-web. */
-  exportModel(): Promise<Uint8Array>;
+  exportModel(): Promise<Uint8Array<ArrayBuffer>>;
   /** How to call the exported model, in a line. */
   signature(): Promise<string>;
   release(): Promise<void>;
 }
 
 /** A CSV table: the label column predicted from the others (classification or regression). */
-export class TabularTask extends Task {
+export class TabularTask extends Task<TabularMetrics> {
   static create(csv: URIorBuffer, fileName?: string, options?: TaskOptions): Promise<TabularTask>;
-  describe(): Promise<Record<string, unknown>>;
+  /** The table's columns, rows and first rows, the label column it suggests (the last) and that column's task. */
+  describe(): Promise<TableDescription>;
   detectTask(label: string): Promise<"classification" | "regression">;
+  /** A new model and run: the label column, the task, the hidden layers' sizes, the validation fraction. */
   setup(settings: { label: string; task: "classification" | "regression"; hidden: number[] | string;
-    validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<Record<string, unknown>>;
-  evaluate(): Promise<Record<string, unknown>>;
-  predictValidation(): Promise<(string | number)[]>;
-  predictCsv(csv: URIorBuffer, page?: { offset?: number; limit?: number }): Promise<Record<string, unknown>>;
+    validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }): Promise<TabularSetup>;
+  /** The validation rows' loss and metrics. */
+  evaluate(): Promise<TabularMetrics>;
+  /** The validation rows' predictions: class names (classification) or numbers (regression). */
+  predictValidation(): Promise<string[] | number[]>;
+  /** The exported model's predictions for another CSV with the same feature columns, a page of `limit` rows
+   * (default 100) from `offset` (default 0). */
+  predictCsv(csv: URIorBuffer, page?: { offset?: number; limit?: number }): Promise<CsvPredictions>;
+}
+
+/** What `TabularTask.describe()` resolves to. */
+export interface TableDescription {
+  columns: { name: string; kind: "numeric" | "categorical"; missing: number; distinct: number;
+    /** Numbers float32 cannot hold (inf, 1e39), counted as missing. */
+    nonfinite: number }[];
+  rows: number;
+  /** The first 8 rows' cells, as in the file. */
+  preview: string[][];
+  /** The last column. */
+  suggestedLabel: string;
+  /** The suggested label's task. */
+  task: "classification" | "regression";
+}
+
+/** What `TabularTask.setup()` resolves to. */
+export interface TabularSetup {
+  /** Model inputs after one-hot encoding. */
+  features: number;
+  /** The label's classes (empty for regression). */
+  classes: string[];
+  task: "classification" | "regression";
+  trainRows: number;
+  validationRows: number;
+  /** Rows without a label. */
+  droppedRows: number;
+  missingCells: number;
+  nonfiniteCells: number;
+  /** The feature columns by kind. */
+  numeric: string[];
+  categorical: string[];
+  /** Trainable parameters. */
+  parameters: number;
+}
+
+/** A classifier's metrics on the validation data. */
+export type ClassificationMetrics = {
+  /** null without validation data. */
+  loss: number | null;
+  accuracy: number;
+  /** Always guessing the most common class. */
+  baseline: number;
+  /** Rows: the true class; columns: the predicted one. */
+  confusion: number[][];
+};
+
+/** A regression's metrics on the validation rows. */
+export type RegressionMetrics = {
+  loss: number | null;
+  /** Mean absolute error. */
+  mae: number;
+  /** Always predicting the mean. */
+  baseline: number;
+};
+
+export type TabularMetrics = ClassificationMetrics | RegressionMetrics;
+
+/** TabularTask.predictCsv(): a page of the file's rows with their predictions. */
+export interface CsvPredictions {
+  header: string[];
+  rows: string[][];
+  /** Class names (classification) or numbers (regression). */
+  predictions: string[] | number[];
+  /** The predicted class's probability; null for regression. */
+  confidence: number[] | null;
+  /** The file's data rows. */
+  total: number;
+  offset: number;
+  /** The label column's cells on this page; null when the file has no label column. */
+  labels: string[] | null;
+  /** The label column's name. */
+  label: string;
+  /** Over all labelled rows: accuracy (classification) or mean absolute error (regression), else null. */
+  accuracy: number | null;
+  mae: number | null;
+  /** Rows with a label; null when the file has no label column. */
+  labelled: number | null;
 }
 
 /** Images in classes: a small CNN on size x size RGBA images. */
-export class ImageTask extends Task {
+export class ImageTask extends Task<ClassificationMetrics> {
   static create(images: { pixels: URIorBuffer; count: number; size: number; labels: ArrayLike<number>;
     classes: ArrayLike<string>; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" } & TaskOptions):
     Promise<ImageTask>;
@@ -317,11 +415,29 @@ export class ImageTask extends Task {
    * `fit`: "stretch" the whole image (default) or take its "centre" square. */
   static decodeImages(files: { path: string; bytes: ArrayBuffer | Uint8Array }[], size: number,
     options?: { fit?: "stretch" | "centre" }): Promise<{
-    pixels: Uint8Array; count: number; size: number; labels: number[]; classes: string[]; skipped: string[] }>;
-  info(): Promise<Record<string, unknown>>;
-  evaluate(): Promise<Record<string, unknown>>;
+    pixels: Uint8Array<ArrayBuffer>; count: number; size: number; labels: number[]; classes: string[];
+    skipped: string[] }>;
+  /** The images, their split and the model. */
+  info(): Promise<ImageTaskInfo>;
+  /** The validation images' loss and metrics. */
+  evaluate(): Promise<ClassificationMetrics>;
   /** Class probabilities for one RGBA image of the task's size. */
   predict(pixels: URIorBuffer): Promise<number[]>;
+}
+
+/** What `ImageTask.info()` resolves to. */
+export interface ImageTaskInfo {
+  images: number;
+  train: number;
+  validation: number;
+  classes: string[];
+  /** Images of each class in the training and validation split, in class order. */
+  trainPerClass: number[];
+  validationPerClass: number[];
+  /** The side of the square images. */
+  size: number;
+  /** Trainable parameters. */
+  parameters: number;
 }
 
 /** A pretrained classifier of 8x8 drawings (values 0..16), fine-tuned on the user's examples and classes. */
@@ -332,9 +448,11 @@ export class HandwritingTask extends Task {
   classes(): Promise<string[]>;
   predict(pixels: ArrayLike<number>): Promise<number[]>;
   addClass(name: string): Promise<number>;
+  /** One drawing of class index `label`; the examples per class name, as counts(). */
   addExample(pixels: ArrayLike<number>, label: number): Promise<Record<string, number>>;
+  /** The examples per class name. */
   counts(): Promise<Record<string, number>>;
-  snapshot(): Promise<Uint8Array>;
+  snapshot(): Promise<Uint8Array<ArrayBuffer>>;
   fineTune(options?: { headOnly?: boolean; epochs?: number; batchSize?: number; learningRate?: number;
     onProgress?: (record: TrainProgress) => void; signal?: AbortSignal }):
     Promise<TrainSummary & { examples: number }>;
@@ -349,10 +467,13 @@ export interface ImageSize { width: number; height: number; count?: number }
 
 export interface Prediction { probabilities: number[]; label: number; className: string }
 
+/** PersonalizeTask.evaluate(): on the validation samples, or on the training ones without (loss then null). */
+export type PersonalizeMetrics = ClassificationMetrics & { on: "validation" | "train" };
+
 /** A pretrained image backbone (ONNX with outputs `features` and `block`) taught the user's own classes: samples
  * are embedded once when added and cached, the head is trained on the cache, and exportModel() gives one ONNX model
  * from uint8 RGB(A) pixels of any size to `probabilities` and `label` (class names in its metadata). */
-export class PersonalizeTask extends Task {
+export class PersonalizeTask extends Task<PersonalizeMetrics> {
   /** executionProviders as TrainingSession.create's: the embeddings, the head's training and its predictions run
    * on the first that is here (info() says which). */
   static create(backbone: URIorBuffer, options?: { onLoad?: (progress: LoadProgress) => void;
@@ -378,12 +499,11 @@ export class PersonalizeTask extends Task {
   setup(options?: { fineTune?: boolean; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }):
     Promise<{ samples: number; train: number; validation: number; classes: string[]; trainPerClass: number[];
       validationPerClass: number[]; fineTune: boolean; parameters: number }>;
-  evaluate(): Promise<{ loss: number | null; on: "validation" | "train"; accuracy: number; baseline: number;
-    confusion: number[][] }>;
+  evaluate(): Promise<PersonalizeMetrics>;
   predict(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize): Promise<Prediction>;
   predict(image: ImageData): Promise<Prediction>;
   /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
-  snapshot(): Promise<Uint8Array>;
+  snapshot(): Promise<Uint8Array<ArrayBuffer>>;
 }
 
 /** Beyond onnxruntime-web: what a federation server's fed/info says (`python -m onnxtrain federate`). */
@@ -476,3 +596,38 @@ export const env: {
   debug: boolean;
   versions: Record<string, string>;
 };
+
+/** Codes of the errors the engine answers with; see the README's "Errors". */
+export type ErrorCode = "DATA" | "NPZ" | "CHECKPOINT" | "MODEL_DECODE" | "DATA_TYPE" | "COMPOSE" | "ARTIFACT"
+  | "LEARNING_RATE" | "RUN" | "FEED" | "GRAPH" | "UNSUPPORTED_OP" | "GRADIENT_NOT_REGISTERED" | "NOMINAL_STATE"
+  | "NON_FINITE" | "NON_FINITE_STEP" | "NON_FINITE_STATE" | "WEBGPU" | "NO_ADAPTER" | "GPU_MEMORY" | "TYPE"
+  | "VALUE" | "KEY" | "INDEX" | "RUNTIME" | "NOT_IMPLEMENTED" | "MEMORY" | "ZERO_DIVISION" | "OVERFLOW"
+  | "ARITHMETIC" | "UNICODE" | "LOOKUP" | "ASSERTION" | "OS" | "ATTRIBUTE" | "PYTHON" | "ENGINE";
+
+/** Every failed request to the engine rejects with one: `name` is the Python exception's class name (or the
+ * JavaScript error's, code "ENGINE"), `message` its message on one line, `details` the traceback. */
+export class OnnxtrainError extends Error {
+  constructor(message: string, info?: { name?: string; code?: ErrorCode | string; details?: string });
+  code: ErrorCode | string;
+  details: string;
+}
+export class DataError extends OnnxtrainError {}
+export class NpzError extends OnnxtrainError {}
+export class CheckpointError extends OnnxtrainError {}
+export class ModelDecodeError extends OnnxtrainError {}
+export class DataTypeError extends OnnxtrainError {}
+export class ComposeError extends OnnxtrainError {}
+export class ArtifactError extends OnnxtrainError {}
+export class LearningRateError extends OnnxtrainError {}
+export class RunError extends OnnxtrainError {}
+export class FeedError extends OnnxtrainError {}
+export class GraphError extends OnnxtrainError {}
+export class UnsupportedOpError extends OnnxtrainError {}
+export class GradientNotRegisteredError extends OnnxtrainError {}
+export class NominalStateError extends OnnxtrainError {}
+export class NonFiniteError extends OnnxtrainError {}
+export class NonFiniteStepError extends NonFiniteError {}
+export class NonFiniteStateError extends NonFiniteError {}
+export class WebGPUError extends OnnxtrainError {}
+export class NoAdapterError extends WebGPUError {}
+export class GPUMemoryError extends WebGPUError {}

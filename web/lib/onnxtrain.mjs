@@ -5,11 +5,70 @@
 // from this file, a classic script that defines globalThis.onnxtrain (and globalThis.ort when there is none).
 const LIBRARY_URL = import.meta.url;
 
-// onnxruntime-web's settings, accepted so that code written for it runs; onnxtrain needs none of them.
+// Every file the engine loads, by its path in this folder: [URL, bytes, sha256].  build.py writes the table, one
+// literal `new URL("./path", <this module's URL>)` per file, the form Vite and webpack detect to copy the file into
+// their output; env.wasm.wasmPaths, where given, says where the files are instead.
+const FILES = {}; // build.py: the files the engine loads
+
+// onnxruntime-web's settings, accepted so that code written for it runs.  onnxtrain reads env.wasm.wasmPaths: where
+// this folder's files are served (a folder's URL, or a map of a file's path in this folder to its URL), for a
+// bundle that did not copy them (esbuild's); relative URLs resolve against the page.  The rest is ignored.
 const env = {
   wasm: { numThreads: 1, simd: true, proxy: false, initTimeout: 0, wasmPaths: undefined, trace: false },
   webgl: {}, webgpu: {}, logLevel: "warning", debug: false, versions: {},
 };
+
+// ---- Errors: every failed request to the engine rejects with an OnnxtrainError ---------------------------------
+// {name, code, message, details}: the Python exception's class name, a stable code for its class, its one-line
+// message and (details) its traceback.  onnxtrain's own Python errors have classes of the same name (instanceof
+// works, subclasses as in Python); Python's own (TypeError, ValueError, KeyError, ...) and JavaScript errors in the
+// engine (code "ENGINE") are OnnxtrainErrors that keep their name.  Arguments the library checks before sending
+// throw JavaScript's TypeError or RangeError as usual.
+class OnnxtrainError extends Error {
+  constructor(message, { name = "OnnxtrainError", code = "PYTHON", details = "" } = {}) {
+    super(message);
+    this.name = name;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+// A subclass of OnnxtrainError named `name`, whose errors have `code` unless the engine says another name.
+const errorClass = (name, code, Base = OnnxtrainError) => ({ [name]: class extends Base {
+  constructor(message, info = {}) { super(message, { name, code, ...info }); }
+} })[name];
+const DataError = errorClass("DataError", "DATA");
+const NpzError = errorClass("NpzError", "NPZ");
+const CheckpointError = errorClass("CheckpointError", "CHECKPOINT");
+const ModelDecodeError = errorClass("ModelDecodeError", "MODEL_DECODE");
+const DataTypeError = errorClass("DataTypeError", "DATA_TYPE");
+const ComposeError = errorClass("ComposeError", "COMPOSE");
+const ArtifactError = errorClass("ArtifactError", "ARTIFACT");
+const LearningRateError = errorClass("LearningRateError", "LEARNING_RATE");
+const RunError = errorClass("RunError", "RUN");
+const FeedError = errorClass("FeedError", "FEED");
+const GraphError = errorClass("GraphError", "GRAPH");
+const UnsupportedOpError = errorClass("UnsupportedOpError", "UNSUPPORTED_OP");
+const GradientNotRegisteredError = errorClass("GradientNotRegisteredError", "GRADIENT_NOT_REGISTERED");
+const NominalStateError = errorClass("NominalStateError", "NOMINAL_STATE");
+const NonFiniteError = errorClass("NonFiniteError", "NON_FINITE");
+const NonFiniteStepError = errorClass("NonFiniteStepError", "NON_FINITE_STEP", NonFiniteError);
+const NonFiniteStateError = errorClass("NonFiniteStateError", "NON_FINITE_STATE", NonFiniteError);
+const WebGPUError = errorClass("WebGPUError", "WEBGPU");
+const NoAdapterError = errorClass("NoAdapterError", "NO_ADAPTER", WebGPUError);
+const GPUMemoryError = errorClass("GPUMemoryError", "GPU_MEMORY", WebGPUError);
+
+// code -> class, for onnxtrain's codes (onnxtrain.web.errors.CODES)
+const ERROR_CLASSES = Object.fromEntries([DataError, NpzError, CheckpointError, ModelDecodeError, DataTypeError,
+  ComposeError, ArtifactError, LearningRateError, RunError, FeedError, GraphError, UnsupportedOpError,
+  GradientNotRegisteredError, NominalStateError, NonFiniteError, NonFiniteStepError, NonFiniteStateError, WebGPUError,
+  NoAdapterError, GPUMemoryError].map((Class) => [new Class("").code, Class]));
+
+// The engine's {name, code, message, details} as an instance of its code's class, named as the engine says.
+function engineError({ name, code, message, details }) {
+  const Class = ERROR_CLASSES[code];
+  return Class ? new Class(message, { name, code, details }) : new OnnxtrainError(message, { name, code, details });
+}
 
 const ARRAYS = {
   float32: Float32Array, float64: Float64Array, int8: Int8Array, int16: Int16Array, int32: Int32Array,
@@ -70,31 +129,122 @@ function tensorOf({ type, dims, data }) {
   return new Tensor(type, new Array_(data.buffer, data.byteOffset, data.byteLength / Array_.BYTES_PER_ELEMENT), dims);
 }
 
-// The one worker, started with the first session; requests by id.
-let engine = null;
+// The files' URLs: path -> {url, bytes, sha256}, where env.wasm.wasmPaths says (null when it says nothing) or
+// where FILES has them.
+function libraryFiles(paths) {
+  if (paths == null) return Object.fromEntries(Object.entries(FILES).map(([path, [url, bytes, sha256]]) =>
+    [path, { url: url.href, bytes, sha256 }]));
+  const page = globalThis.document?.baseURI ?? globalThis.location?.href;
+  const folder = typeof paths === "string" || paths instanceof URL;
+  if (!folder && typeof paths !== "object") {
+    throw new TypeError("env.wasm.wasmPaths must be the URL of the folder that holds onnxtrain's files, or an object "
+      + "of a file's path there (such as \"pyodide/pyodide.asm.wasm\") -> its URL");
+  }
+  const base = folder ? new URL(String(paths).replace(/\/?$/, "/"), page) : null;
+  return Object.fromEntries(Object.entries(FILES).map(([path, [url, bytes, sha256]]) => {
+    const given = base ? new URL(path, base) : paths[path] != null ? new URL(String(paths[path]), page) : url;
+    return [path, { url: given.href, bytes, sha256 }];
+  }));
+}
 
-function connect() {
-  if (engine) return engine;
-  const worker = new Worker(new URL("./engine.mjs", LIBRARY_URL), { type: "module" });
+// The one worker, started with the first session; requests by id.  A start that failed leaves no engine: the next
+// call starts one again (after env.wasm.wasmPaths is set right, say).
+let engine = null;
+const progressListeners = new Set(); // the start's onProgress callbacks, until the engine is ready
+
+// A worker of the engine at `files`' engine.mjs: resolves once it runs, rejects with the URL when it did not load.
+function launch(files) {
+  const url = files["engine.mjs"].url;
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(url, { type: "module" });
+    worker.onerror = (event) => {
+      event.preventDefault?.();
+      worker.terminate();
+      reject(new Error(`${url}${event.message ? `: ${event.message}` : " did not load"}`));
+    };
+    worker.onmessage = ({ data }) => {
+      if (!data.running) return;
+      worker.onerror = null;
+      resolve(worker);
+    };
+    // a page a service worker serves keeps the files in that worker's cache: the engine keeps no second copy
+    worker.postMessage({ init: { files, cache: !globalThis.navigator?.serviceWorker?.controller } });
+  });
+}
+
+// The engine from where env.wasm.wasmPaths says; code written for onnxruntime-web points wasmPaths at its own
+// files, so where no engine loads there, from where FILES says.
+async function engineWorker() {
+  const paths = env.wasm.wasmPaths;
+  const places = [libraryFiles(paths), ...(paths == null ? [] : [libraryFiles(null)])];
+  const failures = [];
+  for (const files of places) {
+    try {
+      return await launch(files);
+    } catch (err) {
+      failures.push(err.message);
+    }
+  }
+  throw new OnnxtrainError(`onnxtrain's engine did not load (${failures.join("; ")}). Serve the library's files there, `
+    + "or say where they are with env.wasm.wasmPaths (see the library guide's section on bundlers)",
+  { name: "Error", code: "ENGINE" });
+}
+
+function connect(onProgress) {
+  if (onProgress !== undefined && typeof onProgress !== "function") throw new TypeError("onProgress must be a function");
+  if (engine) {
+    if (onProgress && !engine.started) progressListeners.add(onProgress);
+    else onProgress?.({ phase: "ready" });
+    return engine;
+  }
+  if (typeof Worker === "undefined" || typeof document === "undefined" && typeof WorkerGlobalScope === "undefined") {
+    throw new Error("onnxtrain runs in a web browser: it trains in a Web Worker, which this environment lacks "
+      + "(import it on the server if you like, but start it in the page)");
+  }
+  if (onProgress) progressListeners.add(onProgress);
   const pending = new Map();
   let nextId = 1;
-  worker.onmessage = ({ data }) => {
-    const entry = pending.get(data.id);
-    if (!entry) return;
-    pending.delete(data.id);
-    if (data.ok) entry.resolve(data.result); else entry.reject(new Error(data.error));
-  };
-  worker.onerror = (event) => {
-    const error = new Error(`onnxtrain's engine failed to start: ${event.message || "see the console"}`);
-    pending.forEach((entry) => entry.reject(error));
-    pending.clear();
-  };
-  const call = (method, handle = null, args = []) => new Promise((resolve, reject) => {
+  const worker = engineWorker();
+  const connection = { started: false };
+  connection.call = (method, handle = null, args = []) => new Promise((resolve, reject) => {
     const id = nextId++;
     pending.set(id, { resolve, reject });
-    worker.postMessage({ id, method, handle, args });
+    worker.then((w) => w.postMessage({ id, method, handle, args }), (err) => {
+      pending.delete(id);
+      reject(err);
+    });
   });
-  engine = { call, ready: call("ready") };
+  worker.then((w) => {
+    w.onmessage = ({ data }) => {
+      if (data.progress) {
+        progressListeners.forEach((listener) => listener(data.progress));
+        return;
+      }
+      const entry = pending.get(data.id);
+      if (!entry) return;
+      pending.delete(data.id);
+      if (data.ok) entry.resolve(data.result); else entry.reject(engineError(data.error));
+    };
+    w.onerror = (event) => {
+      const error = new OnnxtrainError(`onnxtrain's engine stopped${event.message ? `: ${event.message}` : ""}`,
+        { name: "Error", code: "ENGINE" });
+      pending.forEach((entry) => entry.reject(error));
+      pending.clear();
+    };
+  }, () => {});
+  connection.ready = connection.call("ready").then((info) => {
+    connection.started = true;
+    progressListeners.forEach((listener) => listener({ phase: "ready" }));
+    progressListeners.clear();
+    return info;
+  }, (err) => {
+    if (engine === connection) engine = null;
+    progressListeners.clear();
+    worker.then((w) => w.terminate(), () => {});
+    throw err;
+  });
+  connection.ready.catch(() => {});
+  engine = connection;
   return engine;
 }
 
@@ -214,7 +364,7 @@ class TrainingSession {
       throw new TypeError("TrainingSession.create needs checkpointState and trainModel");
     }
     const providers = providersOf(sessionOptions);
-    const connection = connect();
+    const connection = connect(sessionOptions?.onProgress);
     const bytes = await Promise.all([[checkpointState, "checkpointState"], [trainModel, "trainModel"],
       [evalModel, "evalModel"], [optimizerModel, "optimizerModel"]].map(([source, what]) => bytesOf(source, what)));
     await connection.ready;
@@ -335,8 +485,10 @@ async function generateArtifacts(forwardModel, options = {}) {
 
 // Start the engine now rather than with the first session or task: resolves to what it runs (numpy's and
 // Python's versions, the SIMD kernels in use or null, how Python started: "restored" from this browser's memory
-// snapshot, "made" one, or "plain"; timings in ms).
-async function start() { return connect().ready; }
+// snapshot, "made" one, or "plain"; timings in ms).  onProgress({phase, file, loaded, total, cached}) as it goes:
+// phase "download" for each file's bytes (cached: from this browser's cache), then "python", "imports",
+// "kernels" and "ready".
+async function start({ onProgress } = {}) { return connect(onProgress).ready; }
 
 // One request to the engine by its method name (internal: the test site's hooks send their own requests with it).
 function _engineCall(method, ...args) { return connect().call(method, null, args); }
@@ -979,5 +1131,8 @@ class Federation {
   }
 }
 
-export { Federation, HandwritingTask, ImageTask, LinearLRScheduler, PersonalizeTask, TabularTask, Tensor,
-  TrainingSession, _engineCall, describeModel, env, generateArtifacts, start };
+export { ArtifactError, CheckpointError, ComposeError, DataError, DataTypeError, Federation, FeedError, GPUMemoryError,
+  GradientNotRegisteredError, GraphError, HandwritingTask, ImageTask, LearningRateError, LinearLRScheduler,
+  ModelDecodeError, NoAdapterError, NominalStateError, NonFiniteError, NonFiniteStateError, NonFiniteStepError,
+  NpzError, OnnxtrainError, PersonalizeTask, RunError, TabularTask, Tensor, TrainingSession, UnsupportedOpError,
+  WebGPUError, _engineCall, describeModel, env, generateArtifacts, start };

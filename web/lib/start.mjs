@@ -1,35 +1,121 @@
-// Starting Python for the library's engine and the app's worker: Pyodide, numpy, the onnxtrain wheel and its SIMD
-// kernels, all from this folder (relative to this file), from a memory snapshot of an earlier visit where the
-// browser has one.  startPython() resolves to {py, timings, kernels, start}; snapshotSaved() once the snapshot this
-// visit made is stored.
+// Starting Python for the library's engine: Pyodide, numpy, the onnxtrain wheel and its SIMD kernels, from the
+// library's files (their URLs come from the page: onnxtrain.mjs's FILES, or env.wasm.wasmPaths; a file the page
+// did not list is looked for beside this module), from a memory snapshot of an earlier visit where the browser has
+// one.  startPython({files, cache, progress}) resolves to {py, timings, kernels, start}; snapshotSaved() once the
+// snapshot this visit made is stored.
 import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
 
-const HERE = new URL("./", import.meta.url);
 // What every start imports before it is ready (and so what a snapshot holds).
 const IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions";
 let py = null;
 
-async function fetchBytes(url, init) {
-  const response = await fetch(url, init);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
+// ---- The library's files: each fetched once, kept in this browser's Cache Storage by its sha256 ---------------
+let FILES = {}; // path -> {url, bytes, sha256}
+let report = () => {}; // progress to the page
+let fileCache = Promise.resolve(null);
+const fetchedFiles = new Map(); // path -> Promise<Uint8Array>
+const CACHE_NAME = "onnxtrain-files";
+// Pyodide fetches its own files from its indexURL: requests under ROOT are answered from the library's files.
+const ROOT = new URL("/.onnxtrain-library/", self.location.href).href;
+const INDEX_URL = `${ROOT}pyodide/`;
+
+const hex = (buffer) => Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
+const urlOf = (path) => FILES[path]?.url ?? new URL(`./${path}`, import.meta.url).href;
+const cacheKey = (path) => {
+  const url = new URL(urlOf(path));
+  url.searchParams.set("onnxtrain-sha256", FILES[path].sha256);
+  return url.href;
+};
+
+async function download(path) {
+  const url = urlOf(path);
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw new Error(`${url} did not load (${err.message}): it is the library's ${path}; serve the library's files `
+      + "there, or say where they are with env.wasm.wasmPaths");
+  }
+  if (!response.ok) {
+    throw new Error(`${url}: HTTP ${response.status}: it is the library's ${path}; serve the library's files there, `
+      + "or say where they are with env.wasm.wasmPaths");
+  }
+  const total = FILES[path]?.bytes || Number(response.headers.get("content-length")) || null;
+  const reader = response.body.getReader();
+  const chunks = [];
+  let size = 0;
+  report({ phase: "download", file: path, loaded: 0, total, cached: false });
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    chunks.push(read.value);
+    size += read.value.length;
+    report({ phase: "download", file: path, loaded: size, total, cached: false });
+  }
+  const bytes = new Uint8Array(size);
+  chunks.reduce((at, chunk) => (bytes.set(chunk, at), at + chunk.length), 0);
+  return bytes;
 }
+
+async function loadFile(path) {
+  const sha256 = FILES[path]?.sha256;
+  const cache = sha256 ? await fileCache : null;
+  const hit = cache && await cache.match(cacheKey(path)).catch(() => undefined);
+  if (hit) {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    report({ phase: "download", file: path, loaded: bytes.length, total: bytes.length, cached: true });
+    return bytes;
+  }
+  const bytes = await download(path);
+  if (sha256 && hex(await crypto.subtle.digest("SHA-256", bytes)) !== sha256) {
+    throw new Error(`${urlOf(path)} is not the library's ${path} of this version (its sha256 differs): serve this `
+      + "version's files there");
+  }
+  cache?.put(cacheKey(path), new Response(bytes)).catch(() => {});
+  return bytes;
+}
+
+// A file's bytes, fetched once.
+function fileBytes(path) {
+  if (!fetchedFiles.has(path)) {
+    const bytes = loadFile(path);
+    bytes.catch(() => fetchedFiles.delete(path));
+    fetchedFiles.set(path, bytes);
+  }
+  return fetchedFiles.get(path);
+}
+
+// Drop what earlier versions left in the cache.
+async function pruneCache() {
+  const cache = await fileCache;
+  if (!cache) return;
+  const keep = new Set(Object.keys(FILES).filter((path) => FILES[path].sha256).map(cacheKey));
+  for (const request of await cache.keys()) if (!keep.has(request.url)) await cache.delete(request);
+}
+
+const realFetch = globalThis.fetch.bind(globalThis);
+globalThis.fetch = (input, init) => {
+  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
+  if (!url?.startsWith(ROOT)) return realFetch(input, init);
+  const path = url.slice(ROOT.length).split(/[?#]/)[0];
+  const type = path.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
+  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": type } }));
+};
+
+const fetchJson = async (path) => JSON.parse(new TextDecoder().decode(await fileBytes(path)));
 
 // onnxtrain's SIMD kernels (web/kernels), a wasm side module: the build with relaxed SIMD where the engine
 // compiles it, else plain SIMD128. Pyodide loads it into its own memory and Python calls it through ctypes
 // (onnxtrain.ops.simd); without it every kernel keeps its numpy code.
 const KERNELS = ["onnxtrain_kernels_relaxed.so", "onnxtrain_kernels.so"];
-async function loadKernels(files) {
-  for (const [i, bytes] of (await files).entries()) {
-    if (!bytes) continue;
-    const path = `/lib/${KERNELS[i]}`;
+async function loadKernels() {
+  for (const name of KERNELS) {
+    const path = `/lib/${name}`;
     try {
-      py.FS.writeFile(path, bytes);
+      py.FS.writeFile(path, await fileBytes(`kernels/${name}`));
       await py._module.loadDynamicLibrary(path, { loadAsync: true, global: false, nodelete: true, fs: py.FS });
       py.runPython(`from onnxtrain.ops import simd; simd.load(${JSON.stringify(path)})`);
-      return KERNELS[i];
+      return name;
     } catch (err) {
-      console.warn(`${KERNELS[i]} did not load: ${err.message || err}`);
+      console.warn(`${name} did not load: ${err.message || err}`);
     }
   }
   console.warn("numpy's kernels stay in use: no SIMD kernel module loaded");
@@ -55,10 +141,9 @@ const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_
   "random/_common", "random/_bounded_integers", "random/_mt19937", "random/_pcg64", "random/_philox",
   "random/_sfc64", "random/_generator", "random/mtrand"]
   .map((name) => `${SITE_PACKAGES}/numpy/${name}.cpython-312-wasm32-emscripten.so`);
-const INDEX_URL = new URL("pyodide/", HERE).href;
 // Python compiled by build.py: the standard library as .pyc files, and __pycache__ files for the wheels' modules.
-const STDLIB = new URL("wheels/python_stdlib.pyc.zip", HERE).href;
-const PYCACHE = new URL("wheels/site-packages.pyc.zip", HERE);
+const STDLIB = `${ROOT}wheels/python_stdlib.pyc.zip`;
+const PYCACHE = "wheels/site-packages.pyc.zip";
 const SNAPSHOTS = (() => { // what the snapshot path needs beyond Pyodide's own needs
   try {
     return new DecompressionStream("deflate-raw") && typeof indexedDB !== "undefined";
@@ -125,8 +210,7 @@ async function unzip(bytes) {
 // The snapshot's key: Pyodide's version, numpy's hash in Pyodide's lock, wheels.json (the wheels' names and
 // "version", build.py's hash of the Python files the worker unpacks) and PRELOAD.  No key without a "version".
 async function snapshotKey() {
-  const [names, lock] = await Promise.all(["wheels/wheels.json", "pyodide/pyodide-lock.json"]
-    .map((path) => fetch(new URL(path, HERE)).then((r) => r.json())));
+  const [names, lock] = await Promise.all(["wheels/wheels.json", "pyodide/pyodide-lock.json"].map(fetchJson));
   const key = names.version && JSON.stringify([SNAPSHOT_FORMAT, pyodideVersion, lock.info, lock.packages.numpy.sha256,
     names, PRELOAD]);
   return { key, names, lock };
@@ -134,11 +218,9 @@ async function snapshotKey() {
 
 // numpy's wheel (from Pyodide's folder, checked against its lock), ours and the compiled modules, unpacked.
 async function wheelFiles({ names, lock }) {
-  const numpy = lock.packages.numpy;
-  const integrity = `sha256-${btoa(String.fromCharCode(...numpy.sha256.match(/../g).map((h) => parseInt(h, 16))))}`;
-  const zips = await Promise.all([fetchBytes(new URL(numpy.file_name, INDEX_URL), { integrity }),
-    ...[names.flatbuffers, names.onnxtrain].map((w) => fetchBytes(new URL(`wheels/${w}`, HERE))),
-    fetchBytes(PYCACHE).catch(() => null)]);
+  const numpy = lock.packages.numpy.file_name;
+  const zips = await Promise.all([fileBytes(`pyodide/${numpy}`),
+    ...[names.flatbuffers, names.onnxtrain].map((w) => fileBytes(`wheels/${w}`)), fileBytes(PYCACHE)]);
   return (await Promise.all(zips.filter(Boolean).map(unzip))).flat();
 }
 
@@ -171,8 +253,19 @@ Object.defineProperty(globalThis, "_createPyodideModule", {
     };
   },
 });
-const pyodideScript = import("./pyodide/pyodide.asm.js"); // loads while the init message comes; Pyodide then skips it
-pyodideScript.catch(() => {});
+// Pyodide's Emscripten module, run from its bytes (so from the cache too); Pyodide then skips loading it.
+let pyodideScript = null;
+function pyodideModule() {
+  pyodideScript ??= fileBytes("pyodide/pyodide.asm.js").then(async (bytes) => {
+    const url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
+    try {
+      await import(url);
+    } finally {
+      URL.revokeObjectURL(url);
+    }
+  });
+  return pyodideScript;
+}
 
 // The preRun step: the files into site-packages, then PRELOAD linked one after another (compiled ahead).
 function linkWheels(files) {
@@ -201,6 +294,7 @@ function linkWheels(files) {
 // loadPyodide with the hooks above; it fails as soon as a hook does.
 async function loadPyodideWith(hooks, options) {
   const failed = new Promise((resolve, reject) => { hooks.fail = reject; });
+  await pyodideModule();
   moduleHooks = hooks;
   try {
     return await Promise.race([loadPyodide({ indexURL: INDEX_URL, stdLibURL: STDLIB, ...options }), failed]);
@@ -233,6 +327,7 @@ onnxtrain.ops.nn._rng = numpy.random.default_rng()
 assert int(numpy.arange(4).sum()) == 6`);
   Object.assign(py.loadedPackages, stored.loaded);
   timings.numpy = performance.now() - t0;
+  report({ phase: "imports" });
   py.runPython(IMPORTS);
   timings.wheel = performance.now() - t0;
 }
@@ -245,6 +340,7 @@ async function makeSnapshot(key, timings, t0) {
   timings.pyodide = performance.now() - t0;
   py.runPython("import numpy");
   timings.numpy = performance.now() - t0;
+  report({ phase: "imports" });
   py.runPython(IMPORTS);
   timings.wheel = performance.now() - t0;
   const extra = Object.keys(py._module.LDSO.loadedLibsByName)
@@ -285,9 +381,12 @@ async function makeSnapshot(key, timings, t0) {
 
 // Without a snapshot: Pyodide's numpy package and the wheels unpacked by Python.
 async function startPlain(timings, t0) {
-  const wheels = fetch(new URL("wheels/wheels.json", HERE)).then((r) => r.json())
-    .then((names) => Promise.all([names.flatbuffers, names.onnxtrain].map((w) => fetchBytes(new URL(`wheels/${w}`, HERE)))));
-  const pycache = fetchBytes(PYCACHE).catch(() => null);
+  const wheels = fetchJson("wheels/wheels.json")
+    .then((names) => Promise.all([names.flatbuffers, names.onnxtrain].map((w) => fileBytes(`wheels/${w}`))));
+  const pycache = fileBytes(PYCACHE);
+  wheels.catch(() => {});
+  pycache.catch(() => {});
+  await pyodideModule();
   py = await loadPyodide({ indexURL: INDEX_URL, stdLibURL: STDLIB, packages: ["numpy"] });
   timings.pyodide = performance.now() - t0;
   const sitePackages = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
@@ -295,6 +394,7 @@ async function startPlain(timings, t0) {
   if (await pycache) py.unpackArchive(await pycache, "zip", { extractDir: sitePackages });
   py.runPython("import numpy");
   timings.numpy = performance.now() - t0;
+  report({ phase: "imports" });
   py.runPython(IMPORTS);
   timings.wheel = performance.now() - t0;
 }
@@ -321,10 +421,14 @@ async function startWithSnapshot(timings, t0) {
 
 // Everything is fetched at once, while Pyodide starts: from a snapshot when the browser has one, else making one;
 // the plain start if that fails.  The kernels load last, on every start (they are outside the snapshot).
-export async function startPython() {
+export async function startPython({ files = {}, cache = true, progress = () => {} } = {}) {
   const t0 = performance.now();
   const timings = {};
-  const kernelFiles = Promise.all(KERNELS.map((name) => fetchBytes(new URL(`kernels/${name}`, HERE)).catch(() => null)));
+  FILES = files;
+  report = progress;
+  fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);
+  fileBytes(`kernels/${KERNELS[0]}`).catch(() => {});
+  report({ phase: "python" });
   let start = "plain";
   if (SNAPSHOTS) {
     try {
@@ -336,8 +440,10 @@ export async function startPython() {
     }
   }
   if (!py) await startPlain(timings, t0);
-  const kernels = await loadKernels(kernelFiles);
+  report({ phase: "kernels" });
+  const kernels = await loadKernels();
   timings.kernels = performance.now() - t0;
+  pruneCache().catch(() => {});
   return { py, timings, kernels, start };
 }
 

@@ -97,11 +97,11 @@ function writeAll(writes) {
   writes = writes.filter(([, bytes]) => bytes.length);
   if (!writes.length) return;
   if (!encoder) {
-    for (const [buf, bytes] of writes) {
+    for (const [buf, given] of writes) {
+      let bytes = given;
       if (bytes.length % 4) {
-        const padded = new Uint8Array(align4(bytes.length));
-        padded.set(bytes);
-        bytes = padded;
+        bytes = new Uint8Array(align4(given.length));
+        bytes.set(given);
       }
       device.queue.writeBuffer(buf, 0, bytes);
     }

@@ -50,6 +50,9 @@ def inference_model(eval_model: Model, output_names: list, parameters: dict) -> 
     graph = eval_model.graph
     known = {o for node in graph.nodes for o in node.outputs if o} | {v.name for v in graph.inputs}
     missing = [n for n in output_names if n not in known]
+    if not output_names:
+        raise ValueError(f"name at least one output to export (outputs of the eval model's nodes include "
+                         f"{sorted(known - set(parameters))[:20]})")
     if missing:
         raise ValueError(f"Expected graph output for inference graph output could not be found: {missing[0]} "
                          f"(outputs of the eval model's nodes include {sorted(known - set(parameters))[:20]})")

@@ -8,7 +8,7 @@ from ..ir import to_bytes
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..train.data import DataError
-from .checks import check_validation, show, whole
+from .checks import check_validation, check_whole, show, whole
 from .head import classes_doc, with_head
 from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
@@ -107,6 +107,7 @@ class ImageSession:
     def __init__(self, images, labels, classes, validation: float = 0.2, seed: int = 0, optimizer: str = "AdamW",
                  run=trainer_run):
         images = check_images(images)
+        seed = check_whole(seed, "seed", 0, None)
         n, size = images.shape[:2]
         self.classes = check_classes(classes)
         y = check_labels(labels, n, len(self.classes))
@@ -114,7 +115,7 @@ class ImageSession:
         if len(self.classes) < 2 or (counts == 0).any():
             raise DataError("an image folder needs at least two class subfolders with images in each "
                             f"(found {dict(zip(self.classes, counts.tolist()))})")
-        train, val = stratified_split(y, check_validation(validation), int(seed))
+        train, val = stratified_split(y, check_validation(validation), seed)
         x = rgb(images)
         self.mean = x[train].mean(axis=(0, 2, 3)).astype(np.float32)
         self.std = (x[train].std(axis=(0, 2, 3)) + 1e-3).astype(np.float32)
@@ -123,7 +124,7 @@ class ImageSession:
         self.validation = (norm[val], y[val])
         forward = cnn_model(size, len(self.classes), seed=seed)
         self.training = run(make_artifacts(forward, "CrossEntropyLoss", optimizer), [norm[train], y[train]],
-                            [norm[val], y[val]], int(seed))
+                            [norm[val], y[val]], seed)
         per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()  # noqa
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
                      "train_per_class": per_class(train), "validation_per_class": per_class(val),

@@ -167,6 +167,8 @@ def detect_task(table: Table, label: str) -> str:
 
 
 def check_task(task) -> str:
+    if task is None:
+        raise DataError("the task is not given; it must be \"classification\" or \"regression\"")
     if task not in TASKS:
         raise DataError(f"the task is {show(task)}; it must be \"classification\" or \"regression\"")
     return task
@@ -356,6 +358,9 @@ def check_hidden(hidden, n_in: int, n_out: int) -> list:
     MAX_PARAMETERS weights in all."""
     if isinstance(hidden, str):
         hidden = [h for h in re.split(r"[\s,]+", hidden) if h]
+    if not isinstance(hidden, (list, tuple, np.ndarray)):
+        raise DataError(f"the hidden layer sizes are {show(hidden)}; they must be a list of whole numbers such as "
+                        f"[32, 16] ([] for none)")
     sizes = []
     for i, h in enumerate(hidden):
         size = whole(h, 1, MAX_WIDTH)
@@ -479,7 +484,8 @@ class TabularSession:
     def setup(self, label: str, task: str, hidden, validation: float = 0.2, seed: int = 0,
               optimizer: str = "AdamW") -> dict:
         """The preprocessing, the MLP and its training run; on an error nothing changes."""
-        prep = prepare(self.table, str(label), task, validation, int(seed))
+        seed = check_whole(seed, "seed", 0, None)
+        prep = prepare(self.table, str(label), task, validation, seed)
         pre = prep["preprocessing"]
         n_out = len(pre.classes) if pre.task == "classification" else 1
         sizes = check_hidden(hidden, pre.n_features, n_out)

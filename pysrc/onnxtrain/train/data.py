@@ -28,6 +28,14 @@ def batch_size(value) -> int:
     return int(number)
 
 
+def seed(value) -> int:
+    """``value`` as a random seed: a whole number >= 0 (an integral float such as 7.0 counts)."""
+    number = _number(value)
+    if number is None or not math.isfinite(number) or not float(number).is_integer() or number < 0:
+        raise DataError(f"the seed must be a whole number >= 0, got {value!r}")
+    return int(number)
+
+
 def fraction(value, what: str = "validation fraction") -> float:
     """A number in [0, 1)."""
     number = _number(value)

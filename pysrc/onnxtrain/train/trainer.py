@@ -58,7 +58,8 @@ def _epochs(value):
 def held_out(n: int, fraction: float) -> int:
     """How many of ``n`` rows ``split`` holds out: none when there are fewer than 10, and always at least one row
     left to train on."""
-    return min(int(round(n * checks.fraction(fraction))), n - 1) if n >= 10 else 0
+    fraction = checks.fraction(fraction)
+    return min(int(round(n * fraction)), n - 1) if n >= 10 else 0
 
 
 def split(arrays: list, fraction: float, seed: int) -> tuple:
@@ -122,6 +123,9 @@ class Trainer:
         if isinstance(mu, bool) or not isinstance(mu, (int, float, np.floating, np.integer)) or \
                 not np.isfinite(mu) or mu < 0:
             raise ValueError(f"proximal_mu must be a finite number >= 0, got {mu!r}")
+        for flag in ("shuffle", "check_finite", "evaluate_epochs"):
+            if not isinstance(settings.get(flag, False), (bool, np.bool_)):
+                raise ValueError(f"{flag} must be true or false, got {settings[flag]!r}")
         rate = self.learning_rate
         if settings.get("learning_rate") is not None:
             rate = check_learning_rate(settings["learning_rate"])
@@ -172,6 +176,7 @@ class Trainer:
 
     def set_data(self, data, validation=None, seed: int = 0) -> None:
         """New data for a new run: the epoch count, the shuffling and the best-epoch counters start over."""
+        seed = checks.seed(seed)
         if data is None:
             train = val = None
         else:

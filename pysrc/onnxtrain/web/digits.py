@@ -23,3 +23,8 @@ class DigitsSession(handwriting.DigitsSession):
 
     def predict(self, pixels) -> list:
         return super().predict(_buffer(pixels))
+
+    def finish_fine_tune(self) -> dict:
+        """The examples fine-tuned on (the first and last loss are the summary's: the library's train() drives the
+        run's Trainer directly, so they are not known here)."""
+        return {"examples": super().finish_fine_tune()["examples"]}

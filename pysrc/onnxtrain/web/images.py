@@ -10,6 +10,7 @@ from ..tasks.checks import whole
 from ..train.data import DataError
 from .bridge import _buffer, _bytes
 from .tabular import run_on
+from .train_loop import camel_keys
 
 
 def _shape(shape) -> tuple:
@@ -41,6 +42,7 @@ class ImageSession(images.ImageSession):
         self.provider, run = run_on(providers)
         super().__init__(_pixels(pixels, n, size, "the images"), list(_buffer(labels)), list(_buffer(classes)),
                          validation, seed, optimizer, run=run)
+        self.info = camel_keys(self.info)
 
     def predict(self, pixels) -> list:
         """Class probabilities for one RGBA image of the session's size (uint8 bytes)."""

@@ -10,6 +10,7 @@ from ..tasks.checks import whole
 from ..train.data import DataError
 from .bridge import _buffer, _bytes
 from .tabular import run_on
+from .train_loop import camel_keys
 
 
 def _pixels(pixels, shape, what: str) -> np.ndarray:
@@ -25,11 +26,6 @@ def _pixels(pixels, shape, what: str) -> np.ndarray:
         raise DataError(f"{what}: the pixel buffer has {len(data):,} bytes, but {n} RGBA image{'s' * (n != 1)} of "
                         f"{w}×{h} px take {n * h * w * 4:,}")
     return np.frombuffer(data, np.uint8).reshape(n, h, w, 4)
-
-
-def _camel(prediction: dict) -> dict:
-    return {"probabilities": prediction["probabilities"], "label": prediction["label"],
-            "className": prediction["class_name"]}
 
 
 class PersonalizeSession(personalize.PersonalizeSession):
@@ -56,12 +52,8 @@ class PersonalizeSession(personalize.PersonalizeSession):
         return super().add_samples(_pixels(pixels, shape, "the samples"), index)
 
     def setup(self, fine_tune=False, validation=0.0, seed=0, optimizer="AdamW") -> dict:
-        info = super().setup(fine_tune, validation, seed, optimizer)
-        return {"samples": info["samples"], "train": info["train"], "validation": info["validation"],
-                "classes": info["classes"], "trainPerClass": info["train_per_class"],
-                "validationPerClass": info["validation_per_class"], "fineTune": info["fine_tune"],
-                "parameters": info["parameters"]}
+        return camel_keys(super().setup(fine_tune, validation, seed, optimizer))
 
     def predict(self, pixels, shape) -> list:
         """For each RGBA image of [count, height, width]: {probabilities, label, className}."""
-        return [_camel(p) for p in super().predict(_pixels(pixels, shape, "the image"))]
+        return [camel_keys(p) for p in super().predict(_pixels(pixels, shape, "the image"))]

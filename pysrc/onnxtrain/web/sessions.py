@@ -20,7 +20,7 @@ from ..train.npz import load_npz
 from ..train.trainer import held_out
 from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
 from .task_sessions import COMMON, TASK_METHODS, TaskSession
-from .train_loop import TRAIN_OPTIONS, Training, camel_key
+from .train_loop import TRAIN_OPTIONS, Training, camel_key, camel_keys
 
 TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
          np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
@@ -366,7 +366,7 @@ class Registry:
 
 def _describe_model(model) -> dict:
     """A forward model's inputs, outputs, parameters and ops without a gradient rule, and how to call it."""
-    info = describe_model(model)
+    info = camel_keys(describe_model(model))
     try:
         info["signature"] = signature(model)
     except Exception:  # a model whose types cannot be put in words is still described

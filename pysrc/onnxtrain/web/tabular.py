@@ -9,6 +9,7 @@ from ..tasks import tabular
 from ..tasks.tabular import (  # noqa: F401  (the names tools and tests reach through this module)
     DataError, _is_missing, describe, detect_task, mlp_model, parse_csv, prepare, stratified_split, with_preprocessing)
 from .bridge import TrainingSession, _buffer, _bytes
+from .train_loop import camel_keys
 
 
 def training_run(arts: dict, train: list, validation=None, seed: int = 0, providers=None) -> TrainingSession:
@@ -37,8 +38,11 @@ class TabularSession(tabular.TabularSession):
         self.provider, run = run_on(providers)
         super().__init__(_bytes(data), str(name), run=run)
 
+    def describe(self) -> dict:
+        return camel_keys(super().describe())
+
     def setup(self, label, task, hidden, validation=0.2, seed=0, optimizer="AdamW") -> dict:
-        return super().setup(label, task, _buffer(hidden), validation, seed, optimizer)
+        return camel_keys(super().setup(label, task, _buffer(hidden), validation, seed, optimizer))
 
     def restore(self, data) -> int:
         return super().restore(_bytes(data))

@@ -21,6 +21,12 @@ def camel_key(key: str) -> str:
     return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
 
 
+def camel_keys(record: dict) -> dict:
+    """A task's result for JavaScript: its own keys in camelCase, the values as they are (a class or column name
+    used as a key inside them is the user's, and stays)."""
+    return {camel_key(k): v for k, v in record.items()}
+
+
 def camel(value):
     """A record for JavaScript: keys in camelCase (a metric's name as it is), numpy numbers as Python numbers."""
     if isinstance(value, dict):
