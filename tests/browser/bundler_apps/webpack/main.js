@@ -1,0 +1,3 @@
+import { run } from "../shared/app.js";
+
+run();
