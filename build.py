@@ -75,16 +75,20 @@ UPLOT = ("uplot", "1.6.32", ["dist/uPlot.esm.js", "dist/uPlot.min.css"])
 SITE_WHEELS = [("flatbuffers", "25.12.19")]
 TEST_WHEELS = [("pytest", "8.3.5"), ("iniconfig", "2.1.0"), ("pluggy", "1.6.0")]
 # The site's Python compiled ahead, by Pyodide itself (under node): Pyodide's standard library is a zip of .py
-# sources, and the wheels hold sources too, so every start would compile each module it imports.  Both land in
-# site/wheels: the standard library with each module as a sourceless .pyc, and __pycache__ files (unchecked
-# hash-based .pyc, used without reading the source) for numpy's, flatbuffers' and onnxtrain's modules.
+# sources, and the wheels hold sources too, so every start would compile each module it imports.  What the engine's
+# start imports (START_IMPORTS, run in that Pyodide) is compiled, and the rest stays source (compiled if a page
+# ever imports it), which keeps the download small.  Both land in site/wheels: the standard library with each
+# module it imports at start as a sourceless .pyc beside the others' sources, and __pycache__ files (unchecked
+# hash-based .pyc, used without reading the source) for onnxtrain's and flatbuffers' modules and numpy's that the
+# start imports.
 PYC_FILES = ("python_stdlib.pyc.zip", "site-packages.pyc.zip")
+START_IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions"  # as web/lib/start.mjs's IMPORTS
 COMPILE_PYC = """
 import os, py_compile, sys, sysconfig, zipfile
 from importlib.util import cache_from_source
 
 STDLIB_ZIP = "/lib/python%d%d.zip/" % sys.version_info[:2]
-SITE_PACKAGES = sysconfig.get_paths()["purelib"] + "/"
+SITE_PACKAGES = "/" + sysconfig.get_paths()["purelib"].lstrip("/") + "/"  # Pyodide's starts with "//"
 
 def compiled(source, dfile):
     os.makedirs("/tmp/pyc", exist_ok=True)
@@ -100,31 +104,41 @@ def add(out, name, data):
     info.compress_type = zipfile.ZIP_DEFLATED
     out.writestr(info, data, compresslevel=9)
 
-def stdlib_pyc(source, dest):
+def started(code):
+    exec(code, {})
+    files = [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+    return {f[len(STDLIB_ZIP):] for f in files if f.startswith(STDLIB_ZIP)}, \\
+        {f[len(SITE_PACKAGES):] for f in files if f.startswith(SITE_PACKAGES)}
+
+def stdlib_pyc(source, dest, imported):
     with zipfile.ZipFile(source) as zin, zipfile.ZipFile(dest, "w") as zout:
         for name in zin.namelist():
-            if name.endswith(".py"):
+            if name in imported:
                 add(zout, name + "c", compiled(zin.read(name), STDLIB_ZIP + name))
             elif not name.endswith("/"):
                 add(zout, name, zin.read(name))
 
-def site_pycache(wheels, dest):
+def site_pycache(wheels, dest, imported, whole):
     with zipfile.ZipFile(dest, "w") as zout:
         for wheel in wheels:
             with zipfile.ZipFile(wheel) as zin:
                 for name in sorted(n for n in zin.namelist() if n.endswith(".py")):
-                    add(zout, cache_from_source(name), compiled(zin.read(name), SITE_PACKAGES + name))
+                    if name in imported or name.split("/")[0] in whole:
+                        add(zout, cache_from_source(name), compiled(zin.read(name), SITE_PACKAGES + name))
 """
 COMPILE_PYC_JS = """
 import { readFileSync, writeFileSync } from "node:fs";
-const [pyodide, code, stdlib, stdlibOut, siteOut, ...wheels] = process.argv.slice(2);
+const [pyodide, code, imports, stdlib, stdlibOut, siteOut, ...wheels] = process.argv.slice(2);
 const py = await (await import(pyodide)).loadPyodide();
 py.FS.writeFile("/tmp/stdlib.zip", readFileSync(stdlib));
 const inputs = wheels.map((w, i) => (py.FS.writeFile(`/tmp/${i}.whl`, readFileSync(w)), `/tmp/${i}.whl`));
+const extractDir = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+for (const w of wheels) py.unpackArchive(new Uint8Array(readFileSync(w)), "wheel", { extractDir });
 py.runPython(readFileSync(code, "utf8"));
-if (stdlibOut !== "-") py.globals.get("stdlib_pyc")("/tmp/stdlib.zip", "/tmp/stdlib.pyc.zip");
-py.globals.get("site_pycache")(py.toPy(inputs), "/tmp/site.pyc.zip");
-if (stdlibOut !== "-") writeFileSync(stdlibOut, py.FS.readFile("/tmp/stdlib.pyc.zip"));
+const [std, site] = py.globals.get("started")(imports).toJs();
+py.globals.get("stdlib_pyc")("/tmp/stdlib.zip", "/tmp/stdlib.pyc.zip", std);
+py.globals.get("site_pycache")(py.toPy(inputs), "/tmp/site.pyc.zip", site, py.toPy(["onnxtrain", "flatbuffers"]));
+writeFileSync(stdlibOut, py.FS.readFile("/tmp/stdlib.pyc.zip"));
 writeFileSync(siteOut, py.FS.readFile("/tmp/site.pyc.zip"));
 """
 
@@ -388,7 +402,8 @@ def build_kernels(dest: Path) -> None:
 
 
 def compile_python(dest: Path, wheels: list[Path]) -> None:
-    """PYC_FILES in ``dest``, compiled by Pyodide under node (npm's runtime); the standard library's is cached."""
+    """PYC_FILES in ``dest``, compiled by Pyodide under node (npm's runtime) after it ran START_IMPORTS with
+    ``wheels`` installed."""
     node = shutil.which("node")
     if node is None:
         sys.exit("build.py: compiling the site's Python needs node (npm comes with it)")
@@ -397,15 +412,10 @@ def compile_python(dest: Path, wheels: list[Path]) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "compile.py").write_text(COMPILE_PYC)
     (work / "compile.mjs").write_text(COMPILE_PYC_JS)
-    source = (core / "python_stdlib.zip").read_bytes()
-    stdlib = work / f"python_stdlib-{hashlib.sha256(COMPILE_PYC.encode() + source).hexdigest()[:16]}.pyc.zip"
-    log(f"Pyodide {PYODIDE_VERSION} (node) compiles the site's Python")
-    subprocess.run([node, work / "compile.mjs", (core / "pyodide.mjs").as_uri(), work / "compile.py",
-                    core / "python_stdlib.zip", "-" if stdlib.exists() else stdlib.with_suffix(".tmp"),
-                    dest / PYC_FILES[1], *wheels], check=True, stdout=subprocess.DEVNULL)
-    if not stdlib.exists():
-        stdlib.with_suffix(".tmp").rename(stdlib)
-    shutil.copy2(stdlib, dest / PYC_FILES[0])
+    log(f"Pyodide {PYODIDE_VERSION} (node) compiles the Python the site's start imports")
+    subprocess.run([node, work / "compile.mjs", (core / "pyodide.mjs").as_uri(), work / "compile.py", START_IMPORTS,
+                    core / "python_stdlib.zip", dest / PYC_FILES[0], dest / PYC_FILES[1], *wheels], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def build_site() -> Path:

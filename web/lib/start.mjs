@@ -5,7 +5,7 @@
 // snapshot this visit made is stored.
 import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
 
-// What every start imports before it is ready (and so what a snapshot holds).
+// What every start imports before it is ready (and so what a snapshot holds; build.py's START_IMPORTS).
 const IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions";
 let py = null;
 
