@@ -449,6 +449,7 @@ def build_site() -> Path:
     for folder in ("pyodide", "wheels", "kernels"):  # the library has what the page loads of them
         shutil.rmtree(tmp / folder)
     build_artifacts(tmp / "artifacts")
+    npm_pack_backbone(tmp / "artifacts")
     sample_data(tmp / "samples")
     uplot = npm_package(UPLOT[0], UPLOT[1])
     (tmp / "vendor").mkdir()
@@ -581,11 +582,51 @@ def npm_pack_library(lib: Path) -> Path:
     if missing:
         sys.exit(f"build.py: the library folder {lib} lacks {missing}")
     (lib / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    return npm_pack(lib, f"onnxtrain-{version}.tgz")
+
+
+#: the npm package that carries the pretrained backbone beside the library's (the library's stays small)
+BACKBONE_PACKAGE = ("onnxtrain-efficientnet-lite0", "efficientnet_lite0")
+BACKBONE_MODULE = """// The EfficientNet-Lite0 backbone for onnxtrain's PersonalizeTask: its URL, in the form bundlers copy.
+export const backboneUrl = new URL("./backbone.onnx", import.meta.url).href;
+"""
+BACKBONE_TYPES = """/** The URL of backbone.onnx (EfficientNet-Lite0, for onnxtrain's PersonalizeTask.create). */
+export declare const backboneUrl: string;
+"""
+
+
+def npm_pack_backbone(artifacts: Path) -> Path:
+    """dist/onnxtrain-efficientnet-lite0-<version>.tgz: the backbone ``artifacts`` holds (its manifest entry as
+    package.json's description and license) and a module exporting its URL."""
+    name, folder = BACKBONE_PACKAGE
+    entry = next(e for e in json.loads((artifacts / "manifest.json").read_text())["artifacts"] if e["name"] == folder)
+    work = CACHE / "backbone-package"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    link_or_copy(artifacts / folder / "backbone.onnx", work / "backbone.onnx")
+    (work / "index.mjs").write_text(BACKBONE_MODULE)
+    (work / "index.d.ts").write_text(BACKBONE_TYPES)
+    (work / "README.md").write_text(f"# {name}\n\n{entry['description']}.\n\nLicense: {entry['license']}.\n\n"
+                                    "```js\nimport { PersonalizeTask } from \"onnxtrain\";\n"
+                                    f"import {{ backboneUrl }} from \"{name}\";\n\n"
+                                    "const task = await PersonalizeTask.create(backboneUrl);\n```\n")
+    package = {"name": name, "version": project_version(), "license": "Apache-2.0",
+               "description": "EfficientNet-Lite0 (ImageNet) as onnxtrain's PersonalizeTask backbone",
+               "type": "module", "main": "./index.mjs", "types": "./index.d.ts", "sideEffects": False,
+               "exports": {".": {"types": "./index.d.ts", "default": "./index.mjs"},
+                           "./backbone.onnx": "./backbone.onnx", "./package.json": "./package.json"},
+               "files": ["backbone.onnx", "index.mjs", "index.d.ts", "README.md"]}
+    (work / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    return npm_pack(work, f"{name}-{package['version']}.tgz")
+
+
+def npm_pack(folder: Path, tgz_name: str) -> Path:
+    """`npm pack` of ``folder`` (offline) into dist/``tgz_name``."""
     dist = ROOT / "dist"
     dist.mkdir(exist_ok=True)
-    tgz = dist / f"onnxtrain-{version}.tgz"
+    tgz = dist / tgz_name
     tgz.unlink(missing_ok=True)
-    run(["npm", "pack", "--offline", "--ignore-scripts", "--loglevel=error", "--pack-destination", dist], cwd=lib,
+    run(["npm", "pack", "--offline", "--ignore-scripts", "--loglevel=error", "--pack-destination", dist], cwd=folder,
         stdout=subprocess.DEVNULL)
     if not tgz.is_file():
         sys.exit(f"build.py: npm pack did not write {tgz}")
@@ -640,6 +681,11 @@ def add_test_hooks(site: Path) -> None:
         if not (site / path).is_file():
             sys.exit(f"build.py: the test hook {path.as_posix()} replaces no file of the site")
         replace_file(site / path, hook.read_bytes())
+    # the library's internal _engineCall, exported for the hooks (requests by name, runPython)
+    library = site / LIBRARY / "onnxtrain.mjs"
+    source = library.read_text()
+    exports = re.findall(r"^export \{[^}]*\};$", source, re.M)[0]
+    replace_file(library, source.replace(exports, exports[:-len("};")].rstrip() + ", _engineCall };").encode())
 
 
 def build_test_site(site: Path = SITE) -> Path:

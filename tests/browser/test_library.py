@@ -54,7 +54,7 @@ EXPORTS = ["ArtifactError", "CheckpointError", "ComposeError", "DataError", "Dat
            "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
            "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TrainingSession", "UnsupportedOpError",
            "WebGPUError",
-           "_engineCall", "describeModel", "env", "generateArtifacts", "start"]
+           "describeModel", "env", "generateArtifacts", "start"]
 
 
 # the classic-script build: globalThis.onnxtrain, no module import
@@ -719,6 +719,22 @@ def test_linear_lr_scheduler_rates_equal_onnxruntime_training(page):
     for error in got["errors"]:
         assert error[0] and error[2] == "total_step_count must be an integer >= 0, got -1"
     assert got["rate"] == got["rates"][-1]
+
+
+def test_the_backbone_package_holds_the_sites_backbone_and_gives_its_url(tmp_path):
+    name, folder = build.BACKBONE_PACKAGE
+    tgz = build.ROOT / "dist" / f"{name}-{build.project_version()}.tgz"
+    with tarfile.open(tgz) as tar:
+        files = {m.name[len("package/"):]: tar.extractfile(m).read() for m in tar.getmembers()}
+    assert sorted(files) == ["README.md", "backbone.onnx", "index.d.ts", "index.mjs", "package.json"]
+    assert files["backbone.onnx"] == (build.SITE / "artifacts" / folder / "backbone.onnx").read_bytes()
+    (tmp_path / "package.json").write_text('{"name": "app", "version": "1.0.0", "private": true}')
+    subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error",
+                    str(tgz)], cwd=tmp_path, check=True, capture_output=True)
+    out = subprocess.run(["node", "--input-type=module", "-e",
+                          f"console.log((await import({json.dumps(name)})).backboneUrl)"],
+                         cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == (tmp_path / "node_modules" / name / "backbone.onnx").as_uri()
 
 
 def test_the_npm_package_holds_the_library_folder(tmp_path):

@@ -531,7 +531,8 @@ async function generateArtifacts(forwardModel, options = {}) {
 // "kernels" and "ready".
 async function start({ onProgress } = {}) { return connect(onProgress).ready; }
 
-// One request to the engine by its method name (internal: the test site's hooks send their own requests with it).
+// One request to the engine by its method name: internal, exported only in the test site (build.py's
+// add_test_hooks), whose hooks send their own requests with it.
 function _engineCall(method, ...args) { return connect().call(method, null, args); }
 
 // A forward model's inputs, outputs, parameters (initializers) and the ops it has without a gradient rule, and a
@@ -1234,4 +1235,4 @@ export { ArtifactError, CheckpointError, ComposeError, DataError, DataTypeError,
   GradientNotRegisteredError, GraphError, HandwritingTask, ImageTask, LearningRateError, LinearLRScheduler,
   ModelDecodeError, NoAdapterError, NominalStateError, NonFiniteError, NonFiniteStateError, NonFiniteStepError,
   NpzError, OnnxtrainError, PersonalizeTask, RunError, TabularTask, Tensor, TrainingSession, UnsupportedOpError,
-  WebGPUError, _engineCall, describeModel, env, generateArtifacts, start };
+  WebGPUError, describeModel, env, generateArtifacts, start };
