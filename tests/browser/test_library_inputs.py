@@ -107,7 +107,8 @@ def test_export_takes_one_name_and_release_twice_resolves(page):
     }""")
     assert got["same"] and got["properties"] == {"note": "mine"}
     assert got["twice"] is None
-    assert got["after"] == [True, "Error", "this session was released: getParametersSize() cannot run; make a new one"]
+    assert got["after"] == [True, "ValueError",
+                            "this session was released: getParametersSize() cannot run; make a new one"]
 
 
 # Pixels of a 16 x 16 opaque image (alpha 255: the browser's premultiplied paths keep the colours exactly), drawn as
