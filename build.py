@@ -572,6 +572,7 @@ def npm_pack_library(lib: Path) -> Path:
         "exports": {".": {"types": "./onnxtrain.d.ts", "import": "./onnxtrain.mjs", "default": "./onnxtrain.mjs"},
                     "./onnxtrain.mjs": {"types": "./onnxtrain.d.mts", "default": "./onnxtrain.mjs"},
                     "./onnxtrain.js": "./onnxtrain.js", "./onnxtrain.d.ts": "./onnxtrain.d.ts",
+                    "./onnxtrain-global.d.ts": "./onnxtrain-global.d.ts",
                     "./package.json": "./package.json"},
         "sideEffects": ["./onnxtrain.js"],
         "engines": {"node": ">=18"},
