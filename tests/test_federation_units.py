@@ -156,16 +156,13 @@ def test_a_silent_page_fails_its_task_at_once_and_its_slot_is_reused():
     state.close()
 
 
-def test_a_polling_page_stays_and_a_wrong_size_result_fails_the_task_with_the_reason():
-    state = bridge(0.5)
-    client = state.join()
-    for _ in range(4):  # held polls are heartbeats: 0.8 s of them outlast the 0.5 s silence limit
-        assert state.next_task(client) is None
+def task_in_flight(state, client, round_):
+    """A node's task of ``round_`` for the page ``client``: (the node's thread, its outcome, the task)."""
     outcome = {}
 
     def node():
         try:
-            outcome["result"] = state.run_task(0, 3, vec(0, 0, 0, 0, 0).tobytes(), {}, 7, timeout=30)
+            outcome["result"] = state.run_task(0, round_, vec(0, 0, 0, 0, 0).tobytes(), {}, 7, timeout=30)
         except Refused as e:
             outcome["reason"] = str(e)
     thread = threading.Thread(target=node)
@@ -173,12 +170,35 @@ def test_a_polling_page_stays_and_a_wrong_size_result_fails_the_task_with_the_re
     task = None
     while task is None:
         task = state.next_task(client)
+    return thread, outcome, task
+
+
+def test_a_polling_page_stays_and_a_wrong_size_result_fails_the_task_with_the_reason():
+    state = bridge(0.5)
+    client = state.join()
+    for _ in range(4):  # held polls are heartbeats: 0.8 s of them outlast the 0.5 s silence limit
+        assert state.next_task(client) is None
+    thread, outcome, task = task_in_flight(state, client, 3)
     with pytest.raises(Refused, match="unknown task 'nope'"):
         state.submit_result(client, "nope", vec(1, 2, 3, 4, 5).tobytes(), '{"num-examples": 3}')
     with pytest.raises(Refused) as refused:
         state.submit_result(client, task.id, vec(1, 2, 3, 4).tobytes(), '{"num-examples": 3}')
     thread.join(10)
     assert str(refused.value) == "wrong size: the body has 16 bytes, a parameter vector has 20 (5 float32 values)"
+    assert outcome == {"reason": f"{REJECTED} page {client} (slot 0): {refused.value}"}
+    state.close()
+
+
+def test_a_non_finite_update_from_a_page_is_refused_at_once_with_the_reason():
+    """The server answers a NaN or infinite update with an error at once (bridge_http: 400 with the reason, so the
+    page's onRound says "rejected"), and the node's task fails with it."""
+    state = bridge(5)
+    client = state.join()
+    thread, outcome, task = task_in_flight(state, client, 1)
+    with pytest.raises(Refused) as refused:
+        state.submit_result(client, task.id, vec(1, np.nan, 3, np.inf, 5).tobytes(), '{"num-examples": 3}')
+    thread.join(10)
+    assert str(refused.value) == "non-finite values: 2 of 5 parameters are NaN or infinite"
     assert outcome == {"reason": f"{REJECTED} page {client} (slot 0): {refused.value}"}
     state.close()
 

@@ -171,32 +171,3 @@ def test_the_venv_of_a_checkout_runs_python_m_onnxtrain(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "VENV", tmp_path / "linked")
     build.ensure_venv()
     assert not (linked_site / "onnxtrain-checkout.pth").exists()
-
-
-def test_a_non_finite_update_from_a_page_is_refused_at_once_with_the_reason():
-    """The server answers a NaN or infinite update with an error at once (bridge_http: 400 with the reason, so the
-    page's onRound says "rejected"), and the node's task fails with it."""
-    import threading
-
-    from onnxtrain.federated.bridge_state import REJECTED, Refused
-    from test_federation_units import bridge, vec
-    state = bridge(5)
-    client = state.join()
-    outcome = {}
-
-    def node():
-        try:
-            outcome["result"] = state.run_task(0, 1, vec(0, 0, 0, 0, 0).tobytes(), {}, 7, timeout=30)
-        except Refused as e:
-            outcome["reason"] = str(e)
-    thread = threading.Thread(target=node)
-    thread.start()
-    task = None
-    while task is None:
-        task = state.next_task(client)
-    with pytest.raises(Refused) as refused:
-        state.submit_result(client, task.id, vec(1, np.nan, 3, np.inf, 5).tobytes(), '{"num-examples": 3}')
-    thread.join(10)
-    assert str(refused.value) == "non-finite values: 2 of 5 parameters are NaN or infinite"
-    assert outcome == {"reason": f"{REJECTED} page {client} (slot 0): {refused.value}"}
-    state.close()
