@@ -3,6 +3,7 @@ uses the library, module programs importing "onnxtrain" from the packed npm pack
 "node16", and onnxtrain.mjs by its path), a classic script using the globals, and wrong programs that must fail; and the API reference TypeDoc makes of it."""
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -145,6 +146,17 @@ def test_programs_using_the_npm_package_compile_under_strict_typescript(project,
                  ["path.ts", "--module", "nodenext", "--moduleResolution", "nodenext"], ["classic.ts", *BUNDLER]):
         result = check(version, project, *args)
         assert result.returncode == 0, (version, args, result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize("version", ["5.9.3", "7.0.2"])
+def test_the_bundler_sample_apps_check_as_javascript(project, version):
+    """The sample apps of test_bundlers.py (JavaScript, with JSDoc where a type is not inferred) under checkJs."""
+    apps = project / "apps"
+    shutil.copytree(Path(__file__).parent / "bundler_apps", apps, dirs_exist_ok=True)
+    mains = [str(p.relative_to(project)) for p in sorted(apps.glob("*/main.js"))]
+    assert len(mains) == 3
+    result = check(version, project, *BUNDLER, "--allowJs", "--checkJs", "apps/shared/app.js", *mains)
+    assert result.returncode == 0, (version, result.stdout, result.stderr)
 
 
 @pytest.mark.parametrize("version", ["5.9.3", "7.0.2"])

@@ -61,6 +61,8 @@ export interface SessionOptions {
   /** Tried in order: "webgpu" (where the browser has a WebGPU adapter), "wasm" and "cpu" (the CPU). Without it,
    * "wasm". Asking only for "webgpu" where there is no adapter is an error that names WebGPU. */
   executionProviders?: ReadonlyArray<"webgpu" | "wasm" | "cpu" | { name: "webgpu" | "wasm" | "cpu" }>;
+  /** The engine's start, where this session starts it (as start()'s). */
+  onProgress?: (progress: StartProgress) => void;
   [option: string]: unknown;
 }
 
@@ -284,9 +286,20 @@ export interface TrainingArtifacts {
 export function generateArtifacts(forwardModel: URIorBuffer, options?: GenerateArtifactsOptions):
   Promise<TrainingArtifacts>;
 
-/** Starts the engine now (it also starts with the first session or task); what it runs. */
-export function start(): Promise<{ numpy: string; python: string; kernels: string | null;
-  start: "restored" | "made" | "plain"; timings: Record<string, number>; milliseconds: number }>;
+/** How the engine's start goes: each file's bytes ("download"; cached: from this browser's Cache Storage), then
+ * the phases. */
+export type StartProgress =
+  | { phase: "download"; file: string; loaded: number; total: number | null; cached: boolean }
+  | { phase: "python" | "imports" | "kernels" | "ready" };
+
+/** What the engine runs: numpy's and Python's versions, the SIMD kernels in use (null: numpy's code), how Python
+ * started (from this browser's memory snapshot, making one, or plainly) and the start's timings in ms. */
+export interface EngineInfo { numpy: string; python: string; kernels: string | null;
+  start: "restored" | "made" | "plain"; timings: Record<string, number>; milliseconds: number }
+
+/** Starts the engine now (it also starts with the first session or task); what it runs. A failed start rejects
+ * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. */
+export function start(options?: { onProgress?: (progress: StartProgress) => void }): Promise<EngineInfo>;
 
 /** A forward model's inputs, outputs and parameters (initializers), the ops it has without a gradient rule, and a
  * line that says how to call it. */
@@ -601,10 +614,13 @@ export class Federation {
   status(): Promise<FederationStatus>;
 }
 
-/** onnxruntime-web's env: settings onnxtrain does not need are accepted and ignored. */
+/** onnxruntime-web's env. wasm.wasmPaths says where the library's files are served, for a bundle that did not copy
+ * them: the URL of a folder laid out as the package's, or an object of a file's path there (such as
+ * "pyodide/pyodide.asm.wasm") to its URL; set it before the first session. The other settings are accepted and
+ * ignored. */
 export const env: {
   wasm: { numThreads?: number; simd?: boolean; proxy?: boolean; initTimeout?: number;
-    wasmPaths?: string | Record<string, string>; trace?: boolean; [key: string]: unknown };
+    wasmPaths?: string | URL | Record<string, string | URL>; trace?: boolean; [key: string]: unknown };
   webgl: Record<string, unknown>;
   webgpu: Record<string, unknown>;
   logLevel: string;

@@ -10,18 +10,25 @@ const ARTIFACTS = {
   optimizerModel: "artifacts/optimizer_model.onnx",
 };
 
-const show = (text) => { document.getElementById("status").textContent = text; };
+/** @param {string} text */
+const show = (text) => {
+  const status = document.getElementById("status");
+  if (status) status.textContent = text;
+};
 
 async function train() {
+  /** @type {import("onnxtrain").StartProgress[]} */
   const progress = [];
   await start({
     onProgress: (report) => {
       progress.push(report);
-      show(`loading ${report.file ?? report.phase}` + (report.total ? ` ${report.loaded} / ${report.total} bytes` : ""));
+      show(report.phase === "download" ? `loading ${report.file} ${report.loaded} / ${report.total ?? "?"} bytes`
+        : `loading: ${report.phase}`);
     },
   });
   const data = await (await fetch("data.json")).json();
   const session = await TrainingSession.create(ARTIFACTS);
+  /** @type {number[]} */
   const losses = [];
   for (const { input, labels } of data.batches) {
     const feeds = {
@@ -29,14 +36,15 @@ async function train() {
       labels: new Tensor("int64", BigInt64Array.from(labels.data, BigInt), labels.dims),
     };
     const outputs = await session.runTrainStep(feeds);
-    losses.push(outputs[session.trainingOutputNames[0]].data[0]);
+    const loss = Number(outputs[session.trainingOutputNames[0]].data[0]);
+    losses.push(loss);
     await session.runOptimizerStep();
     await session.lazyResetGrad();
-    show(`step ${losses.length}: loss ${losses.at(-1).toFixed(4)}`);
+    show(`step ${losses.length}: loss ${loss.toFixed(4)}`);
   }
   const model = await session.exportModelForInferencing(["output"]);
   await session.release();
-  const link = document.getElementById("download");
+  const link = /** @type {HTMLAnchorElement} */ (document.getElementById("download"));
   link.href = URL.createObjectURL(new Blob([model], { type: "application/octet-stream" }));
   link.hidden = false;
   return { losses, model, progress };
@@ -44,8 +52,8 @@ async function train() {
 
 // window.appResult: what the page did, for its test
 export function run() {
-  train().then((result) => { window.appResult = result; }, (err) => {
+  train().then((result) => Object.assign(window, { appResult: result }), (err) => {
     show(err.message);
-    window.appResult = { error: err.message };
+    Object.assign(window, { appResult: { error: err.message } });
   });
 }
