@@ -229,3 +229,17 @@ def test_careless_inputs_reject_with_the_exported_classes_and_everything_goes_on
             assert r["after"] == "classification", (label, r["after"])
     assert len(got["results"]) == len(cases) and np.isfinite(got["stepLoss"])
     assert got["epochs"] and set(got["epochs"]) == {1}  # the task, set up between the failures, trains
+
+
+def test_arguments_the_page_checks_throw_javascripts_own_errors_that_say_what_is_needed(page):
+    said = page.page.evaluate("""async () => {
+        const out = [];
+        for (const call of [() => lib.ImageTask.create({}), () => lib.ImageTask.create({ labels: [0], classes: "ab" }),
+                            () => lib.start({ onProgress: 3 })]) {
+            try { await call(); out.push(null); } catch (err) { out.push([err.constructor.name, err.message]); }
+        }
+        return out;
+    }""")
+    assert said == [["TypeError", "ImageTask.create needs labels: a class index per image (decodeImages gives them)"],
+                    ["TypeError", "ImageTask.create needs classes: the class names (decodeImages gives them)"],
+                    ["TypeError", "onProgress must be a function"]]

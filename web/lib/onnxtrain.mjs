@@ -621,7 +621,13 @@ class TabularTask extends Task {
 class ImageTask extends Task {
   // pixels: RGBA bytes of `count` images of size x size (decodeImages gives them), labels: class index per image.
   static async create({ pixels, count, size, labels, classes, validation = 0.2, seed = 0, optimizer = "AdamW",
-    executionProviders }) {
+    executionProviders } = {}) {
+    for (const [name, value, what] of [["labels", labels, "a class index per image"],
+      ["classes", classes, "the class names"]]) {
+      if (value == null || typeof value[Symbol.iterator] !== "function" || typeof value === "string") {
+        throw new TypeError(`ImageTask.create needs ${name}: ${what} (decodeImages gives them)`);
+      }
+    }
     return this._make("images", [await bytesOf(pixels, "the pixels"), [count, size], Array.from(labels, Number),
       Array.from(classes, String), validation, seed, optimizer, providersOf({ executionProviders })]);
   }
