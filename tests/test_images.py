@@ -62,7 +62,7 @@ def test_a_saved_run_resumes_with_its_weights_and_epoch():
 def test_the_issues_24_images_split_alike_per_class():
     pixels, labels = synthetic(n_per_class=8)
     session = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
-    assert session.info["validation_per_class"] == [2, 2, 2] and session.info["train_per_class"] == [6, 6, 6]
+    assert session.info["validationPerClass"] == [2, 2, 2] and session.info["trainPerClass"] == [6, 6, 6]
     x_val, y_val = session.training.validation_data
     assert np.bincount(y_val).tolist() == [2, 2, 2] and np.bincount(session.training.train_data[1]).tolist() == [6] * 3
     assert y_val.dtype == np.int64
@@ -73,7 +73,7 @@ def test_the_issues_24_images_split_alike_per_class():
     # uneven classes: round per class, and a class of one image trains
     keep = np.r_[0:8, 8:13, 16:17]
     uneven = ImageSession(pixels[keep].tobytes(), [len(keep), 16], labels[keep].tolist(), ["red", "blue", "green"])
-    assert uneven.info["validation_per_class"] == [2, 1, 0] and uneven.info["train_per_class"] == [6, 4, 1]
+    assert uneven.info["validationPerClass"] == [2, 1, 0] and uneven.info["trainPerClass"] == [6, 4, 1]
 
 
 @pytest.mark.parametrize("size", [1, 4, 7, 129, 4096])

@@ -58,7 +58,7 @@ def test_describe_and_task_detection():
     info = tabular.describe(table)
     kinds = {c["name"]: c["kind"] for c in info["columns"]}
     assert kinds["alcohol"] == "numeric" and kinds["region"] == "categorical" and kinds["cultivar"] == "categorical"
-    assert info["rows"] == 178 and info["suggestedLabel"] == "cultivar"
+    assert info["rows"] == 178 and info["suggested_label"] == "cultivar"
     assert sum(c["missing"] for c in info["columns"]) > 0
     assert tabular.detect_task(table, "cultivar") == "classification"
     assert tabular.detect_task(table, "proline") == "regression"
