@@ -53,6 +53,35 @@ def test_two_sessions_by_handle_train_like_the_api():
     assert registry.call("get_parameters_size", cnn["handle"], [True]) > 0
 
 
+def test_deferred_steps_ride_with_the_next_request_and_train_alike():
+    """The page's runOptimizerStep and lazyResetGrad, sent with the next request ("deferred_then"), give exactly
+    the separate calls' losses and parameters; only those two steps may be deferred, and not into a train()."""
+    name = "mlp_ce_adamw"
+    registry = Registry()
+    info = create(registry, name)
+    h = info["handle"]
+    assert info["optimizer"] is True
+    batches = oc.batches(name, 3)
+    got, deferred = [], []
+    for batch in batches:
+        out = registry.call("deferred_then", h, [deferred, "run_train_step", [feeds(info, batch)]])
+        got.append(as_array(out[info["trainingOutputNames"][0]]).item())
+        deferred = ["run_optimizer_step", "lazy_reset_grad"]
+    params = registry.call("deferred_then", h, [deferred, "get_contiguous_parameters", [True]])
+    expected, module = reference(name, batches)
+    assert got == expected
+    np.testing.assert_array_equal(as_array(params), module.get_contiguous_parameters(True))
+    with pytest.raises(ValueError, match="'export_model_for_inferencing' cannot be deferred"):
+        registry.call("deferred_then", h, [["export_model_for_inferencing"], "get_parameters_size", [True]])
+    registry.call("train_begin", h, [dataset(name, 2), {"epochs": 1, "batchSize": 8}])
+    with pytest.raises(RuntimeError, match="runOptimizerStep\\(\\) has to wait"):
+        registry.call("deferred_then", h, [["run_optimizer_step"], "train_continue", [50]])
+    registry.call("train_end", h, [False])
+    no_optimizer = registry.call("create", None, [oc.files(name)["checkpoint"].read_bytes(),
+                                                  oc.files(name)["training"].read_bytes()])
+    assert no_optimizer["optimizer"] is False
+
+
 def test_gradients_accumulate_until_lazy_reset_grad():
     registry = Registry()
     info = create(registry, "mlp_ce_sgd")

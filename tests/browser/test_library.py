@@ -400,6 +400,51 @@ def test_onnxruntime_web_example_runs_with_its_import_changed(browser, library_u
         context.close()
 
 
+# every request the page sends to the engine, by method (a worker's postMessage, recorded before the library loads)
+COUNT_REQUESTS = """(() => {
+    const post = Worker.prototype.postMessage;
+    window.engineRequests = [];
+    Worker.prototype.postMessage = function (data, ...rest) {
+        if (data && data.method) window.engineRequests.push(data.method);
+        return post.call(this, data, ...rest);
+    };
+})();"""
+
+
+def test_the_onnxruntime_web_step_loop_is_one_request_a_step_with_the_same_results(browser, library_url):
+    """runOptimizerStep and lazyResetGrad ride with the next request: a runTrainStep / runOptimizerStep /
+    lazyResetGrad step is one request, and the losses and parameters are CPython's step by step."""
+    batches = oc.batches(CASES["mlp"], STEPS)
+    context = browser.new_context()
+    context.add_init_script(COUNT_REQUESTS)
+    try:
+        raw = context.new_page()
+        raw.goto(library_url + SUB)
+        raw.wait_for_function("() => window.libraryLoaded === true")
+        got = raw.evaluate("""async (batches) => {
+            const s = await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint", trainModel: "mlp/training",
+                                                         optimizerModel: "mlp/optimizer" });
+            const before = window.engineRequests.length;
+            const losses = [];
+            for (const batch of batches) {
+                const out = await s.runTrainStep(feeds(s, batch));
+                losses.push(out[s.trainingOutputNames[0]].data[0]);
+                await s.runOptimizerStep();
+                await s.lazyResetGrad();
+            }
+            const steps = window.engineRequests.slice(before);
+            const params = encode((await s.getContiguousParameters(true)).data);
+            return { losses, steps, last: window.engineRequests.at(-1), params };
+        }""", [[wire(a) for a in batch] for batch in batches])
+    finally:
+        context.close()
+    assert got["steps"] == ["run_train_step"] + ["deferred_then"] * (STEPS - 1), got["steps"]
+    assert got["last"] == "deferred_then"  # the last step's optimizer step and reset, before the parameters
+    losses, params, _ = reference(CASES["mlp"], batches)
+    np.testing.assert_allclose(got["losses"], losses, rtol=1e-6)
+    np.testing.assert_allclose(params_of(got["params"]), params[-1], rtol=1e-5, atol=1e-6)
+
+
 def test_onnxruntime_web_tensors_are_feeds(page):
     """Tensors made by onnxruntime-web 1.19.2 itself (its module, loaded from the page's folder) as feeds."""
     p = page.page

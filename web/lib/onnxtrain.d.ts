@@ -86,7 +86,10 @@ export class TrainingSession {
   runTrainStep(feeds: FeedsType, fetches: FetchesType, options?: object): Promise<ReturnType>;
   runEvalStep(feeds: FeedsType, options?: object): Promise<ReturnType>;
   runEvalStep(feeds: FeedsType, fetches: FetchesType, options?: object): Promise<ReturnType>;
+  /** Resolves at once: the step runs first thing in the session's next request (one round trip a step of the
+   * runTrainStep / runOptimizerStep / lazyResetGrad loop), whose results are those of running it now. */
   runOptimizerStep(options?: object): Promise<void>;
+  /** As runOptimizerStep: it rides with the next request. */
   lazyResetGrad(): Promise<void>;
 
   getParametersSize(trainableOnly?: boolean): Promise<number>;

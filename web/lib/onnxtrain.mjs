@@ -395,6 +395,9 @@ class TrainingSession {
     this.evalInputNames = Object.freeze(info.evalInputNames);
     this.evalOutputNames = Object.freeze(info.evalOutputNames);
     this.executionProvider = info.executionProvider;
+    this._hasOptimizer = info.optimizer;
+    this._deferred = []; // runOptimizerStep and lazyResetGrad, sent with the next request (one round trip a step)
+    this._training = 0; // train() calls running
   }
 
   static async create({ checkpointState, trainModel, evalModel, optimizerModel } = {}, sessionOptions = {}) {
@@ -409,7 +412,20 @@ class TrainingSession {
     return new TrainingSession(connection, await connection.call("create", null, [...bytes, providers]));
   }
 
-  _call(method, ...args) { return callOf(this, "session", method, args); }
+  _call(method, ...args) {
+    if (!this._deferred.length || method === "release") return callOf(this, "session", method, args);
+    const deferred = this._deferred.splice(0);
+    return callOf(this, "session", "deferred_then", [deferred, method, args]);
+  }
+
+  // A step that returns nothing waits for the next request, which runs it first: the same results, one round trip
+  // for onnxruntime-web's runTrainStep / runOptimizerStep / lazyResetGrad loop.  (Sent at once while train() runs,
+  // or without an optimizer model, so that it is refused as before.)
+  _defer(method, sendable) {
+    if (!sendable || this._training || this._releasing) return this._call(method);
+    this._deferred.push(method);
+    return Promise.resolve();
+  }
 
   async runTrainStep(feeds, fetchesOrOptions, _options) {
     const fetches = fetchesOf(fetchesOrOptions, this.trainingOutputNames);
@@ -421,9 +437,9 @@ class TrainingSession {
     return tensorsOf(await this._call("run_eval_step", feedsOf(feeds), fetches));
   }
 
-  async runOptimizerStep(_options) { await this._call("run_optimizer_step"); }
+  async runOptimizerStep(_options) { await this._defer("run_optimizer_step", this._hasOptimizer); }
 
-  async lazyResetGrad() { await this._call("lazy_reset_grad"); }
+  async lazyResetGrad() { await this._defer("lazy_reset_grad", true); }
 
   async getParametersSize(trainableOnly = true) { return this._call("get_parameters_size", Boolean(trainableOnly)); }
 
@@ -473,8 +489,13 @@ class TrainingSession {
     for (const key of ["resumeFrom", "resumeBest"]) {
       if (settings[key] !== undefined) settings[key] = await bytesOf(settings[key], key);
     }
-    return trainLoop((method, ...args) => this._call(method, ...args), [feedsOf(dataset, "dataset input"), settings],
-      onProgress, signal, onStart);
+    this._training++;
+    try {
+      return await trainLoop((method, ...args) => this._call(method, ...args),
+        [feedsOf(dataset, "dataset input"), settings], onProgress, signal, onStart);
+    } finally {
+      this._training--;
+    }
   }
 
   // A data file for train(): a .npz with one array per training input, or a CSV of numbers for a model whose

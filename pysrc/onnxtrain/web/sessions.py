@@ -160,7 +160,7 @@ class Session(Training):
     def names(self) -> dict:
         return {"trainingInputNames": list(self.train_inputs), "trainingOutputNames": list(self.train_outputs),
                 "evalInputNames": list(self.eval_inputs or []), "evalOutputNames": list(self.eval_outputs or []),
-                "executionProvider": self.run.provider}
+                "executionProvider": self.run.provider, "optimizer": self.run.optimizer is not None}
 
     def _step(self, training: bool, feeds: dict, fetches):
         names = self.train_outputs if training else self.eval_outputs
@@ -358,6 +358,13 @@ class Registry:
 
     def call(self, method: str, handle, args):
         args = list(_buffer(args) or [])
+        if method == "deferred_then":  # [steps the page deferred, then a request]: one round trip for them all
+            steps, method, args = args
+            for step in _buffer(steps):
+                if step not in DEFERRABLE:
+                    raise ValueError(f"{step!r} cannot be deferred; only {sorted(DEFERRABLE)}")
+                self.call(step, handle, [])
+            return self.call(method, handle, args)
         if method == "create":
             session = Session(*args)
             return {"handle": self._add(session), **session.names()}
@@ -398,6 +405,9 @@ def _describe_model(model) -> dict:
     return info
 
 
+#: the steps of a TrainingSession the page may defer to its next request (they return nothing and, with an
+#: optimizer model, cannot fail on input)
+DEFERRABLE = {"run_optimizer_step", "lazy_reset_grad"}
 #: the calls that act on no session
 FUNCTIONS = {"generate_artifacts": generate_artifacts, "describe_model": _describe_model}
 #: every method some session or task has
