@@ -10,6 +10,7 @@
     python3 build.py bench                run the benchmarks in bench/
     python3 build.py fuzz [--seconds N]   a long mutation-fuzzing campaign (bench/fuzz.py) over every file reader
     python3 build.py wheel                build dist/onnxtrain-<v>-py3-none-any.whl
+    python3 build.py native               build the kernels for this platform: dist/onnxtrain_native-<v>-*.whl
     python3 build.py device-kit           .cache/device-kit: what bench/on_gpu.sh needs on a lent GPU machine
 
 Everything is installed here: a venv in .venv with the pinned packages of
@@ -58,6 +59,7 @@ LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 # build with relaxed SIMD (fused multiply-add) and one with plain SIMD128 for engines without it.
 CLANG, WASM_LD = Path("/usr/bin/clang-16"), Path("/usr/bin/wasm-ld-16")
 KERNEL_SOURCES = ROOT / "web" / "kernels"
+NATIVE = CACHE / "native"   # the host build: .cache/native/onnxtrain_native (build_native)
 KERNEL_BUILDS = {"onnxtrain_kernels.so": ["-msimd128"],
                  "onnxtrain_kernels_relaxed.so": ["-msimd128", "-mrelaxed-simd", "-DRELAXED"]}
 
@@ -206,29 +208,37 @@ def build_wheel() -> Path:
     package data (browser_check's runner page), with pyproject.toml's dependencies, extras and entry points."""
     import tomllib
     version = project_version()
-    name = f"onnxtrain-{version}"
-    dist = ROOT / "dist"
-    dist.mkdir(exist_ok=True)
-    wheel = dist / f"{name}-py3-none-any.whl"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     files: list[tuple[str, bytes]] = []
     for path in sorted((ROOT / "pysrc" / "onnxtrain").rglob("*")):
         if path.suffix in (".py", ".html", ".mjs", ".wgsl") and path.is_file() and "__pycache__" not in path.parts:
             files.append((path.relative_to(ROOT / "pysrc").as_posix(), path.read_bytes()))
-    info = f"{name}.dist-info"
-    metadata = ["Metadata-Version: 2.1", "Name: onnxtrain", f"Version: {version}",
-                f"Requires-Python: {project['requires-python']}"]
+    metadata = [f"Requires-Python: {project['requires-python']}"]
     metadata += [f"Requires-Dist: {d}" for d in project["dependencies"]]
     for extra, requirements in project.get("optional-dependencies", {}).items():
         metadata.append(f"Provides-Extra: {extra}")
         metadata += [f'Requires-Dist: {d}; extra == "{extra}"' for d in requirements]
-    files.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
     groups = project.get("entry-points", {})
-    if groups:
-        text = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
-                       for group, points in groups.items())
-        files.append((f"{info}/entry_points.txt", text.encode()))
-    files.append((f"{info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: onnxtrain-build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
+    entry_points = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
+                           for group, points in groups.items())
+    return write_wheel("onnxtrain", version, "py3-none-any", files, metadata, entry_points)
+
+
+def write_wheel(name: str, version: str, tag: str, files: list[tuple[str, bytes]], metadata: list[str],
+                entry_points: str = "") -> Path:
+    """dist/<name>-<version>-<tag>.whl holding ``files`` (archive name, bytes) and its dist-info."""
+    dist = ROOT / "dist"
+    dist.mkdir(exist_ok=True)
+    wheel = dist / f"{name}-{version}-{tag}.whl"
+    info = f"{name}-{version}.dist-info"
+    files = list(files)
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *metadata]
+    files.append((f"{info}/METADATA", ("\n".join(metadata) + "\n").encode()))
+    if entry_points:
+        files.append((f"{info}/entry_points.txt", entry_points.encode()))
+    purelib = "true" if tag.endswith("-any") else "false"
+    files.append((f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: onnxtrain-build\nRoot-Is-Purelib: {purelib}\n"
+                                   f"Tag: {tag}\n".encode()))
     record = []
     for arc, data in files:
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -240,6 +250,8 @@ def build_wheel() -> Path:
         for arc, data in files:
             zi = zipfile.ZipInfo(arc, date_time=(2024, 1, 1, 0, 0, 0))
             zi.compress_type = zipfile.ZIP_DEFLATED
+            if arc.endswith(".so"):
+                zi.external_attr = 0o755 << 16
             zf.writestr(zi, data)
     tmp.replace(wheel)
     log(f"wrote {wheel.relative_to(ROOT)}")
@@ -399,6 +411,39 @@ def build_kernels(dest: Path) -> None:
                             "-fPIC", "-ffp-contract=off", "-Wall", "-Werror", "-c", source, "-o", obj], check=True)
             objects.append(obj)
         subprocess.run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects], check=True)
+
+
+NATIVE_INIT = '''"""onnxtrain's SIMD kernels (web/kernels) built for this platform: onnxtrain.ops.simd loads LIBRARY with ctypes
+(ONNXTRAIN_NATIVE=0 turns that off)."""
+from pathlib import Path
+
+LIBRARY = str(Path(__file__).with_name("onnxtrain_kernels.so"))
+'''
+
+
+def build_native() -> Path:
+    """The kernels built for this machine's platform into NATIVE/onnxtrain_native (which the tests import: see
+    pyproject's pythonpath) and packed as the platform wheel onnxtrain_native (``pip install onnxtrain[native]``).
+    Host vectors through web/kernels/host_simd.h; x86-64 at the x86-64-v3 level (AVX2 and FMA, fused in sgemm
+    only: FMA contraction stays off for the optimizers' numpy order)."""
+    import sysconfig
+    apt_install(CLANG, "clang-16", "building the native kernels")
+    machine = os.uname().machine
+    flags = {"x86_64": ["-march=x86-64-v3", "-DRELAXED"], "aarch64": ["-DRELAXED"]}.get(machine)
+    if flags is None:
+        sys.exit(f"build.py: the native kernels are built for x86_64 and aarch64, not {machine}")
+    package = NATIVE / "onnxtrain_native"
+    package.mkdir(parents=True, exist_ok=True)
+    library = package / "onnxtrain_kernels.so"
+    log(f"{CLANG.name} {' '.join(flags)} web/kernels/*.c -> {library.relative_to(ROOT)}")
+    subprocess.run([CLANG, "-O3", *flags, "-shared", "-fPIC", "-fvisibility=hidden", "-ffp-contract=off",
+                    "-fno-math-errno", "-Wall", "-Werror", *sorted(KERNEL_SOURCES.glob("*.c")), "-o", library],
+                   check=True)
+    (package / "__init__.py").write_text(NATIVE_INIT)
+    tag = "py3-none-" + re.sub(r"[-.]", "_", sysconfig.get_platform())
+    files = [(f"onnxtrain_native/{f.name}", f.read_bytes()) for f in (package / "__init__.py", library)]
+    write_wheel("onnxtrain_native", project_version(), tag, files, [])
+    return library
 
 
 def compile_python(dest: Path, wheels: list[Path]) -> None:
@@ -803,6 +848,7 @@ def cmd_test(args: list[str]) -> int:
     ensure_chromium()
     apt_install(LAVAPIPE, "mesa-vulkan-drivers", "the WebGPU tests (a CPU Vulkan adapter for wgpu)")
     build_test_site(build_site())
+    build_native()
     env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE), VK_DRIVER_FILES=str(LAVAPIPE))
     return subprocess.run([str(py), "-m", "pytest", *args], cwd=ROOT, env=env).returncode
 
@@ -866,6 +912,9 @@ def main(argv: list[str]) -> int:
         return cmd_device_kit(rest)
     if cmd == "wheel":
         build_wheel()
+        return 0
+    if cmd == "native":
+        build_native()
         return 0
     if cmd == "venv":
         ensure_venv()

@@ -1,10 +1,16 @@
 /* ReLU and its gradient over float32, with numpy's results bit for bit: np.maximum(x, 0) keeps NaN (its bits
-   too) and -0.0, and the gradient passes dy where x > 0 and +0 elsewhere.  Both are bit masks, also for the
+   too), keeps -0.0 in Pyodide (a scalar a >= b ? a : b) and makes it +0.0 on hosts (SSE and NEON max), and the
+   gradient passes dy where x > 0 and +0 elsewhere.  Both are bit masks, also for the
    last n % 4 elements (through a 4-float buffer), so no float instruction can rewrite a NaN. */
 #include "kernels.h"
 
 static inline v128_t relu4(v128_t v) {
-  return wasm_v128_and(v, wasm_v128_or(wasm_f32x4_ge(v, wasm_f32x4_splat(0.0f)), wasm_f32x4_ne(v, v)));
+#ifdef __wasm__
+  v128_t keep = wasm_f32x4_ge(v, wasm_f32x4_splat(0.0f));
+#else
+  v128_t keep = wasm_f32x4_gt(v, wasm_f32x4_splat(0.0f));
+#endif
+  return wasm_v128_and(v, wasm_v128_or(keep, wasm_f32x4_ne(v, v)));
 }
 
 static inline v128_t relu_grad4(v128_t dy, v128_t x) {

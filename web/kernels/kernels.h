@@ -1,19 +1,30 @@
-/* onnxtrain's SIMD kernels: plain C over caller-owned float32 buffers, compiled to a wasm side module.
-   Sizes and strides are in elements.  No libc: the module imports only the memory of the process that
-   loads it (Pyodide's), so numpy arrays are used in place. */
+/* onnxtrain's SIMD kernels: plain C over caller-owned float32 buffers, compiled to a wasm side module (no libc:
+   the module imports only the memory of the process that loads it, Pyodide's, so numpy arrays are used in place)
+   and, through host_simd.h, to a host shared library that CPython loads with ctypes.  Sizes and strides are in
+   elements. */
 #ifndef ONNXTRAIN_KERNELS_H
 #define ONNXTRAIN_KERNELS_H
 
+#ifdef __wasm__
 #include <wasm_simd128.h>
+#else
+#include "host_simd.h"
+#endif
 
 #define API __attribute__((visibility("default")))
+
+/* An address in the optimizers' pointer tables: 32 bits in wasm32, 64 on a 64-bit host. */
+typedef __INTPTR_TYPE__ addr_t;
 
 typedef float f32x4 __attribute__((vector_size(16)));
 
 /* a * b + c, fused where the engine has relaxed SIMD (the build makes one module with and one without). */
 static inline v128_t madd(v128_t a, v128_t b, v128_t c) {
-#ifdef RELAXED
+#if defined(RELAXED) && defined(__wasm__)
   return (v128_t)__builtin_wasm_relaxed_madd_f32x4((f32x4)a, (f32x4)b, (f32x4)c);
+#elif defined(RELAXED)
+#pragma clang fp contract(fast)
+  return (v128_t)((f32x4)a * (f32x4)b + (f32x4)c);
 #else
   return wasm_f32x4_add(wasm_f32x4_mul(a, b), c);
 #endif

@@ -51,14 +51,14 @@ static void adamw1(int n, float *w, const float *g, float *m, float *v, int mode
 
 /* AdamW over `count` tensors: table holds (size, weight, gradient, moment 1, moment 2) addresses per tensor;
    s: lr, alpha, beta, 1 - alpha, 1 - beta, epsilon, weight decay, ac, bc, lr_c, lr * weight decay. */
-API void adamw_f32(int count, const int *table, int mode, const float *s) {
+API void adamw_f32(int count, const addr_t *table, int mode, const float *s) {
   for (int t = 0; t < count; t++, table += 5)
     adamw1(table[0], (float *)table[1], (const float *)table[2], (float *)table[3], (float *)table[4], mode,
            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
 }
 
 /* w += neg_lr * g over `count` tensors: table holds (size, weight, gradient) addresses per tensor. */
-API void sgd_f32(int count, const int *table, float neg_lr) {
+API void sgd_f32(int count, const addr_t *table, float neg_lr) {
   for (int t = 0; t < count; t++, table += 3) {
     int n = table[0];
     float *w = (float *)table[1];

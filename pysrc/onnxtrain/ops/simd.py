@@ -1,13 +1,16 @@
 """onnxtrain's SIMD kernels (web/kernels: C compiled to a WebAssembly side module) behind numpy-shaped functions.
 
 In the page's worker the module is loaded into Pyodide's own memory, so ctypes calls it on numpy arrays in
-place, without copies.  Elsewhere (CPython, a Pyodide without the module) ``available()`` is False and the op
-kernels keep their numpy code.  Every function here returns None for a case it does not take (a dtype, a
-layout), and the caller falls back to numpy.
+place, without copies.  In CPython the same sources built for the host (the optional onnxtrain_native package,
+``python3 build.py native``) load at import unless ONNXTRAIN_NATIVE=0.  Without either ``available()`` is False
+and the op kernels keep their numpy code.  Every function here returns None for a case it does not take (a dtype,
+a layout), and the caller falls back to numpy.
 """
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 
 import numpy as np
 
@@ -17,12 +20,24 @@ _lib = None
 _on = False
 _keep = []          # arrays the library holds pointers to (gemm's packing scratch)
 _tables = {}        # optimizer name -> (the arrays, their pointer table), reused while they are the same arrays
+# Each kernel's arguments (web/kernels/*.c): i int, f float, P pointer (32 bits in wasm32, 64 on the host).
+_SIGNATURES = {
+    "gemm_scratch_floats": "", "gemm_set_scratch": "P", "gemm_f32": "iiiifPiiiPiiifPii",
+    "adamw_f32": "iPiP", "sgd_f32": "iPf", "relu_f32": "iPP", "relu_grad_f32": "iPPP", "clip_f32": "iPffP",
+    "sigmoid_f32": "iPP", "sigmoid_grad_f32": "iPPP", "softmax_f32": "iiPP", "softmax_grad_f32": "iiPPP",
+    "plane_sums_f32": "iiPP", "nonfinite_f32": "iP", "im2col_f32": "i" * 13 + "PP", "col2im_f32": "i" * 13 + "PP",
+    "depthwise_f32": "i" * 14 + "PPPP", "depthwise_grad_f32": "i" * 14 + "PPPPP", "maxpool_f32": "i" * 13 + "PPP",
+    "maxpool_grad_f32": "iiPPP"}
+_C_TYPES = {"i": ctypes.c_int, "f": ctypes.c_float, "P": ctypes.c_void_p}
 
 
 def load(path: str) -> bool:
-    """Load the kernel library (a wasm side module already in Pyodide's file system) and turn it on."""
+    """Load the kernel library (a wasm side module already in Pyodide's file system, or the host build) and turn
+    it on."""
     global _lib, _on
     lib = ctypes.CDLL(path)
+    for name, signature in _SIGNATURES.items():
+        getattr(lib, name).argtypes = [_C_TYPES[c] for c in signature]
     scratch = np.empty(lib.gemm_scratch_floats() + 4, F32)
     offset = (-scratch.__array_interface__["data"][0] % 16) // 4
     lib.gemm_set_scratch(_ptr(scratch[offset:]))
@@ -43,9 +58,8 @@ def available() -> bool:
 
 
 def _ptr(a: np.ndarray) -> int:
-    """The address of a's first element as the C int ctypes passes (wasm32 addresses are 32 bits)."""
-    p = a.__array_interface__["data"][0]
-    return p if p < 0x80000000 else p - 0x100000000
+    """The address of a's first element."""
+    return a.__array_interface__["data"][0]
 
 
 def _merge_batch(shape: tuple, *strides: list) -> tuple[list, list]:
@@ -115,13 +129,13 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
 
 
 def _table(key: str, groups: list) -> np.ndarray:
-    """(size, address, address, ...) per group of same-shaped arrays, as int32; rebuilt only when the arrays
+    """(size, address, address, ...) per group of same-shaped arrays, pointer-sized; rebuilt only when the arrays
     change (the cache holds them, so an id cannot be reused while cached)."""
     arrays = [x for g in groups for x in g]
     cached = _tables.get(key)
     if cached is not None and len(cached[0]) == len(arrays) and all(x is y for x, y in zip(cached[0], arrays)):
         return cached[1]
-    table = np.array([v for g in groups for v in [g[0].size] + [_ptr(x) for x in g]], np.int32)
+    table = np.array([v for g in groups for v in [g[0].size] + [_ptr(x) for x in g]], np.intp)
     _tables[key] = (arrays, table)
     return table
 
@@ -334,3 +348,19 @@ def maxpool_grad(dy: np.ndarray, indices: np.ndarray, shape) -> np.ndarray | Non
     dx = np.empty(tuple(shape), F32)
     bad = _lib.maxpool_grad_f32(dy.size, dx.size, _ptr(dy), _ptr(indices), _ptr(dx))
     return None if bad else dx
+
+
+def native_library() -> str | None:
+    """The host build of the kernels for this CPython (the onnxtrain_native package), unless ONNXTRAIN_NATIVE=0
+    or this is Pyodide (whose worker loads the wasm build)."""
+    if sys.platform == "emscripten" or os.environ.get("ONNXTRAIN_NATIVE", "1") == "0":
+        return None
+    try:
+        import onnxtrain_native
+    except ImportError:
+        return None
+    return onnxtrain_native.LIBRARY
+
+
+if native_library() is not None:
+    load(native_library())
