@@ -855,7 +855,7 @@ def cmd_test(args: list[str]) -> int:
 
 def bench_env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                PYTHONPATH=str(ROOT / "pysrc"), ONNXTRAIN_CACHE=str(CACHE))
+                PYTHONPATH=os.pathsep.join([str(ROOT / "pysrc"), str(NATIVE)]), ONNXTRAIN_CACHE=str(CACHE))
 
 
 def cmd_bench(args: list[str]) -> int:

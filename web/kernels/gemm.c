@@ -3,7 +3,11 @@
    register-blocked MR x NR micro-kernel accumulates in SIMD registers. */
 #include "kernels.h"
 
+#ifdef __wasm__
 enum { MR = 4, NR = 8, KC = 256, MC = 72, NC = 512 };
+#else
+enum { MR = 4, NR = 16, KC = 256, MC = 72, NC = 512 };   /* the host's micro-kernel: 8-float rows (AVX) */
+#endif
 
 /* The packing buffers come from the caller (a numpy array it keeps alive): a side module's static arrays
    would be written into the file as zeros. */
@@ -38,16 +42,14 @@ static void pack_b(int kc, int nc, const float *b, int rs, int cs, float *out) {
     if (nr == NR && cs == 1) {
       for (int p = 0; p < kc; p++, o += NR) {
         const float *s = b + p * rs + j0;
-        wasm_v128_store(o, wasm_v128_load(s));
-        wasm_v128_store(o + 4, wasm_v128_load(s + 4));
+        for (int j = 0; j < NR; j += 4) wasm_v128_store(o + j, wasm_v128_load(s + j));
       }
     } else if (nr == NR && rs == 1) {             /* columns contiguous: 4x4 SIMD transposes */
       int p = 0;
       for (; p + 4 <= kc; p += 4) {
         v128_t v[NR];
         for (int j = 0; j < NR; j++) v[j] = wasm_v128_load(b + (j0 + j) * cs + p);
-        store_transposed4(v, o + p * NR, NR);
-        store_transposed4(v + 4, o + p * NR + 4, NR);
+        for (int j = 0; j < NR; j += 4) store_transposed4(v + j, o + p * NR + j, NR);
       }
       for (; p < kc; p++)
         for (int j = 0; j < NR; j++) o[p * NR + j] = b[(j0 + j) * cs + p];
@@ -95,6 +97,7 @@ static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
   }
 }
 
+#ifdef __wasm__
 #define ROW(r)                                                                          \
   { v128_t x = wasm_v128_load32_splat(a + r);                                           \
     c##r##0 = madd(x, b0, c##r##0); c##r##1 = madd(x, b1, c##r##1); }
@@ -131,6 +134,43 @@ void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, in
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) c[i * ldc + j] = tile[i * NR + j] + (overwrite ? 0.0f : c[i * ldc + j]);
 }
+#else
+typedef float row_t __attribute__((vector_size(NR * 2)));        /* half a row of the MR x NR tile */
+
+static inline row_t load_row(const float *p) { row_t v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void store_row(float *p, row_t v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline row_t madd_row(row_t a, row_t b, row_t c) {
+#pragma clang fp contract(fast)
+  return a * b + c;
+}
+
+/* C[0:mr, 0:nr] = alpha * (packed A panel) (packed B panel) + (overwrite ? 0 : C) */
+static inline __attribute__((always_inline))
+void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha, int overwrite) {
+  row_t acc[MR][2] = {{0}};
+  for (int p = 0; p < kc; p++, a += MR, b += NR) {
+    row_t b0 = load_row(b), b1 = load_row(b + NR / 2);
+    for (int i = 0; i < MR; i++) {
+      row_t x = (row_t){} + a[i];
+      acc[i][0] = madd_row(x, b0, acc[i][0]);
+      acc[i][1] = madd_row(x, b1, acc[i][1]);
+    }
+  }
+  row_t va = (row_t){} + alpha;
+  if (mr == MR && nr == NR) {
+    for (int i = 0; i < MR; i++, c += ldc) {
+      store_row(c, overwrite ? va * acc[i][0] : madd_row(va, acc[i][0], load_row(c)));
+      store_row(c + NR / 2, overwrite ? va * acc[i][1] : madd_row(va, acc[i][1], load_row(c + NR / 2)));
+    }
+    return;
+  }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++) {
+      float v = alpha * acc[i][j / (NR / 2)][j % (NR / 2)];
+      c[i * ldc + j] = v + (overwrite ? 0.0f : c[i * ldc + j]);
+    }
+}
+#endif
 
 static void scale(int m, int n, float beta, float *c, int ldc) {
   for (int i = 0; i < m; i++, c += ldc) {
@@ -183,7 +223,11 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
     if (overwrite) scale(m, n, 0.0f, c, ldc);
     return;
   }
+#ifdef __wasm__
   v128_t va = wasm_f32x4_splat(alpha);
+#else
+  float va = alpha;
+#endif
   for (int jc = 0; jc < n; jc += NC) {
     int nc = min(NC, n - jc);
     for (int pc = 0; pc < k; pc += KC) {
