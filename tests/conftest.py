@@ -1,4 +1,6 @@
 import sys
+
+import pytest
 import types
 
 from onnxtrain.ops import simd
@@ -14,3 +16,13 @@ if "torch" not in sys.modules:
         import torch  # noqa: F401
     except ImportError:
         sys.modules.setdefault("onnxruntime.training.optim", types.ModuleType("onnxruntime.training.optim"))
+
+
+@pytest.fixture(params=["numpy", "native"] if simd.available() else ["numpy"])
+def kernels(request):
+    """Runs a test with numpy's op kernels and again with the native ones (when build.py native built them);
+    the parity modules use it (pytestmark), so both ways are held to onnxruntime-training."""
+    on = simd.available()
+    simd.use(request.param == "native")
+    yield request.param
+    simd.use(on)

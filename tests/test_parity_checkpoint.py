@@ -6,6 +6,8 @@ import ort_cases as oc
 from onnxtrain import api as ours
 from onnxtrain.api.checkpoint_state import LEARNING_RATE_PROPERTY
 
+pytestmark = pytest.mark.usefixtures("kernels")   # numpy's kernels and the native ones
+
 
 def session(api, name, checkpoint):
     f = oc.files(name)

@@ -7,6 +7,8 @@ import pytest
 import ort_cases as oc
 from onnxtrain import api as ours
 
+pytestmark = pytest.mark.usefixtures("kernels")   # numpy's kernels and the native ones
+
 
 def trained(api, name, steps=2):
     f = oc.files(name)

@@ -10,6 +10,8 @@ import pytest
 import ort_cases as oc
 from onnxtrain import api as ours
 
+pytestmark = pytest.mark.usefixtures("kernels")   # numpy's kernels and the native ones
+
 RTOL, ATOL = 1e-5, 1e-6
 
 
