@@ -135,7 +135,8 @@ void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, in
     for (int j = 0; j < nr; j++) c[i * ldc + j] = tile[i * NR + j] + (overwrite ? 0.0f : c[i * ldc + j]);
 }
 #else
-typedef float row_t __attribute__((vector_size(NR * 2)));        /* half a row of the MR x NR tile */
+typedef float row_t __attribute__((vector_size(32)));   /* 8 floats: NR / VW of them span the tile's row */
+enum { VW = 8 };
 
 static inline row_t load_row(const float *p) { row_t v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void store_row(float *p, row_t v) { __builtin_memcpy(p, &v, sizeof v); }
@@ -147,26 +148,25 @@ static inline row_t madd_row(row_t a, row_t b, row_t c) {
 /* C[0:mr, 0:nr] = alpha * (packed A panel) (packed B panel) + (overwrite ? 0 : C) */
 static inline __attribute__((always_inline))
 void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, int nr, float alpha, int overwrite) {
-  row_t acc[MR][2] = {{0}};
+  row_t acc[MR][NR / VW] = {{0}};
   for (int p = 0; p < kc; p++, a += MR, b += NR) {
-    row_t b0 = load_row(b), b1 = load_row(b + NR / 2);
+    row_t bv[NR / VW];
+    for (int j = 0; j < NR / VW; j++) bv[j] = load_row(b + j * VW);
     for (int i = 0; i < MR; i++) {
       row_t x = (row_t){} + a[i];
-      acc[i][0] = madd_row(x, b0, acc[i][0]);
-      acc[i][1] = madd_row(x, b1, acc[i][1]);
+      for (int j = 0; j < NR / VW; j++) acc[i][j] = madd_row(x, bv[j], acc[i][j]);
     }
   }
   row_t va = (row_t){} + alpha;
   if (mr == MR && nr == NR) {
-    for (int i = 0; i < MR; i++, c += ldc) {
-      store_row(c, overwrite ? va * acc[i][0] : madd_row(va, acc[i][0], load_row(c)));
-      store_row(c + NR / 2, overwrite ? va * acc[i][1] : madd_row(va, acc[i][1], load_row(c + NR / 2)));
-    }
+    for (int i = 0; i < MR; i++, c += ldc)
+      for (int j = 0; j < NR / VW; j++)
+        store_row(c + j * VW, overwrite ? va * acc[i][j] : madd_row(va, acc[i][j], load_row(c + j * VW)));
     return;
   }
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) {
-      float v = alpha * acc[i][j / (NR / 2)][j % (NR / 2)];
+      float v = alpha * acc[i][j / VW][j % VW];
       c[i * ldc + j] = v + (overwrite ? 0.0f : c[i * ldc + j]);
     }
 }
@@ -236,8 +236,13 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
       for (int ic = 0; ic < m; ic += MC) {
         int mc = min(MC, m - ic);
         pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, packed_a);
+#ifdef __wasm__
         for (int ir = 0; ir < mc; ir += MR)      /* C row strips in order: short k writes C often */
           for (int jr = 0; jr < nc; jr += NR)
+#else
+        for (int jr = 0; jr < nc; jr += NR)      /* a B panel stays in L1 while A's panels stream from L2 */
+          for (int ir = 0; ir < mc; ir += MR)
+#endif
             micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
                   min(MR, mc - ir), min(NR, nc - jr), va, overwrite && pc == 0);
       }

@@ -8,12 +8,16 @@
 #define MUL wasm_f32x4_mul
 #define DIV wasm_f32x4_div
 
+/* On the host only the scalar loops run: the compiler vectorizes them to its widest vectors (AVX: 8 floats), with
+   the same results, as elementwise operations in the same order. */
+
 /* mode 0: decay first, bias correction through ac, bc (torch.optim.AdamW); mode 1: corrected lr_c, then decay
    with lr_wd = lr * wd (Hugging Face).  ac = bc = 1 and lr_c = lr without bias correction. */
 static void adamw1(int n, float *w, const float *g, float *m, float *v, int mode, float lr, float a, float b,
                    float one_a, float one_b, float eps, float wd, float ac, float bc, float lr_c, float lr_wd) {
   int i = 0;
   if (mode == 0) {
+#ifdef __wasm__
     for (; i + 4 <= n; i += 4) {
       v128_t wi = wasm_v128_load(w + i), gi = wasm_v128_load(g + i);
       wi = SUB(wi, MUL(MUL(wi, V(lr)), V(wd)));
@@ -24,6 +28,7 @@ static void adamw1(int n, float *w, const float *g, float *m, float *v, int mode
       wasm_v128_store(m + i, mi);
       wasm_v128_store(v + i, vi);
     }
+#endif
     for (; i < n; i++) {
       float wi = w[i] - (w[i] * lr) * wd;
       m[i] = m[i] * a + one_a * g[i];
@@ -31,6 +36,7 @@ static void adamw1(int n, float *w, const float *g, float *m, float *v, int mode
       w[i] = wi - (lr * m[i]) / ((__builtin_sqrtf(v[i] / bc) + eps) * ac);
     }
   } else {
+#ifdef __wasm__
     for (; i + 4 <= n; i += 4) {
       v128_t gi = wasm_v128_load(g + i);
       v128_t mi = ADD(MUL(wasm_v128_load(m + i), V(a)), MUL(V(one_a), gi));
@@ -40,6 +46,7 @@ static void adamw1(int n, float *w, const float *g, float *m, float *v, int mode
       wasm_v128_store(m + i, mi);
       wasm_v128_store(v + i, vi);
     }
+#endif
     for (; i < n; i++) {
       m[i] = m[i] * a + one_a * g[i];
       v[i] = v[i] * b + (one_b * g[i]) * g[i];
@@ -64,8 +71,10 @@ API void sgd_f32(int count, const addr_t *table, float neg_lr) {
     float *w = (float *)table[1];
     const float *g = (const float *)table[2];
     int i = 0;
+#ifdef __wasm__
     for (; i + 4 <= n; i += 4)
       wasm_v128_store(w + i, ADD(wasm_v128_load(w + i), MUL(V(neg_lr), wasm_v128_load(g + i))));
+#endif
     for (; i < n; i++) w[i] += neg_lr * g[i];
   }
 }

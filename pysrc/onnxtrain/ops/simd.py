@@ -20,24 +20,11 @@ _lib = None
 _on = False
 _keep = []          # arrays the library holds pointers to (gemm's packing scratch)
 _tables = {}        # optimizer name -> (the arrays, their pointer table), reused while they are the same arrays
-# Each kernel's arguments (web/kernels/*.c): i int, f float, P pointer (32 bits in wasm32, 64 on the host).
-_SIGNATURES = {
-    "gemm_scratch_floats": "", "gemm_set_scratch": "P", "gemm_f32": "iiiifPiiiPiiifPii",
-    "adamw_f32": "iPiP", "sgd_f32": "iPf", "relu_f32": "iPP", "relu_grad_f32": "iPPP", "clip_f32": "iPffP",
-    "sigmoid_f32": "iPP", "sigmoid_grad_f32": "iPPP", "softmax_f32": "iiPP", "softmax_grad_f32": "iiPPP",
-    "plane_sums_f32": "iiPP", "nonfinite_f32": "iP", "im2col_f32": "i" * 13 + "PP", "col2im_f32": "i" * 13 + "PP",
-    "depthwise_f32": "i" * 14 + "PPPP", "depthwise_grad_f32": "i" * 14 + "PPPPP", "maxpool_f32": "i" * 13 + "PPP",
-    "maxpool_grad_f32": "iiPPP"}
-_C_TYPES = {"i": ctypes.c_int, "f": ctypes.c_float, "P": ctypes.c_void_p}
-
-
 def load(path: str) -> bool:
     """Load the kernel library (a wasm side module already in Pyodide's file system, or the host build) and turn
     it on."""
     global _lib, _on
     lib = ctypes.CDLL(path)
-    for name, signature in _SIGNATURES.items():
-        getattr(lib, name).argtypes = [_C_TYPES[c] for c in signature]
     scratch = np.empty(lib.gemm_scratch_floats() + 4, F32)
     offset = (-scratch.__array_interface__["data"][0] % 16) // 4
     lib.gemm_set_scratch(_ptr(scratch[offset:]))
@@ -57,9 +44,22 @@ def available() -> bool:
     return _on
 
 
-def _ptr(a: np.ndarray) -> int:
-    """The address of a's first element."""
+def _addr(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
+
+
+# Kernel arguments go without argtypes (ctypes converts those per call, several times slower): ints as C int, so an
+# address is passed as the C int it is in wasm32 and as a c_void_p on a 64-bit host; NULL is None.
+if ctypes.sizeof(ctypes.c_void_p) == 4:
+    def _c(p: int) -> int:
+        return p if p < 0x80000000 else p - 0x100000000
+else:
+    _c = ctypes.c_void_p
+
+
+def _ptr(a: np.ndarray):
+    """The address of a's first element, as a kernel argument."""
+    return _c(_addr(a))
 
 
 def _merge_batch(shape: tuple, *strides: list) -> tuple[list, list]:
@@ -111,10 +111,10 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
         beta = 0.0
     if out.size == 0:
         return out
-    pa, pb, pc = _ptr(a), _ptr(b), _ptr(out)
+    pa, pb, pc = _addr(a), _addr(b), _addr(out)
     if not batch:
-        _lib.gemm_f32(1, m, n, k, _float(alpha), pa, 0, sa[0] >> 2, sa[1] >> 2, pb, 0, sb[0] >> 2, sb[1] >> 2,
-                      _float(beta), pc, 0, n)
+        _lib.gemm_f32(1, m, n, k, _float(alpha), _c(pa), 0, sa[0] >> 2, sa[1] >> 2, _c(pb), 0, sb[0] >> 2, sb[1] >> 2,
+                      _float(beta), _c(pc), 0, n)
         return out
     sc = out.strides
     dims, (ba, bb, bc) = _merge_batch(batch, *[[x >> 2 for x in st[:-2]] for st in (sa, sb, sc)])
@@ -123,8 +123,8 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
         oa = sum(i * s for i, s in zip(index, ba))
         ob = sum(i * s for i, s in zip(index, bb))
         oc = sum(i * s for i, s in zip(index, bc))
-        _lib.gemm_f32(count, m, n, k, _float(alpha), pa + 4 * oa, step[0], sa[-2] >> 2, sa[-1] >> 2, pb + 4 * ob,
-                      step[1], sb[-2] >> 2, sb[-1] >> 2, _float(beta), pc + 4 * oc, step[2], n)
+        _lib.gemm_f32(count, m, n, k, _float(alpha), _c(pa + 4 * oa), step[0], sa[-2] >> 2, sa[-1] >> 2,
+                      _c(pb + 4 * ob), step[1], sb[-2] >> 2, sb[-1] >> 2, _float(beta), _c(pc + 4 * oc), step[2], n)
     return out
 
 
@@ -135,7 +135,7 @@ def _table(key: str, groups: list) -> np.ndarray:
     cached = _tables.get(key)
     if cached is not None and len(cached[0]) == len(arrays) and all(x is y for x, y in zip(cached[0], arrays)):
         return cached[1]
-    table = np.array([v for g in groups for v in [g[0].size] + [_ptr(x) for x in g]], np.intp)
+    table = np.array([v for g in groups for v in [g[0].size] + [_addr(x) for x in g]], np.uintp)
     _tables[key] = (arrays, table)
     return table
 
@@ -306,7 +306,7 @@ def depthwise(x, w, b, pads, out, strides, dilations) -> np.ndarray | None:
     b = None if b is None else np.ascontiguousarray(b)
     y = np.empty((x.shape[0], x.shape[1], out[0], out[1]), F32)
     if y.size:
-        _lib.depthwise_f32(*args, _ptr(x), _ptr(w), 0 if b is None else _ptr(b), _ptr(y))
+        _lib.depthwise_f32(*args, _ptr(x), _ptr(w), None if b is None else _ptr(b), _ptr(y))
     return y
 
 
@@ -321,8 +321,8 @@ def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_
     if want_dw and not x.size:
         dw[...] = 0
     if x.size and (want_dx or want_dw):
-        _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else 0,
-                                _ptr(dw) if want_dw else 0)
+        _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else None,
+                                _ptr(dw) if want_dw else None)
     return dx, dw
 
 
@@ -336,7 +336,7 @@ def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices:
     where = np.empty(y.shape, I64) if indices else None
     if y.size:
         _lib.maxpool_f32(n * c, *_window_args(x.shape, out, kernel_shape, strides, pads, dilations), _ptr(x),
-                         _ptr(y), _ptr(where) if indices else 0)
+                         _ptr(y), _ptr(where) if indices else None)
     return y, where
 
 
