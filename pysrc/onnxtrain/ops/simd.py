@@ -45,7 +45,10 @@ def available() -> bool:
 
 
 def _addr(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+    try:                # a buffer view: a few times faster than __array_interface__ (which builds a dict)
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):   # read-only, not C-contiguous, or empty
+        return a.__array_interface__["data"][0]
 
 
 # Kernel arguments go without argtypes (ctypes converts those per call, several times slower): ints as C int, so an
