@@ -6,7 +6,7 @@
 #ifdef __wasm__
 enum { MR = 4, NR = 8, KC = 256, MC = 72, NC = 512 };
 #else
-enum { MR = 4, NR = 16, KC = 256, MC = 72, NC = 512 };   /* the host's micro-kernel: 8-float rows (AVX) */
+enum { MR = 6, NR = 16, KC = 256, MC = 72, NC = 512 };   /* the host's micro-kernel: 8-float rows (AVX) */
 #endif
 
 /* The packing buffers come from the caller (a numpy array it keeps alive): a side module's static arrays
@@ -70,23 +70,23 @@ static void pack_a(int mc, int kc, const float *a, int rs, int cs, float *out) {
     int mr = min(MR, mc - i0);
     float *o = out;
     if (mr == MR && rs == 1) {
-      for (int p = 0; p < kc; p++, o += MR) wasm_v128_store(o, wasm_v128_load(a + i0 + p * cs));
-    } else if (mr == MR && cs == 1) {             /* rows contiguous: 4x4 SIMD transposes */
+      for (int p = 0; p < kc; p++, o += MR) __builtin_memcpy(o, a + i0 + p * cs, MR * sizeof(float));
+    } else if (mr == MR && cs == 1) {             /* rows contiguous: 4x4 SIMD transposes, 4 rows at a time */
       const float *r = a + i0 * rs;
       int p = 0;
       for (; p + 4 <= kc; p += 4) {
-        v128_t v[MR] = {wasm_v128_load(r + p), wasm_v128_load(r + rs + p), wasm_v128_load(r + 2 * rs + p),
-                        wasm_v128_load(r + 3 * rs + p)};
-        store_transposed4(v, o + p * MR, MR);
+        int i = 0;
+        for (; i + 4 <= MR; i += 4) {
+          const float *ri = r + i * rs + p;
+          v128_t v[4] = {wasm_v128_load(ri), wasm_v128_load(ri + rs), wasm_v128_load(ri + 2 * rs),
+                         wasm_v128_load(ri + 3 * rs)};
+          store_transposed4(v, o + p * MR + i, MR);
+        }
+        for (; i < MR; i++)
+          for (int q = p; q < p + 4; q++) o[q * MR + i] = r[i * rs + q];
       }
       for (; p < kc; p++)
         for (int i = 0; i < MR; i++) o[p * MR + i] = r[i * rs + p];
-    } else if (mr == MR) {
-      const float *r0 = a + i0 * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
-      for (int p = 0; p < kc; p++, o += MR) {
-        int q = p * cs;
-        o[0] = r0[q]; o[1] = r1[q]; o[2] = r2[q]; o[3] = r3[q];
-      }
     } else {
       for (int p = 0; p < kc; p++, o += MR) {
         int i = 0;
@@ -153,11 +153,12 @@ void micro(int kc, const float *a, const float *b, float *c, int ldc, int mr, in
     row_t bv[NR / VW];
     for (int j = 0; j < NR / VW; j++) bv[j] = load_row(b + j * VW);
     for (int i = 0; i < MR; i++) {
-      row_t x = (row_t){} + a[i];
+      float ai = a[i];
+      row_t x = {ai, ai, ai, ai, ai, ai, ai, ai};
       for (int j = 0; j < NR / VW; j++) acc[i][j] = madd_row(x, bv[j], acc[i][j]);
     }
   }
-  row_t va = (row_t){} + alpha;
+  row_t va = {alpha, alpha, alpha, alpha, alpha, alpha, alpha, alpha};
   if (mr == MR && nr == NR) {
     for (int i = 0; i < MR; i++, c += ldc)
       for (int j = 0; j < NR / VW; j++)
