@@ -301,6 +301,13 @@ def test_clip_is_bit_equal_to_numpy(shape, bounds):
         np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
 
 
+def test_elementwise_kernels_keep_a_scalar_a_scalar():
+    x = np.array(-7.5, np.float32)
+    with running("clip_f32", "relu_f32", "sigmoid_f32"):
+        out = [simd.clip(x, np.float32(-1), np.float32(1)), simd.relu(x), simd.sigmoid(x)]
+    assert [(y.shape, float(y)) for y in out[:2]] == [((), -1.0), ((), 0.0)] and out[2].shape == ()
+
+
 def test_clip_leaves_one_bound_nan_bounds_and_other_types_to_numpy():
     x = rand(2, 5)
     assert simd.clip(x, np.float32(0), None) is None and simd.clip(x, None, np.float32(6)) is None

@@ -60,6 +60,11 @@ else:
     _c = ctypes.c_void_p
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """a, or a C-contiguous copy (np.ascontiguousarray would make a 0-d array 1-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 def _ptr(a: np.ndarray):
     """The address of a's first element, as a kernel argument."""
     return _c(_addr(a))
@@ -171,7 +176,7 @@ def _elementwise(kernel: str, *arrays) -> np.ndarray | None:
     """kernel(n, *inputs, out) over same-shaped float32 arrays; None for anything else."""
     if not _on or any(a.dtype != F32 or a.shape != arrays[0].shape for a in arrays):
         return None
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [_contiguous(a) for a in arrays]
     out = np.empty(arrays[0].shape, F32)
     getattr(_lib, kernel)(out.size, *[_ptr(a) for a in arrays], _ptr(out))
     return out
@@ -204,7 +209,7 @@ def clip(x: np.ndarray, lo, hi) -> np.ndarray | None:
     lo, hi = _bound(lo), _bound(hi)
     if lo is None or hi is None:
         return None
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     out = np.empty(x.shape, F32)
     _lib.clip_f32(out.size, _ptr(x), ctypes.c_float(lo), ctypes.c_float(hi), _ptr(out))
     return out
@@ -227,7 +232,7 @@ def _by_rows(kernel: str, axis: int, *arrays) -> np.ndarray | None:
         return None
     if any(a.dtype != F32 or a.shape != x.shape for a in arrays):
         return None
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [_contiguous(a) for a in arrays]
     out = np.empty(x.shape, F32)
     getattr(_lib, kernel)(x.size // x.shape[-1], x.shape[-1], *[_ptr(a) for a in arrays], _ptr(out))
     return out
@@ -246,7 +251,7 @@ def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
     """x summed over its last ``axes`` dims (float32), shaped x.shape[:-axes]; None for anything else."""
     if not _on or x.dtype != F32 or axes < 1 or x.ndim < axes:
         return None
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     lead = x.shape[:x.ndim - axes]
     out = np.empty(lead, F32)
     planes, size = out.size, x.size // out.size if out.size else 0
@@ -272,7 +277,7 @@ def im2col(x: np.ndarray, kernel_shape, pads, out, strides, dilations) -> np.nda
     """cols (N, C, kh * kw, oh, ow) of a 2-D float32 NCHW input; None for anything else."""
     if not _on or x.ndim != 4 or x.dtype != F32:
         return None
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     n, c = x.shape[:2]
     cols = np.empty((n, c, kernel_shape[0] * kernel_shape[1], out[0], out[1]), F32)
     if cols.size:
@@ -285,7 +290,7 @@ def col2im(cols: np.ndarray, x_shape, kernel_shape, pads, out, strides, dilation
     """The adjoint of im2col for a 2-D float32 input of ``x_shape``; None for anything else."""
     if not _on or len(x_shape) != 4 or cols.dtype != F32:
         return None
-    cols = np.ascontiguousarray(cols)
+    cols = _contiguous(cols)
     x = np.empty(tuple(x_shape), F32)
     if x.size:
         _lib.col2im_f32(x_shape[0] * x_shape[1], *_window_args(x_shape, out, kernel_shape, strides, pads,
@@ -305,8 +310,8 @@ def depthwise(x, w, b, pads, out, strides, dilations) -> np.ndarray | None:
     args = _depthwise_args(x, w, pads, out, strides, dilations)
     if args is None or (b is not None and (b.dtype != F32 or b.shape != (x.shape[1],))):
         return None
-    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
-    b = None if b is None else np.ascontiguousarray(b)
+    x, w = _contiguous(x), _contiguous(w)
+    b = None if b is None else _contiguous(b)
     y = np.empty((x.shape[0], x.shape[1], out[0], out[1]), F32)
     if y.size:
         _lib.depthwise_f32(*args, _ptr(x), _ptr(w), None if b is None else _ptr(b), _ptr(y))
@@ -318,7 +323,7 @@ def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_
     args = _depthwise_args(x, w, pads, out, strides, dilations)
     if args is None or dy.dtype != F32 or dy.shape != (x.shape[0], x.shape[1], out[0], out[1]):
         return None
-    dy, x, w = np.ascontiguousarray(dy), np.ascontiguousarray(x), np.ascontiguousarray(w)
+    dy, x, w = _contiguous(dy), _contiguous(x), _contiguous(w)
     dx = np.empty(x.shape, F32) if want_dx else None
     dw = np.empty(w.shape, F32) if want_dw else None
     if want_dw and not x.size:
@@ -333,7 +338,7 @@ def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices:
     """(Y, flat argmax indices or None) of 2-D max pooling over float32 NCHW; None for anything else."""
     if not _on or x.ndim != 4 or x.dtype != F32:
         return None
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     n, c = x.shape[:2]
     y = np.empty((n, c, out[0], out[1]), F32)
     where = np.empty(y.shape, I64) if indices else None
@@ -347,7 +352,7 @@ def maxpool_grad(dy: np.ndarray, indices: np.ndarray, shape) -> np.ndarray | Non
     """dX of ``shape``: zeros with dy added at the flat indices; None for anything else."""
     if not _on or dy.dtype != F32 or indices.dtype != I64 or dy.shape != indices.shape:
         return None
-    dy, indices = np.ascontiguousarray(dy), np.ascontiguousarray(indices)
+    dy, indices = _contiguous(dy), _contiguous(indices)
     dx = np.empty(tuple(shape), F32)
     bad = _lib.maxpool_grad_f32(dy.size, dx.size, _ptr(dy), _ptr(indices), _ptr(dx))
     return None if bad else dx
