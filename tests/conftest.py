@@ -1,13 +1,16 @@
+import os
 import sys
+import types
 
 import pytest
-import types
 
 from onnxtrain.ops import simd
 
 # tests/pyodide: the SIMD kernels against numpy, run inside Pyodide by tests/browser/test_in_pyodide.py, and here
 # when the host build of the same kernels (build.py native) is loaded
 collect_ignore = [] if simd.available() else ["pyodide"]
+# the Pythons the tests start (the CLI, federation clients) use the same kernels as this one
+os.environ["ONNXTRAIN_NATIVE"] = simd.native_library() if simd.available() else "0"
 
 # onnxruntime/training/__init__.py imports its torch-based `optim` package; the
 # on-device training parts (api, artifacts, onnxblock) do not need torch.

@@ -2,9 +2,9 @@
 
 In the page's worker the module is loaded into Pyodide's own memory, so ctypes calls it on numpy arrays in
 place, without copies.  In CPython the same sources built for the host (the optional onnxtrain_native package,
-``python3 build.py native``) load at import unless ONNXTRAIN_NATIVE=0.  Without either ``available()`` is False
-and the op kernels keep their numpy code.  Every function here returns None for a case it does not take (a dtype,
-a layout), and the caller falls back to numpy.
+``python3 build.py native``) load at import unless ONNXTRAIN_NATIVE=0 (or a path: that build).  Without either
+``available()`` is False and the op kernels keep their numpy code.  Every function here returns None for a case
+it does not take (a dtype, a layout), and the caller falls back to numpy.
 """
 from __future__ import annotations
 
@@ -359,10 +359,14 @@ def maxpool_grad(dy: np.ndarray, indices: np.ndarray, shape) -> np.ndarray | Non
 
 
 def native_library() -> str | None:
-    """The host build of the kernels for this CPython (the onnxtrain_native package), unless ONNXTRAIN_NATIVE=0
-    or this is Pyodide (whose worker loads the wasm build)."""
-    if sys.platform == "emscripten" or os.environ.get("ONNXTRAIN_NATIVE", "1") == "0":
+    """The host build of the kernels for this CPython: ONNXTRAIN_NATIVE's path if it names one, else the
+    onnxtrain_native package's; None with ONNXTRAIN_NATIVE=0, without the package, or in Pyodide (whose worker
+    loads the wasm build)."""
+    setting = os.environ.get("ONNXTRAIN_NATIVE", "")
+    if sys.platform == "emscripten" or setting == "0":
         return None
+    if setting not in ("", "1"):
+        return setting
     try:
         import onnxtrain_native
     except ImportError:
