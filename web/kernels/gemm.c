@@ -214,7 +214,8 @@ static void gemm_dots(int m, int n, int k, float alpha, const float *a, int rsa,
 
 static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int csa, const float *b, int rsb,
                   int csb, float beta, float *c, int ldc) {
-  if (csa == 1 && rsb == 1 && m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f) {
+  /* the 4x8 kernel's thresholds on every build: the same shapes take this path in the page and in CPython */
+  if (csa == 1 && rsb == 1 && m * n <= 16 * 8 && k >= 4 * m * n / 8 && alpha != 0.0f) {
     gemm_dots(m, n, k, alpha, a, rsa, b, csb, beta, c, ldc);
     return;
   }
