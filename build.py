@@ -414,10 +414,22 @@ def build_kernels(dest: Path) -> None:
 
 
 NATIVE_INIT = '''"""onnxtrain's SIMD kernels (web/kernels) built for this platform: onnxtrain.ops.simd loads LIBRARY with ctypes
-(ONNXTRAIN_NATIVE=0 turns that off)."""
+(ONNXTRAIN_NATIVE=0 turns that off).  None on an x86-64 without AVX2 and FMA, which the build uses."""
+import platform
 from pathlib import Path
 
-LIBRARY = str(Path(__file__).with_name("onnxtrain_kernels.so"))
+
+def _runs_here() -> bool:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return True
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return True
+    return "avx2" in flags and "fma" in flags
+
+
+LIBRARY = str(Path(__file__).with_name("onnxtrain_kernels.so")) if _runs_here() else None
 '''
 
 
