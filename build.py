@@ -413,8 +413,8 @@ def build_kernels(dest: Path) -> None:
         subprocess.run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects], check=True)
 
 
-NATIVE_INIT = '''"""onnxtrain's SIMD kernels (web/kernels) built for this platform: onnxtrain.ops.simd loads LIBRARY with ctypes
-(ONNXTRAIN_NATIVE=0 turns that off).  None on an x86-64 without AVX2 and FMA, which the build uses."""
+NATIVE_INIT = '''"""onnxtrain's SIMD kernels (web/kernels) built for this platform: onnxtrain.ops.simd loads
+LIBRARY with ctypes (ONNXTRAIN_NATIVE=0 turns that off).  None on an x86-64 without AVX2 and FMA, which the build uses."""
 import platform
 from pathlib import Path
 

@@ -27,7 +27,7 @@ HOST v128_t wasm_f32x4_add(v128_t a, v128_t b) { return (v128_t)(F(a) + F(b)); }
 HOST v128_t wasm_f32x4_sub(v128_t a, v128_t b) { return (v128_t)(F(a) - F(b)); }
 HOST v128_t wasm_f32x4_mul(v128_t a, v128_t b) { return (v128_t)(F(a) * F(b)); }
 HOST v128_t wasm_f32x4_div(v128_t a, v128_t b) { return (v128_t)(F(a) / F(b)); }
-HOST v128_t wasm_f32x4_neg(v128_t a) { return a ^ (v128_t){(int)0x80000000, (int)0x80000000, (int)0x80000000, (int)0x80000000}; }
+HOST v128_t wasm_f32x4_neg(v128_t a) { return a ^ wasm_i32x4_splat((int)0x80000000); }
 HOST v128_t wasm_f32x4_abs(v128_t a) { return a & (v128_t){0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff}; }
 HOST v128_t wasm_f32x4_sqrt(v128_t a) {
   host_f32x4 x = F(a);
