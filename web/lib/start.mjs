@@ -137,9 +137,8 @@ async function loadKernels() {
 // linked anything else.  Anything failing falls back to the plain start.
 const SNAPSHOT_FORMAT = 1;
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
-const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg", "random/bit_generator",
-  "random/_common", "random/_bounded_integers", "random/_mt19937", "random/_pcg64", "random/_philox",
-  "random/_sfc64", "random/_generator", "random/mtrand"]
+// (numpy.random is not among them: onnxtrain makes its generators on first use, when numpy links its modules.)
+const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg"]
   .map((name) => `${SITE_PACKAGES}/numpy/${name}.cpython-312-wasm32-emscripten.so`);
 // Python compiled by build.py: the standard library as .pyc files, and __pycache__ files for the wheels' modules.
 const STDLIB = `${ROOT}wheels/python_stdlib.pyc.zip`;
@@ -315,13 +314,13 @@ async function restoreSnapshot(stored, key, timings, t0) {
   py = await loadPyodideWith({ preRun: linkWheels(files), wasm: compileWasm() }, { _loadSnapshot: heap });
   timings.pyodide = performance.now() - t0;
   // After a restore Python's handle on Pyodide's loadedPackages is a new object, and the random generators made
-  // at import (Dropout's among them) are where the snapshot left them: fresh entropy for them, as a start gives.
-  py.runPython(`import sys, numpy, pyodide_js, pyodide._package_loader, onnxtrain.ops.nn
+  // at import (the standard library's, numpy's global one if imported) are where the snapshot left them: fresh
+  // entropy for them, as a start gives.  onnxtrain makes its generators on first use, never at import.
+  py.runPython(`import sys, numpy, pyodide_js, pyodide._package_loader
 pyodide._package_loader.loadedPackages = pyodide_js.loadedPackages
 for name in ("random", "numpy.random"):
     if name in sys.modules:
         sys.modules[name].seed()
-onnxtrain.ops.nn._rng = numpy.random.default_rng()
 assert int(numpy.arange(4).sum()) == 6`);
   Object.assign(py.loadedPackages, stored.loaded);
   timings.numpy = performance.now() - t0;
