@@ -12,6 +12,7 @@ let py = null;
 // ---- The library's files: each fetched once, kept in this browser's Cache Storage by its sha256 ---------------
 let FILES = {}; // path -> {url, bytes, sha256}
 let report = () => {}; // progress to the page
+let mark = () => {}; // mark(name): the start's timings[name], ms since it began (the first time only)
 let fileCache = Promise.resolve(null);
 const fetchedFiles = new Map(); // path -> Promise<Uint8Array>
 const CACHE_NAME = "onnxtrain-files";
@@ -256,6 +257,7 @@ Object.defineProperty(globalThis, "_createPyodideModule", {
 let pyodideScript = null;
 function pyodideModule() {
   pyodideScript ??= import(urlOf("pyodide/pyodide.asm.js"));
+  pyodideScript.then(() => mark("script"), () => {});
   return pyodideScript;
 }
 
@@ -280,13 +282,14 @@ function linkWheels(files) {
       dso.exports = await Module.loadWebAssemblyModule(await modules.get(path), flags, path, {});
     }
     Module.reportUndefinedSymbols();
+    mark("linked");
   };
 }
 
 // pyodide.asm.wasm compiled here: Pyodide's own instantiation only logs a failure, and its start then never ends.
 function compileWasm() {
   const wasm = WebAssembly.compileStreaming(fetch(`${INDEX_URL}pyodide.asm.wasm`));
-  wasm.catch(() => {});
+  wasm.then(() => mark("compiled"), () => {});
   return wasm;
 }
 
@@ -305,6 +308,7 @@ async function loadPyodideWith(hooks, options) {
 async function restoreSnapshot(stored, key, timings, t0) {
   const heap = Promise.all([stored.heap.arrayBuffer(), key]).then(([bytes, { key }]) => {
     if (!key || key !== stored.key) throw new Error("the site changed since the snapshot was made");
+    mark("heapRead");
     return bytes;
   });
   const files = stored.files.arrayBuffer().then((buffer) =>
@@ -420,6 +424,7 @@ async function startWithSnapshot(timings, t0) {
 export async function startPython({ files = {}, cache = true, progress = () => {} } = {}) {
   const t0 = performance.now();
   const timings = {};
+  mark = (name) => { timings[name] ??= performance.now() - t0; };
   FILES = files;
   report = progress;
   fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);
