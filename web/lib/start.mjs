@@ -138,8 +138,11 @@ async function loadKernels() {
 // linked anything else.  Anything failing falls back to the plain start.
 const SNAPSHOT_FORMAT = 1;
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
-// (numpy.random is not among them: onnxtrain makes its generators on first use, when numpy links its modules.)
-const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg"]
+// numpy.random's modules are linked though the start does not import it (onnxtrain makes its generators on first
+// use): linked here they compile in parallel with the rest, where its first import would link them one by one.
+const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg", "random/bit_generator",
+  "random/_common", "random/_bounded_integers", "random/_mt19937", "random/_pcg64", "random/_philox",
+  "random/_sfc64", "random/_generator", "random/mtrand"]
   .map((name) => `${SITE_PACKAGES}/numpy/${name}.cpython-312-wasm32-emscripten.so`);
 // Python compiled by build.py: the standard library as .pyc files, and __pycache__ files for the wheels' modules.
 const STDLIB = `${ROOT}wheels/python_stdlib.pyc.zip`;
