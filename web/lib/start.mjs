@@ -56,10 +56,17 @@ async function download(path) {
   return bytes;
 }
 
+const typeOf = (path) => (path.endsWith(".wasm") ? "application/wasm" : "application/octet-stream");
+
+// The file's response in this browser's cache, if there is one.
+async function cached(path) {
+  const cache = FILES[path]?.sha256 ? await fileCache : null;
+  return cache && await cache.match(cacheKey(path)).catch(() => undefined);
+}
+
 async function loadFile(path) {
   const sha256 = FILES[path]?.sha256;
-  const cache = sha256 ? await fileCache : null;
-  const hit = cache && await cache.match(cacheKey(path)).catch(() => undefined);
+  const hit = await cached(path);
   if (hit) {
     const bytes = new Uint8Array(await hit.arrayBuffer());
     report({ phase: "download", file: path, loaded: bytes.length, total: bytes.length, cached: true });
@@ -70,7 +77,8 @@ async function loadFile(path) {
     throw new Error(`${urlOf(path)} is not the library's ${path} of this version (its sha256 differs): serve this `
       + "version's files there");
   }
-  cache?.put(cacheKey(path), new Response(bytes)).catch(() => {});
+  const cache = sha256 ? await fileCache : null;
+  cache?.put(cacheKey(path), new Response(bytes, { headers: { "Content-Type": typeOf(path) } })).catch(() => {});
   return bytes;
 }
 
@@ -97,8 +105,7 @@ globalThis.fetch = (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
   if (!url?.startsWith(ROOT)) return realFetch(input, init);
   const path = url.slice(ROOT.length).split(/[?#]/)[0];
-  const type = path.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
-  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": type } }));
+  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": typeOf(path) } }));
 };
 
 const fetchJson = async (path) => JSON.parse(new TextDecoder().decode(await fileBytes(path)));
@@ -290,8 +297,17 @@ function linkWheels(files) {
 }
 
 // pyodide.asm.wasm compiled here: Pyodide's own instantiation only logs a failure, and its start then never ends.
+// From this browser's cache it compiles from the cached response itself, which Chromium keeps the compiled code
+// with for the next visit (a response made of bytes has no URL to keep it by).  Entries stored before had no
+// Content-Type, which compileStreaming needs: those compile from their bytes.
 function compileWasm() {
-  const wasm = WebAssembly.compileStreaming(fetch(`${INDEX_URL}pyodide.asm.wasm`));
+  const path = "pyodide/pyodide.asm.wasm";
+  const fromBytes = () => WebAssembly.compileStreaming(fetch(`${ROOT}${path}`));
+  const wasm = cached(path).then((hit) => {
+    if (hit?.headers.get("Content-Type") !== typeOf(path)) return fromBytes();
+    report({ phase: "download", file: path, loaded: FILES[path].bytes, total: FILES[path].bytes, cached: true });
+    return WebAssembly.compileStreaming(hit).catch(fromBytes);
+  });
   wasm.then(() => mark("compiled"), () => {});
   return wasm;
 }
