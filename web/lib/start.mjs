@@ -297,8 +297,8 @@ function linkWheels(files) {
 }
 
 // pyodide.asm.wasm compiled here: Pyodide's own instantiation only logs a failure, and its start then never ends.
-// From this browser's cache it compiles from the cached response itself, which Chromium keeps the compiled code
-// with for the next visit (a response made of bytes has no URL to keep it by).  Entries stored before had no
+// From this browser's cache it compiles from the cached response itself, which has a URL that the browser can
+// keep the compiled code by for the next visit (a response made of bytes has none).  Entries stored before had no
 // Content-Type, which compileStreaming needs: those compile from their bytes.
 function compileWasm() {
   const path = "pyodide/pyodide.asm.wasm";
