@@ -11,7 +11,8 @@ visit (same profile, new page).  Bytes transferred per file: what the server sen
 127.0.0.1 over HTTP/1.1, what crossed the wire), which the targets are checked on, beside Chromium's count (the
 DevTools protocol's encoded sizes, response headers plus body, as Playwright's request.sizes() reports them, the
 worker's requests included; it leaves out the body of the engine's worker script and of requests the page
-aborted).  Start time: navigation start -> start() resolved, median over the runs.
+aborted).  Start time: navigation start -> start() resolved, median over the runs, and the engine's own start
+timings per phase (start.mjs's).
 Run through `python3 build.py bench` (or alone, after `python3 build.py site`).
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ COMPRESSED_TYPES = ("text/", "application/javascript", "application/json", "appl
 PAGE = """<!doctype html><meta charset="utf-8"><title>start</title><link rel="icon" href="data:,">
 <script type="module">
 import { start } from "./onnxtrain/onnxtrain.mjs";
-start().then((info) => { window.started = { ms: performance.now(), start: info && info.start }; },
+start().then((info) => { window.started = { ms: performance.now(), start: info && info.start, timings: info && info.timings }; },
              (err) => { window.started = { error: err.message }; });
 // the engine's Python snapshot, stored by the first visit for the next (start.mjs keeps it in IndexedDB)
 window.snapshotStored = () => new Promise((resolve) => {
@@ -177,7 +178,8 @@ def visit(context, server, url: str, wait_for_snapshot: bool) -> dict:
     with server.lock:
         sent = dict(server.sent)
     return {"files": files, "bytes": sum(files.values()), "server files": sent, "server bytes": sum(sent.values()),
-            "start ms": started["ms"], "start": started.get("start"), "aborted": dropped}
+            "start ms": started["ms"], "start": started.get("start"), "timings": started.get("timings") or {},
+            "aborted": dropped}
 
 
 def one_run(browser, server, url: str) -> dict:
@@ -211,6 +213,10 @@ def table(runs: list[dict]) -> None:
               f"{'≤' + format(TARGETS[kind] / MB, 'g'):>7s} {verdict:6s} "
               f"{summary([r[kind]['start ms'] for r in runs], 0):>26s}  "
               f"{', '.join(sorted({str(r[kind]['start']) for r in runs}))}")
+    for kind in ("fresh", "repeat"):
+        phases = list(dict.fromkeys(k for r in runs for k in r[kind]["timings"]))
+        print(f"{kind} visit, the engine's start timings (ms since it began, median [min-max]): " + ", ".join(
+            f"{p} {summary([r[kind]['timings'][p] for r in runs if p in r[kind]['timings']], 0)}" for p in phases))
     for kind in ("fresh", "repeat"):
         if first[kind]["aborted"]:
             print(f"{kind} visit (first run), requests the page aborted: {', '.join(first[kind]['aborted'])}")

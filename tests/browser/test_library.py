@@ -445,6 +445,37 @@ def test_the_onnxruntime_web_step_loop_is_one_request_a_step_with_the_same_resul
     np.testing.assert_allclose(params_of(got["params"]), params[-1], rtol=1e-5, atol=1e-6)
 
 
+# What the engine's start leaves unimported (tests/test_start_imports.py checks it in CPython), and that it made no
+# random generator: so neither is in its memory snapshot.
+UNSTARTED = """import sys
+from onnxtrain.ops import random
+[sorted(m for m in sys.modules if m.startswith(("onnxtrain.artifacts", "onnxtrain.onnxblock", "onnxtrain.autodiff",
+    "onnxtrain.tasks", "importlib.metadata", "numpy.random"))), random._shared is None]"""
+
+
+def test_a_start_and_a_start_from_its_snapshot_import_only_what_they_need(browser, library_url):
+    context = browser.new_context()
+    try:
+        raw = context.new_page()
+        starts = []
+        for _ in range(2):
+            raw.goto(library_url + SUB)
+            raw.wait_for_function("() => window.libraryLoaded === true")
+            starts.append(raw.evaluate("""async (code) => {
+                const info = await lib.start();
+                return [info.start, await lib._engineCall("runPython", { code }),
+                        await lib._engineCall("snapshotSaved")];
+            }""", UNSTARTED))
+        # the unseeded draws still work, numpy.random imported when first used
+        drawn = raw.evaluate("""() => lib._engineCall("runPython", { code: `import sys
+from onnxtrain.ops import random
+[0 <= float(random.unseeded().random()) < 1, "numpy.random" in sys.modules]` })""")
+    finally:
+        context.close()
+    assert starts == [["made", [[], True], True], ["restored", [[], True], False]]
+    assert drawn == [True, True]
+
+
 def test_onnxruntime_web_tensors_are_feeds(page):
     """Tensors made by onnxruntime-web 1.19.2 itself (its module, loaded from the page's folder) as feeds."""
     p = page.page

@@ -29,7 +29,8 @@ SPOIL = """async (what) => {
   });
   db.close();
 }"""
-DRAW = "import onnxtrain.ops.nn as nn, numpy as np; [float(nn._rng.random()), float(np.random.random())]"
+DRAW = ("from onnxtrain.ops.random import unseeded; import numpy as np; "
+        "[float(unseeded().random()), float(np.random.random())]")
 
 
 def reload(page):

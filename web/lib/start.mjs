@@ -12,6 +12,7 @@ let py = null;
 // ---- The library's files: each fetched once, kept in this browser's Cache Storage by its sha256 ---------------
 let FILES = {}; // path -> {url, bytes, sha256}
 let report = () => {}; // progress to the page
+let mark = () => {}; // mark(name): the start's timings[name], ms since it began (the first time only)
 let fileCache = Promise.resolve(null);
 const fetchedFiles = new Map(); // path -> Promise<Uint8Array>
 const CACHE_NAME = "onnxtrain-files";
@@ -55,10 +56,17 @@ async function download(path) {
   return bytes;
 }
 
+const typeOf = (path) => (path.endsWith(".wasm") ? "application/wasm" : "application/octet-stream");
+
+// The file's response in this browser's cache, if there is one.
+async function cached(path) {
+  const cache = FILES[path]?.sha256 ? await fileCache : null;
+  return cache && await cache.match(cacheKey(path)).catch(() => undefined);
+}
+
 async function loadFile(path) {
   const sha256 = FILES[path]?.sha256;
-  const cache = sha256 ? await fileCache : null;
-  const hit = cache && await cache.match(cacheKey(path)).catch(() => undefined);
+  const hit = await cached(path);
   if (hit) {
     const bytes = new Uint8Array(await hit.arrayBuffer());
     report({ phase: "download", file: path, loaded: bytes.length, total: bytes.length, cached: true });
@@ -69,7 +77,8 @@ async function loadFile(path) {
     throw new Error(`${urlOf(path)} is not the library's ${path} of this version (its sha256 differs): serve this `
       + "version's files there");
   }
-  cache?.put(cacheKey(path), new Response(bytes)).catch(() => {});
+  const cache = sha256 ? await fileCache : null;
+  cache?.put(cacheKey(path), new Response(bytes, { headers: { "Content-Type": typeOf(path) } })).catch(() => {});
   return bytes;
 }
 
@@ -96,8 +105,7 @@ globalThis.fetch = (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
   if (!url?.startsWith(ROOT)) return realFetch(input, init);
   const path = url.slice(ROOT.length).split(/[?#]/)[0];
-  const type = path.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
-  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": type } }));
+  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": typeOf(path) } }));
 };
 
 const fetchJson = async (path) => JSON.parse(new TextDecoder().decode(await fileBytes(path)));
@@ -137,6 +145,8 @@ async function loadKernels() {
 // linked anything else.  Anything failing falls back to the plain start.
 const SNAPSHOT_FORMAT = 1;
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
+// numpy.random's modules are linked though the start does not import it (onnxtrain makes its generators on first
+// use): linked here they compile in parallel with the rest, where its first import would link them one by one.
 const PRELOAD = ["_core/_multiarray_umath", "_core/_multiarray_tests", "linalg/_umath_linalg", "random/bit_generator",
   "random/_common", "random/_bounded_integers", "random/_mt19937", "random/_pcg64", "random/_philox",
   "random/_sfc64", "random/_generator", "random/mtrand"]
@@ -257,6 +267,7 @@ Object.defineProperty(globalThis, "_createPyodideModule", {
 let pyodideScript = null;
 function pyodideModule() {
   pyodideScript ??= import(urlOf("pyodide/pyodide.asm.js"));
+  pyodideScript.then(() => mark("script"), () => {});
   return pyodideScript;
 }
 
@@ -281,13 +292,23 @@ function linkWheels(files) {
       dso.exports = await Module.loadWebAssemblyModule(await modules.get(path), flags, path, {});
     }
     Module.reportUndefinedSymbols();
+    mark("linked");
   };
 }
 
 // pyodide.asm.wasm compiled here: Pyodide's own instantiation only logs a failure, and its start then never ends.
+// From this browser's cache it compiles from the cached response itself, which has a URL that the browser can
+// keep the compiled code by for the next visit (a response made of bytes has none).  Entries stored before had no
+// Content-Type, which compileStreaming needs: those compile from their bytes.
 function compileWasm() {
-  const wasm = WebAssembly.compileStreaming(fetch(`${INDEX_URL}pyodide.asm.wasm`));
-  wasm.catch(() => {});
+  const path = "pyodide/pyodide.asm.wasm";
+  const fromBytes = () => WebAssembly.compileStreaming(fetch(`${ROOT}${path}`));
+  const wasm = cached(path).then((hit) => {
+    if (hit?.headers.get("Content-Type") !== typeOf(path)) return fromBytes();
+    report({ phase: "download", file: path, loaded: FILES[path].bytes, total: FILES[path].bytes, cached: true });
+    return WebAssembly.compileStreaming(hit).catch(fromBytes);
+  });
+  wasm.then(() => mark("compiled"), () => {});
   return wasm;
 }
 
@@ -306,6 +327,7 @@ async function loadPyodideWith(hooks, options) {
 async function restoreSnapshot(stored, key, timings, t0) {
   const heap = Promise.all([stored.heap.arrayBuffer(), key]).then(([bytes, { key }]) => {
     if (!key || key !== stored.key) throw new Error("the site changed since the snapshot was made");
+    mark("heapRead");
     return bytes;
   });
   const files = stored.files.arrayBuffer().then((buffer) =>
@@ -315,13 +337,13 @@ async function restoreSnapshot(stored, key, timings, t0) {
   py = await loadPyodideWith({ preRun: linkWheels(files), wasm: compileWasm() }, { _loadSnapshot: heap });
   timings.pyodide = performance.now() - t0;
   // After a restore Python's handle on Pyodide's loadedPackages is a new object, and the random generators made
-  // at import (Dropout's among them) are where the snapshot left them: fresh entropy for them, as a start gives.
-  py.runPython(`import sys, numpy, pyodide_js, pyodide._package_loader, onnxtrain.ops.nn
+  // at import (the standard library's, numpy's global one if imported) are where the snapshot left them: fresh
+  // entropy for them, as a start gives.  onnxtrain makes its generators on first use, never at import.
+  py.runPython(`import sys, numpy, pyodide_js, pyodide._package_loader
 pyodide._package_loader.loadedPackages = pyodide_js.loadedPackages
 for name in ("random", "numpy.random"):
     if name in sys.modules:
         sys.modules[name].seed()
-onnxtrain.ops.nn._rng = numpy.random.default_rng()
 assert int(numpy.arange(4).sum()) == 6`);
   Object.assign(py.loadedPackages, stored.loaded);
   timings.numpy = performance.now() - t0;
@@ -421,6 +443,7 @@ async function startWithSnapshot(timings, t0) {
 export async function startPython({ files = {}, cache = true, progress = () => {} } = {}) {
   const t0 = performance.now();
   const timings = {};
+  mark = (name) => { timings[name] ??= performance.now() - t0; };
   FILES = files;
   report = progress;
   fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);

@@ -7,6 +7,7 @@ from ..ir.ort_names import MS_DOMAIN
 from . import simd
 from .elementwise import Gelu
 from .matmul import matmul
+from .random import unseeded
 from .registry import kernel
 
 
@@ -110,9 +111,6 @@ def Hardmax(input, *, axis=-1):
     return out
 
 
-_rng = np.random.default_rng()
-
-
 @kernel("Dropout", since=12)
 def Dropout(data, ratio=None, training_mode=None, *, seed=None, _outputs=(True, False)):
     p = 0.5 if ratio is None else float(np.asarray(ratio))
@@ -120,7 +118,7 @@ def Dropout(data, ratio=None, training_mode=None, *, seed=None, _outputs=(True, 
     want_mask = len(_outputs) > 1 and _outputs[1]
     if not training or p == 0.0:
         return data, (np.ones(data.shape, dtype=bool) if want_mask else None)
-    rng = np.random.default_rng(seed) if seed is not None else _rng
+    rng = np.random.default_rng(seed) if seed is not None else unseeded()
     mask = rng.random(data.shape) >= p
     return (data * mask / data.dtype.type(1 - p)).astype(data.dtype, copy=False), mask
 

@@ -13,11 +13,20 @@ from ..ir import dtypes
 from .registry import kernel
 
 _UNSET = float("nan")   # a FLOAT attribute's "not given" (the ops' seed is a float)
-_shared = np.random.default_rng()
+_shared = None
+
+
+def unseeded():
+    """numpy's default generator for every draw without a seed (these ops' and Dropout's), made from fresh entropy
+    with the first such draw rather than at import (nor then in the engine's memory snapshot)."""
+    global _shared
+    if _shared is None:
+        _shared = np.random.default_rng()
+    return _shared
 
 
 def _rng(seed: float):
-    return _shared if math.isnan(seed) else np.random.default_rng(int(seed))
+    return unseeded() if math.isnan(seed) else np.random.default_rng(int(seed))
 
 
 def _float_dtype(op: str, code: int):

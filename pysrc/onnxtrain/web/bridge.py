@@ -17,7 +17,6 @@ from .. import ir
 from ..api import CheckpointState, Module, Optimizer
 from ..api.module import PROVIDERS, provider_for
 from ..api.optimizer import check_learning_rate
-from ..autodiff import GRADIENT_RULES, NO_GRADIENT
 from ..ir.model import OptionalType, SequenceType, SparseTensorType, TensorType
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..train import Trainer, data as checks
@@ -72,6 +71,8 @@ def new_array(shape, dtype: str, nbytes: int) -> tuple:
 
 def describe_model(model) -> dict:
     """A forward model's inputs, outputs and parameters (initializers), for the page's checklist."""
+    from ..autodiff import GRADIENT_RULES, NO_GRADIENT  # not a module the engine's start imports
+
     try:
         m = ir.load(_bytes(model))
     except ir.ModelDecodeError as e:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import artifacts, ir
+from .. import ir
 from ..api import LinearLRScheduler
 from ..ir import ort_names
-from ..tasks.tabular import csv_inputs
 from ..train import Trainer, data as checks
 from ..train.npz import load_npz
 from ..train.trainer import held_out
@@ -103,6 +102,8 @@ def generate_artifacts(model, options=None) -> dict:
     takes them.  ``options``: requiresGrad, frozenParams, loss (a LossType name, default CrossEntropyLoss; None for
     none, the model's first output being the loss), optimizer (an OptimType name, default AdamW; None for none),
     additionalOutputNames."""
+    from .. import artifacts  # with onnxblock: not a module the engine's start imports
+
     options = dict(_buffer(options) or {})
     known = {"requiresGrad", "frozenParams", "loss", "optimizer", "additionalOutputNames"}
     unknown = sorted(set(options) - known)
@@ -264,6 +265,8 @@ class Session(Training):
         names = list(self.train_inputs)
         data = _bytes(data)
         if str(name).lower().endswith(".csv"):
+            from ..tasks.tabular import csv_inputs  # the tasks are not modules the engine's start imports
+
             arrays = csv_inputs(data, self.run.input_types())
         else:
             arrays = load_npz(data, names)

@@ -4,17 +4,17 @@ methods its kind allows.  Training goes through the same train() as a TrainingSe
 the task's own data."""
 from __future__ import annotations
 
+import importlib
+
 from .bridge import _buffer, signature
-from .digits import DigitsSession
-from .images import ImageSession
-from .personalize import PersonalizeSession
-from .tabular import TabularSession
 from .train_loop import TRAIN_OPTIONS, Training
 
-#: kind -> how a page makes one
-FACTORIES = {"tabular": TabularSession, "images": ImageSession, "handwriting": DigitsSession,
-             "handwriting_snapshot": DigitsSession.restore, "personalize": PersonalizeSession,
-             "personalize_snapshot": PersonalizeSession.from_snapshot}
+#: kind -> how a page makes one: a module of onnxtrain.web and the factory's name there (imported with the first
+#: task of its kind, so that the engine's start imports no task)
+FACTORIES = {"tabular": ("tabular", "TabularSession"), "images": ("images", "ImageSession"),
+             "handwriting": ("digits", "DigitsSession"), "handwriting_snapshot": ("digits", "DigitsSession.restore"),
+             "personalize": ("personalize", "PersonalizeSession"),
+             "personalize_snapshot": ("personalize", "PersonalizeSession.from_snapshot")}
 #: kind -> the task's own methods (and attributes) a page may call
 TASK_METHODS = {
     "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
@@ -38,7 +38,11 @@ class TaskSession(Training):
         if kind not in FACTORIES:
             raise ValueError(f"unknown kind of task {kind!r}; the kinds are {sorted(FACTORIES)}")
         self.kind = kind.removesuffix("_snapshot")
-        self.task = FACTORIES[kind](*list(_buffer(args) or []))
+        module, name = FACTORIES[kind]
+        factory = importlib.import_module(f"{__package__}.{module}")
+        for attribute in name.split("."):
+            factory = getattr(factory, attribute)
+        self.task = factory(*list(_buffer(args) or []))
         self.methods = TASK_METHODS[self.kind] | COMMON
 
     def call(self, method: str, args: list):
