@@ -123,7 +123,8 @@ window.addEventListener("unhandledrejection", (e) => { window.losses = [String(e
 def library_url(tmp_path_factory):
     """A page of another site on a server without COOP/COEP: the library folder, the package's isolation-sw.js
     copied to the site's root (index.html registers it) and under sub/ (guard.html registers that one, whose scope,
-    sub/, leaves the page uncontrolled), and the demo MLP's artifacts."""
+    sub/, leaves the page uncontrolled), missing.html registering a file that is not there, and the demo MLP's
+    artifacts."""
     root = tmp_path_factory.mktemp("library-site")
     shutil.copytree(build.SITE / build.LIBRARY, root / build.LIBRARY, copy_function=build.link_or_copy)
     shutil.copytree(build.SITE / "artifacts" / "mlp", root / "artifacts" / "mlp", copy_function=build.link_or_copy)
@@ -132,6 +133,7 @@ def library_url(tmp_path_factory):
         shutil.copy2(root / build.LIBRARY / "isolation-sw.js", where / "isolation-sw.js")
     (root / "index.html").write_text(LIBRARY_PAGE % "isolation-sw.js")
     (root / "guard.html").write_text(LIBRARY_PAGE % "sub/isolation-sw.js")
+    (root / "missing.html").write_text(LIBRARY_PAGE % "missing-sw.js")
     server = build.make_server(root, 0, isolate=False)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -171,5 +173,18 @@ def test_a_page_the_worker_cannot_control_reloads_once_then_goes_on_without_isol
         assert visit.isolated() == (False, False, False)
         assert len(visit.loads) == 2, visit.loads  # the one reload, then the guard in sessionStorage
         assert visit.off_origin() == []
+    finally:
+        context.close()
+
+
+def test_a_worker_that_does_not_register_leaves_the_page_as_it_is_with_a_warning(browser, library_url):
+    context = browser.new_context()
+    try:
+        visit = Visit(context, library_url).open("missing.html", ready=TRAINED)
+        assert visit.page.evaluate("() => window.isolation") is False and len(visit.loads) == 1
+        assert visit.isolated() == (False, False, False)
+        warned = [line for line in visit.console if "isolation service worker" in line]
+        assert len(warned) == 1 and "missing-sw.js did not register" in warned[0], visit.console
+        assert len(visit.page.evaluate("() => window.losses")) == 5
     finally:
         context.close()

@@ -3,8 +3,9 @@
 // response of the site's own origin, so a page it controls is crossOriginIsolated and the engine can use threads.
 // Copy this file to the site's root and call onnxtrain's isolate("isolation-sw.js") first thing in the page: on the
 // first visit the page is not controlled yet, and isolate() reloads it once.  A page opened with ?isolation=off is
-// served without the headers (for an embedder that they break).  Responses from other origins are not touched:
-// under require-corp each must send Cross-Origin-Resource-Policy or CORS headers, or the browser blocks it.
+// served without the headers (for an embedder that they break).  Same-origin responses need no
+// Cross-Origin-Resource-Policy; those from other origins are not touched: under require-corp each must send
+// Cross-Origin-Resource-Policy or CORS headers, or the browser blocks it.
 //
 // A service worker of the site's own (a cache) adds the headers with this file's isolated(request, response):
 // it sets self.onnxtrainIsolationImported = true, then importScripts() this file, which then adds no listeners.

@@ -308,7 +308,8 @@ export function start(options?: { onProgress?: (progress: StartProgress) => void
  * service worker at `serviceWorker` (a copy of the package's isolation-sw.js at the site's root), which adds them,
  * and reloads the page once it is active. Resolves to `crossOriginIsolated` when the page goes on; never resolves
  * when it reloads. No reload when the page is isolated already, opened with `?isolation=off`, in a frame, without
- * service workers, already controlled, or reloaded once this session; nor when the worker fails to install. */
+ * service workers, already controlled, or reloaded once this session; nor when the worker fails to register or
+ * install (a warning on the console says which). */
 export function isolate(serviceWorker: string | URL, options?: RegistrationOptions): Promise<boolean>;
 
 /** A forward model's inputs, outputs and parameters (initializers), the ops it has without a gradient rule, and a

@@ -558,10 +558,14 @@ async function start({ onProgress } = {}) { return connect(onProgress).ready; }
 // page goes on (it never resolves when it reloads).  It goes on as it is when the page is isolated, is opened
 // with ?isolation=off, is in a frame (which a top-level page's policy governs), has no service workers, is
 // controlled already (by a worker without the headers: the next version's, the next visit), or has reloaded once
-// this tab's session and is still not controlled; and when the worker fails to register or install.
+// this tab's session and is still not controlled; and, with a warning on the console, when the worker fails to
+// register or install.
 const RELOADED = "onnxtrain-isolation-reload"; // sessionStorage: the page reloaded for isolation
 
 async function isolate(serviceWorker, options = {}) {
+  if (typeof serviceWorker !== "string" && !(serviceWorker instanceof URL)) {
+    throw new TypeError("isolate needs the URL of the isolation service worker (a copy of isolation-sw.js)");
+  }
   const workers = globalThis.navigator?.serviceWorker;
   let session;
   try {
@@ -578,10 +582,14 @@ async function isolate(serviceWorker, options = {}) {
   let registration;
   try {
     registration = await workers.register(serviceWorker, options);
-  } catch {
+  } catch (err) {
+    console.warn(`onnxtrain: the isolation service worker ${serviceWorker} did not register: ${err.message}`);
     return false;
   }
-  if (!(await activated(registration))) return false;
+  if (!(await activated(registration))) {
+    console.warn(`onnxtrain: the isolation service worker ${serviceWorker} failed to install`);
+    return false;
+  }
   session.setItem(RELOADED, "1");
   globalThis.location.reload();
   return new Promise(() => {});
