@@ -13,7 +13,6 @@ import argparse
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -55,10 +54,8 @@ def main():
         sys.exit("site/ is not built: run `python3 build.py site` first")
     servers, urls = [], {}
     for host, isolate in (("headers", True), ("plain", False)):
-        server = build.make_server(build.SITE, 0, isolate=isolate)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server, urls[host] = build.serve_in_background(build.SITE, isolate=isolate)
         servers.append(server)
-        urls[host] = f"http://127.0.0.1:{server.server_address[1]}/"
     from playwright.sync_api import sync_playwright
     rounds = []
     try:

@@ -15,8 +15,7 @@ import { $, download, errorShower } from "./ui.js";
 // give the engine threads.  On a host that sends no such headers, the first visit registers it, waits for its
 // cache and reloads once (isolate(); ?isolation=off opts out), so the runtime starts only in the page that stays.
 // Otherwise it is registered once the runtime is up, so that its downloads do not compete with the start.
-const isolation = isolate("sw.js");
-const ready = isolation.then(() => start());
+const ready = isolate("sw.js").then(() => start());
 const compute = setUpCompute();
 
 if ("serviceWorker" in navigator) {

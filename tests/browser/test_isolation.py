@@ -3,7 +3,6 @@ standalone isolation-sw.js add the headers, and onnxtrain's isolate() reloads th
 its engine worker are crossOriginIsolated (SharedArrayBuffer defined in the worker) and train; no second reload,
 nothing off the origin, a second visit isolated at once, and ?isolation=off not isolated, still training."""
 import shutil
-import threading
 
 import pytest
 
@@ -17,9 +16,8 @@ ENGINE = "/onnxtrain/engine.mjs"
 @pytest.fixture(scope="module")
 def plain_url():
     """The site on a server without COOP/COEP, as a GitHub-Pages-style host."""
-    server = build.make_server(build.SITE, 0, isolate=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = build.serve_in_background(build.SITE, isolate=False)
+    yield url
     server.shutdown()
     server.server_close()
 
@@ -92,6 +90,21 @@ def test_the_opt_out_on_a_first_visit_starts_without_a_reload(browser, plain_url
         context.close()
 
 
+def test_a_host_that_sends_the_headers_gets_no_reload(browser):
+    server, url = build.serve_in_background(build.SITE, isolate=True)
+    context = browser.new_context()
+    try:
+        visit = Visit(context, url).open()
+        assert visit.isolated() == (True, True, True)
+        # the worker registers once the runtime is up, installs and claims the page: still no reload
+        visit.page.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=120_000)
+        assert len(visit.loads) == 1 and visit.loads_from_worker == [False] and visit.off_origin() == []
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+
+
 LIBRARY_PAGE = """<!doctype html><meta charset="utf-8"><title>a library page</title>
 <script type="module">
 import { Tensor, TrainingSession, isolate, start } from "./onnxtrain/onnxtrain.mjs";
@@ -134,9 +147,8 @@ def library_url(tmp_path_factory):
     (root / "index.html").write_text(LIBRARY_PAGE % "isolation-sw.js")
     (root / "guard.html").write_text(LIBRARY_PAGE % "sub/isolation-sw.js")
     (root / "missing.html").write_text(LIBRARY_PAGE % "missing-sw.js")
-    server = build.make_server(root, 0, isolate=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = build.serve_in_background(root, isolate=False)
+    yield url
     server.shutdown()
     server.server_close()
 
