@@ -595,10 +595,10 @@ async function isolate(serviceWorker, options = {}) {
   return new Promise(() => {});
 }
 
-// Whether a registration's worker becomes active (false: it failed to install).
+// Whether the registration has an active worker, or its new one becomes active (false: it failed to install).
 function activated(registration) {
   const worker = registration.installing || registration.waiting;
-  if (!worker) return Promise.resolve(!!registration.active);
+  if (registration.active || !worker) return Promise.resolve(!!registration.active);
   return new Promise((resolve) => worker.addEventListener("statechange", () => {
     if (worker.state === "activating" || worker.state === "activated") resolve(true);
     else if (worker.state === "redundant") resolve(false);
