@@ -629,13 +629,14 @@ def npm_pack_library(lib: Path) -> Path:
         "exports": {".": {"types": "./onnxtrain.d.ts", "import": "./onnxtrain.mjs", "default": "./onnxtrain.mjs"},
                     "./onnxtrain.mjs": {"types": "./onnxtrain.d.mts", "default": "./onnxtrain.mjs"},
                     "./onnxtrain.js": "./onnxtrain.js", "./onnxtrain.d.ts": "./onnxtrain.d.ts",
+                    "./isolation-sw.js": "./isolation-sw.js",
                     "./onnxtrain-global.d.ts": "./onnxtrain-global.d.ts",
                     "./package.json": "./package.json"},
         "sideEffects": ["./onnxtrain.js"],
         "engines": {"node": ">=18"},
         "files": sorted(p.name + "/" * p.is_dir() for p in lib.iterdir() if p.name != "package.json"),
     }
-    missing = [name for name in ("onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts",
+    missing = [name for name in ("onnxtrain.mjs", "onnxtrain.js", "engine.mjs", "onnxtrain.d.ts", "isolation-sw.js",
                                  "README.md", "pyodide/", "wheels/", "kernels/") if name not in package["files"]]
     if missing:
         sys.exit(f"build.py: the library folder {lib} lacks {missing}")

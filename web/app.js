@@ -6,16 +6,18 @@ import { setUpFederation } from "./federation.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { exposeHooks } from "./hooks.js";
-import { Tensor, TrainingSession, start } from "./onnxtrain/onnxtrain.mjs";
+import { Tensor, TrainingSession, isolate, start } from "./onnxtrain/onnxtrain.mjs";
 import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";
 
-const ready = start();
+// The service worker caches the whole site for repeat and offline visits, and adds the COOP/COEP headers that
+// give the engine threads.  On a host that sends no such headers, the first visit registers it, waits for its
+// cache and reloads once (isolate(); ?isolation=off opts out), so the runtime starts only in the page that stays.
+// Otherwise it is registered once the runtime is up, so that its downloads do not compete with the start.
+const ready = isolate("sw.js").then(() => start());
 const compute = setUpCompute();
 
-// The service worker caches the whole site for repeat and offline visits: it is registered once the runtime is
-// up, so that its downloads do not compete with the first start for the CPU.
 if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }

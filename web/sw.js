@@ -3,7 +3,11 @@
 // onDemand: {relative URL: sha256}}, and VERSION here, which changes with any file of the site: a deploy gives a new
 // worker, which installs the new files and, once active, serves them.  The files `onDemand` lists (the pretrained
 // backbone, which only two flows load) are not downloaded at install: each is kept once a page has fetched it, and
-// a new version takes it over from the one before when it is unchanged.
+// a new version takes it over from the one before when it is unchanged.  Every response it serves carries COOP and
+// COEP (the library's isolation-sw.js, isolated()), so a page it controls is cross-origin isolated on any host.
+self.onnxtrainIsolationImported = true;
+importScripts("onnxtrain/isolation-sw.js");
+
 const VERSION = "__PRECACHE_VERSION__";
 const CACHE = `onnxtrain-${VERSION}`;
 const HASH = "X-Onnxtrain-Sha256"; // each cached response carries its manifest hash, for the next version to reuse
@@ -99,12 +103,12 @@ self.addEventListener("fetch", (event) => {
   event.respondWith((async () => {
     const cache = await caches.open(CACHE);
     const cached = await cache.match(event.request, { ignoreSearch: true });
-    if (cached) return cached;
+    if (cached) return isolated(event.request, cached);
     const response = await fetch(event.request);
     const url = new URL(event.request.url);
     url.search = "";
     const sha256 = (await onDemandFiles())[url.href];
     if (sha256 && response.ok) event.waitUntil(keep(cache, url.href, response.clone(), sha256).catch(() => {}));
-    return response;
+    return isolated(event.request, response);
   })());
 });

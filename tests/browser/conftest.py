@@ -31,7 +31,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 def site_url():
     if not (build.TEST_SITE / "index.html").exists():
         pytest.fail(f"{build.TEST_SITE} is not built: run the tests through `python3 build.py test`")
-    server, url = build.serve_in_background(build.TEST_SITE)
+    # with COOP/COEP, as a host that sends them, or as a visitor's page after the service worker's one reload
+    # (test_isolation.py): the page starts isolated at once; the tests of a plain host serve their own
+    server, url = build.serve_in_background(build.TEST_SITE, isolate=True)
     yield url
     server.shutdown()
 

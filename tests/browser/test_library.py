@@ -54,7 +54,7 @@ EXPORTS = ["ArtifactError", "CheckpointError", "ComposeError", "DataError", "Dat
            "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
            "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TrainingSession", "UnsupportedOpError",
            "WebGPUError",
-           "describeModel", "env", "generateArtifacts", "start"]
+           "describeModel", "env", "generateArtifacts", "isolate", "start"]
 
 
 # the classic-script build: globalThis.onnxtrain, no module import
@@ -836,8 +836,10 @@ def test_the_npm_package_holds_the_library_folder(tmp_path):
         const lib = await import("onnxtrain");
         const { createRequire } = await import("node:module");
         const require = createRequire(process.cwd() + "/");
-        console.log(JSON.stringify([Object.keys(lib).sort(), require.resolve("onnxtrain/onnxtrain.js")]));"""],
+        console.log(JSON.stringify([Object.keys(lib).sort(), require.resolve("onnxtrain/onnxtrain.js"),
+                                    require.resolve("onnxtrain/isolation-sw.js")]));"""],
                          cwd=tmp_path, check=True, capture_output=True, text=True)
-    names, classic = json.loads(out.stdout)
+    names, classic, isolation = json.loads(out.stdout)
     assert names == EXPORTS
     assert classic == str(tmp_path / "node_modules" / "onnxtrain" / "onnxtrain.js")
+    assert isolation == str(tmp_path / "node_modules" / "onnxtrain" / "isolation-sw.js")  # to copy to a site's root

@@ -114,7 +114,7 @@ def test_server_sends_isolation_headers_unless_told_not_to(served):
 
 
 def test_site_works_cross_origin_isolated(browser):
-    """`build.py serve` sends COOP/COEP by default; the other browser tests use a server without them."""
+    """`build.py serve` sends COOP/COEP by default (test_isolation.py: a server without them)."""
     server = build.make_server(build.TEST_SITE, 0, isolate=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"

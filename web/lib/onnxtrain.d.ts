@@ -304,6 +304,14 @@ export interface EngineInfo { numpy: string; python: string; kernels: string | n
  * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. */
 export function start(options?: { onProgress?: (progress: StartProgress) => void }): Promise<EngineInfo>;
 
+/** Cross-origin isolation (the engine's threads) on a host that cannot send COOP/COEP headers: registers the
+ * service worker at `serviceWorker` (a copy of the package's isolation-sw.js at the site's root), which adds them,
+ * and reloads the page once it is active. Resolves to `crossOriginIsolated` when the page goes on; never resolves
+ * when it reloads. No reload when the page is isolated already, opened with `?isolation=off`, in a frame, without
+ * service workers, already controlled, or reloaded once this session; nor when the worker fails to register or
+ * install (a warning on the console says which). */
+export function isolate(serviceWorker: string | URL, options?: RegistrationOptions): Promise<boolean>;
+
 /** A forward model's inputs, outputs and parameters (initializers), the ops it has without a gradient rule, and a
  * line that says how to call it. */
 export function describeModel(model: URIorBuffer): Promise<{
