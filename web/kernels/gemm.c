@@ -17,6 +17,9 @@ API void gemm_set_scratch(float *scratch) {
   packed_b = scratch + MC * KC;
 }
 
+/* Part `part`'s share of the scratch (the threaded module's parts each have gemm_scratch_floats() of it). */
+float *part_scratch(int part) { return packed_a + part * gemm_scratch_floats(); }
+
 static inline int min(int a, int b) { return a < b ? a : b; }
 
 /* Four 4-float vectors (v[k][i] = M[i][k] of a 4x4 block M read by columns) stored as its 4 rows, each at
@@ -171,9 +174,11 @@ static void gemm_dots(int m, int n, int k, float alpha, const float *a, int rsa,
   }
 }
 
+/* pa, pb: the packing buffers (MC * KC and KC * NC floats); dots: whether few outputs from long rows may take
+   gemm_dots (decided on the whole product, so that a slice of it computes each output as the whole does). */
 static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int csa, const float *b, int rsb,
-                  int csb, float beta, float *c, int ldc) {
-  if (csa == 1 && rsb == 1 && m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f) {
+                  int csb, float beta, float *c, int ldc, float *pa, float *pb, int dots) {
+  if (dots && csa == 1 && rsb == 1) {
     gemm_dots(m, n, k, alpha, a, rsa, b, csb, beta, c, ldc);
     return;
   }
@@ -188,13 +193,13 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
     int nc = min(NC, n - jc);
     for (int pc = 0; pc < k; pc += KC) {
       int kc = min(KC, k - pc);
-      pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, packed_b);
+      pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, pb);
       for (int ic = 0; ic < m; ic += MC) {
         int mc = min(MC, m - ic);
-        pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, packed_a);
+        pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, pa);
         for (int ir = 0; ir < mc; ir += MR)      /* C row strips in order: short k writes C often */
           for (int jr = 0; jr < nc; jr += NR)
-            micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
+            micro(kc, pa + ir * kc, pb + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
                   min(MR, mc - ir), min(NR, nc - jr), va, overwrite && pc == 0);
       }
     }
@@ -205,6 +210,33 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
    C[i, j] = alpha * sum_p A[i * rsa + p * csa] * B[p * rsb + j * csb] + beta * C[i * ldc + j]. */
 API void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, int sa, int rsa, int csa,
                   const float *b, int sb, int rsb, int csb, float beta, float *c, int sc, int ldc) {
+  int dots = m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f;
   for (int t = 0; t < batch; t++)
-    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc);
+    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, packed_a, packed_b,
+          dots);
+}
+
+/* gemm_f32's part `part` of `parts` (threads), on that part's packing buffers (part * gemm_scratch_floats()
+   past gemm_set_scratch's): whole products when the batch has one per part, else C's columns in NR-wide panels
+   (its rows in MR-tall ones when C is taller than wide), so that every output is computed as by gemm_f32. */
+API void gemm_f32_part(int part, int parts, int batch, int m, int n, int k, float alpha, const float *a, int sa,
+                       int rsa, int csa, const float *b, int sb, int rsb, int csb, float beta, float *c, int sc,
+                       int ldc) {
+  float *pa = part_scratch(part), *pb = pa + MC * KC;
+  int dots = m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f;
+  if (batch >= parts) {
+    for (int t = batch * part / parts; t < batch * (part + 1) / parts; t++)
+      gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, pa, pb, dots);
+    return;
+  }
+  int by_rows = m > n, unit = by_rows ? MR : NR, units = ((by_rows ? m : n) + unit - 1) / unit;
+  int lo = units * part / parts * unit, hi = min(units * (part + 1) / parts * unit, by_rows ? m : n);
+  for (int t = 0; t < batch && lo < hi; t++) {
+    if (by_rows)
+      gemm1(hi - lo, n, k, alpha, a + t * sa + lo * rsa, rsa, csa, b + t * sb, rsb, csb, beta,
+            c + t * sc + lo * ldc, ldc, pa, pb, dots);
+    else
+      gemm1(m, hi - lo, k, alpha, a + t * sa, rsa, csa, b + t * sb + lo * csb, rsb, csb, beta, c + t * sc + lo,
+            ldc, pa, pb, dots);
+  }
 }
