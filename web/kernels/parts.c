@@ -1,5 +1,5 @@
 /* Convolution and pooling kernels cut into parts for the threaded module (web/lib/threads.mjs): part `part` of
-   `parts` (threads) computes a slice of the planes or channels, each output as the whole call computes it. */
+   `parts` computes a slice of the planes or channels, each output as the whole call computes it. */
 #include "kernels.h"
 
 void im2col_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
@@ -13,7 +13,6 @@ void depthwise_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, i
 void depthwise_grad_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
                         int dh, int dw, const float *dy, const float *x, const float *filters, float *dx,
                         float *dfilters);
-float *part_scratch(int part);
 
 #define CUT(total, part, parts) ((int)((long long)(total) * (part) / (parts)))
 #define WINDOW int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw
@@ -47,11 +46,11 @@ API void depthwise_f32_part(int part, int parts, int n, int c, WINDOW, const flo
 }
 
 /* Channels [lo, hi) of every image; a channel's filter gradient is summed over the images in order, as the whole
-   call sums it, through part_scratch (which must hold c * kh * kw floats). */
+   call sums it, through a copy of the part's filter gradients on the stack. */
 API void depthwise_grad_f32_part(int part, int parts, int n, int c, WINDOW, const float *dy, const float *x,
                                  const float *filters, float *dx, float *dfilters) {
   int lo = CUT(c, part, parts), hi = CUT(c, part + 1, parts), taps = kh * kw;
-  float *one = dfilters ? part_scratch(part) : 0;
+  float one_[dfilters && lo < hi ? (hi - lo) * taps : 1], *one = dfilters ? one_ : 0;
   if (dfilters) for (int i = lo * taps; i < hi * taps; i++) dfilters[i] = 0.0f;
   for (int i = 0; i < n && lo < hi; i++) {
     depthwise_grad_f32(1, hi - lo, WINDOW_ARGS, dy + (i * c + lo) * oh * ow, x + (i * c + lo) * h * w,

@@ -29,6 +29,7 @@ _threads = 1        # how many of its threads the ops use
 POOL_MIN = {"gemm_f32_part": 1 << 20, "adamw_f32_part": 1 << 22, "sgd_f32_part": 1 << 23,
             "im2col_f32_part": 1 << 20, "col2im_f32_part": 1 << 20, "maxpool_f32_part": 1 << 20,
             "depthwise_f32_part": 1 << 20, "depthwise_grad_f32_part": 1 << 20}
+_POOL_FILTERS = 1 << 16  # the most filter weights a pooled depthwise gradient sums on a thread's stack (1 MiB)
 
 
 def load(path: str) -> bool:
@@ -55,7 +56,7 @@ def available() -> bool:
 
 
 def use_pool(pool) -> int:
-    """Run the large ops on ``pool`` (threads.mjs's forPython: run, threads, scratchFloats), on all its threads."""
+    """Run the large ops on ``pool`` (threads.mjs's forPython: run, threads), on all its threads."""
     global _pool, _threads
     _pool, _threads = pool, int(pool.threads)
     return _threads
@@ -404,7 +405,7 @@ def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_
         dw[...] = 0
     if x.size and (want_dx or want_dw):
         outputs = [a for a in (dx, dw) if a is not None]
-        pooled = _pool is not None and w.size <= int(_pool.scratchFloats) and _pooled(
+        pooled = w.size <= _POOL_FILTERS and _pooled(
             "depthwise_grad_f32_part", dy.size * w.shape[2] * w.shape[3],
             [_whole(dy, IN), _whole(x, IN), _whole(w, IN)] + [_whole(a, OUT) for a in outputs],
             [*args, _Copy(0), _Copy(1), _Copy(2), _Copy(3) if want_dx else 0, _Copy(3 + want_dx) if want_dw else 0])

@@ -1,0 +1,101 @@
+"""The kernel pool's size thresholds (onnxtrain.ops.simd.POOL_MIN): each pooled kernel timed in the engine of a
+cross-origin isolated page in headless Chromium at 1 thread (the side module) and at --threads threads (the pool,
+its operands copied in and out), over a range of sizes.  Reported per kernel and size: the median ms of --repeats
+calls at each count and the ratio pool / one thread (below 1: the pool is faster).  Needs the test site (its
+engine runs Python for the page): `python3 build.py test tests/browser/test_threads.py` builds it."""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import build  # noqa: E402
+from browser.conftest import CHROMIUM_ARGS  # noqa: E402
+
+PAGE = """<!doctype html><meta charset="utf-8"><title>pool thresholds</title>
+<script type="module">
+import * as lib from "./onnxtrain/onnxtrain.mjs";
+lib.env.wasm.numThreads = Number(new URLSearchParams(location.search).get("threads"));
+window.info = lib.start();
+window.python = (code) => lib._engineCall("runPython", { code });
+</script>
+"""
+
+TIMING = r"""
+import time
+import numpy as np
+from onnxtrain.ops import simd
+simd.POOL_MIN.update({k: 0 for k in simd.POOL_MIN})
+rng = np.random.default_rng(0)
+f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+def median_ms(f, threads):
+    simd.set_threads(threads)
+    f()
+    times = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) * 1e3
+rows = []
+def row(kernel, size, work, f):
+    rows.append([kernel, size, work, median_ms(f, 1), median_ms(f, THREADS)])
+for m, n, k in [(32, 32, 32), (64, 64, 64), (64, 128, 128), (64, 128, 784), (784, 128, 64), (256, 256, 256)]:
+    a, b = f32(m, k), f32(k, n)
+    row("gemm_f32_part", f"{m}x{n}x{k}", m * n * k, lambda: simd.gemm(a, b))
+for size in [1 << 14, 1 << 17, 1 << 20, 1 << 22]:
+    groups = [[f32(size)] for _ in range(4)]
+    scalars = [0.01, 0.9, 0.999, 0.1, 0.001, 1e-8, 0.01, 1.0, 1.0, 0.01, 0.0001]
+    row("adamw_f32_part", str(size), size, lambda: simd.adamw(*groups, 0, scalars))
+for c, hw in [(8, 28), (32, 56), (96, 112)]:
+    x = f32(8, c, hw, hw)
+    geo = dict(kernel_shape=(3, 3), pads=(1, 1), out=(hw, hw), strides=(1, 1), dilations=(1, 1))
+    row("im2col_f32_part", f"8x{c}x{hw}x{hw}", x.size * 9, lambda: simd.im2col(x, **geo))
+    w = f32(c, 1, 3, 3)
+    row("depthwise_f32_part", f"8x{c}x{hw}x{hw}", x.size * 9,
+        lambda: simd.depthwise(x, w, None, (1, 1), (hw, hw), (1, 1), (1, 1)))
+    row("maxpool_f32_part", f"8x{c}x{hw}x{hw}", x.size // 4 * 4,
+        lambda: simd.maxpool(x, (2, 2), (0, 0), (hw // 2, hw // 2), (2, 2), (1, 1), False))
+rows
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+    if not (build.TEST_SITE / build.LIBRARY / "onnxtrain.mjs").exists():
+        sys.exit(f"{build.TEST_SITE} is not built: run `python3 build.py test tests/browser/test_threads.py`")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(build.TEST_SITE / build.LIBRARY, Path(tmp) / "onnxtrain", copy_function=build.link_or_copy)
+        (Path(tmp) / "index.html").write_text(PAGE)
+        server = build.make_server(Path(tmp), 0, isolate=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/?threads={args.threads}")
+            info = page.evaluate("() => window.info")
+            if info["threads"] != args.threads:
+                sys.exit(f"the engine runs {info['threads']} threads, not {args.threads}: {info['threadsNote']}")
+            code = TIMING.replace("REPEATS", str(args.repeats)).replace("THREADS", str(args.threads))
+            rows = page.evaluate("(code) => python(code)", code)
+            browser.close()
+        server.shutdown()
+    print(f"pooled kernels, median ms of {args.repeats} calls: 1 thread (side module) vs {args.threads} threads "
+          "(pool, copies included); shared, noisy machine")
+    print(f"{'kernel':24} {'size':>16} {'work':>10} {'1 thread':>9} {f'{args.threads} threads':>10} {'ratio':>6}")
+    for kernel, size, work, one, many in rows:
+        print(f"{kernel:24} {size:>16} {work:>10} {one:>9.3f} {many:>10.3f} {many / one:>5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
