@@ -1,7 +1,8 @@
 """The kernel pool's size thresholds (onnxtrain.ops.simd.POOL_MIN): each pooled kernel timed in the engine of a
 cross-origin isolated page in headless Chromium at 1 thread (the side module) and at --threads threads (the pool,
 its operands copied in and out), over a range of sizes.  Reported per kernel and size: the median ms of --repeats
-calls at each count and the ratio pool / one thread (below 1: the pool is faster).  Needs the test site (its
+calls at each count and the ratio pool / one thread (below 1: the pool is faster), and the pool with all the parts
+on the calling thread (what copying the operands in and out costs).  Needs the test site (its
 engine runs Python for the page): `python3 build.py test tests/browser/test_threads.py` builds it."""
 from __future__ import annotations
 
@@ -42,9 +43,19 @@ def median_ms(f, threads):
         f()
         times.append(time.perf_counter() - t0)
     return float(np.median(times)) * 1e3
+class OneThread:  # the pool's calls on its calling thread alone: what copying the operands costs
+    def __init__(self, pool):
+        self.pool, self.threads = pool, pool.threads
+    def run(self, name, descriptor, threads):
+        return self.pool.run(name, descriptor, 1)
+pool = simd._pool
 rows = []
 def row(kernel, size, work, f):
-    rows.append([kernel, size, work, median_ms(f, 1), median_ms(f, THREADS)])
+    one, many = median_ms(f, 1), median_ms(f, THREADS)
+    simd._pool = OneThread(pool)
+    copying = median_ms(f, THREADS)
+    simd._pool = pool
+    rows.append([kernel, size, work, one, copying, many])
 for m, n, k in [(32, 32, 32), (64, 64, 64), (64, 128, 128), (64, 128, 784), (784, 128, 64), (256, 256, 256)]:
     a, b = f32(m, k), f32(k, n)
     row("gemm_f32_part", f"{m}x{n}x{k}", m * n * k, lambda: simd.gemm(a, b))
@@ -89,11 +100,14 @@ def main() -> int:
             rows = page.evaluate("(code) => python(code)", code)
             browser.close()
         server.shutdown()
-    print(f"pooled kernels, median ms of {args.repeats} calls: 1 thread (side module) vs {args.threads} threads "
-          "(pool, copies included); shared, noisy machine")
-    print(f"{'kernel':24} {'size':>16} {'work':>10} {'1 thread':>9} {f'{args.threads} threads':>10} {'ratio':>6}")
-    for kernel, size, work, one, many in rows:
-        print(f"{kernel:24} {size:>16} {work:>10} {one:>9.3f} {many:>10.3f} {many / one:>5.2f}x")
+    print(f"pooled kernels, median ms of {args.repeats} calls: 1 thread (side module), the pool's copies and all its "
+          f"parts on the calling thread, and the pool on {args.threads} threads (copies included); ratios to 1 "
+          "thread")
+    print(f"{'kernel':24} {'size':>16} {'work':>10} {'1 thread':>9} {'copies':>9} {'ratio':>6} "
+          f"{f'{args.threads} threads':>10} {'ratio':>6}")
+    for kernel, size, work, one, copying, many in rows:
+        print(f"{kernel:24} {size:>16} {work:>10} {one:>9.3f} {copying:>9.3f} {copying / one:>5.2f}x {many:>10.3f} "
+              f"{many / one:>5.2f}x")
     return 0
 
 

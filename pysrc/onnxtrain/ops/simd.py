@@ -25,10 +25,14 @@ _tables = {}        # optimizer name -> (the arrays, their pointer table), reuse
 _pool = None        # the kernel pool (web/lib/threads.mjs's forPython) when the page has one
 _threads = 1        # how many of its threads the ops use
 #: per pool entry, the work (multiply-adds, or elements touched) from which an op goes to the pool: below it,
-#: copying the operands and waking the threads cost more than the threads save
-POOL_MIN = {"gemm_f32_part": 1 << 20, "adamw_f32_part": 1 << 22, "sgd_f32_part": 1 << 23,
-            "im2col_f32_part": 1 << 20, "col2im_f32_part": 1 << 20, "maxpool_f32_part": 1 << 20,
-            "depthwise_f32_part": 1 << 20, "depthwise_grad_f32_part": 1 << 20}
+#: copying the operands and waking the threads cost more than the threads save.  bench/bench_threads.py measures
+#: it: copying alone costs about as much as one thread's im2col, col2im, max pooling and optimizer update (they
+#: only move memory), so those stay on the calling thread (NEVER) unless a caller lowers it; GEMM's copies are
+#: small beside its work from about 4M multiply-adds, depthwise convolution's from about 16M.
+NEVER = 1 << 62
+POOL_MIN = {"gemm_f32_part": 1 << 22, "depthwise_f32_part": 1 << 24, "depthwise_grad_f32_part": 1 << 24,
+            "adamw_f32_part": NEVER, "sgd_f32_part": NEVER, "im2col_f32_part": NEVER, "col2im_f32_part": NEVER,
+            "maxpool_f32_part": NEVER}
 _POOL_FILTERS = 1 << 16  # the most filter weights a pooled depthwise gradient sums on a thread's stack (1 MiB)
 
 
