@@ -1,13 +1,16 @@
-"""The kernel pool's size thresholds (onnxtrain.ops.simd.POOL_MIN): each pooled kernel timed in the engine of a
-cross-origin isolated page in headless Chromium at 1 thread (the side module) and at --threads threads (the pool,
-its operands copied in and out), over a range of sizes.  Reported per kernel and size: the median ms of --repeats
-calls at each count and the ratio pool / one thread (below 1: the pool is faster), and the pool with all the parts
-on the calling thread (what copying the operands in and out costs).  Needs the test site (its
-engine runs Python for the page): `python3 build.py test tests/browser/test_threads.py` builds it."""
+"""The kernel pool's size thresholds (onnxtrain.ops.simd.POOL_MIN) and what it gives: each pooled kernel timed in
+the engine of a cross-origin isolated page in headless Chromium at 1 thread (the side module) and at --threads
+threads (the pool, its operands copied in and out), over a range of sizes; then EfficientNet-Lite0's embeddings
+(the personalization backbone, PersonalizeTask.addSamples) at 1 and --threads threads alternately in the same page.
+Reported per kernel and size: the median ms of --repeats calls at each count and the ratio pool / one thread
+(below 1: the pool is faster), and the pool with all the parts on the calling thread (what copying the operands in
+and out costs).  Needs the test site (its engine runs Python for the page): `python3 build.py test
+tests/browser/test_threads.py` builds it."""
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -24,6 +27,28 @@ import * as lib from "./onnxtrain/onnxtrain.mjs";
 lib.env.wasm.numThreads = Number(new URLSearchParams(location.search).get("threads"));
 window.info = lib.start();
 window.python = (code) => lib._engineCall("runPython", { code });
+// EfficientNet-Lite0's embeddings (PersonalizeTask.addSamples, `batch` frames a call) on 1 and `threads` threads
+// alternately, `calls` timed calls in each of `blocks` blocks: ms per call by thread count.
+window.embed = async (threads, blocks, calls, batch) => {
+  const task = await lib.PersonalizeTask.create("backbone.onnx");
+  const pixels = new Uint8Array(224 * 224 * 4 * batch).map((_, i) => Math.imul(i, 2654435761) >>> 24);
+  const size = { width: 224, height: 224, count: batch };
+  await task.addClass("frames");
+  await task.addSamples(pixels, size, 0);
+  const ms = { one: [], many: [] };
+  for (let b = 0; b < blocks; b++) {
+    for (const [key, n] of [["one", 1], ["many", threads]]) {
+      await python(`from onnxtrain.ops import simd\nsimd.set_threads(${n})`);
+      for (let i = 0; i < calls; i++) {
+        const t0 = performance.now();
+        await task.addSamples(pixels, size, 0);
+        ms[key].push(performance.now() - t0);
+      }
+    }
+  }
+  await task.release?.();
+  return ms;
+};
 </script>
 """
 
@@ -31,7 +56,9 @@ TIMING = r"""
 import time
 import numpy as np
 from onnxtrain.ops import simd
-simd.POOL_MIN.update({k: 0 for k in simd.POOL_MIN})
+saved = dict(simd.POOL_MIN), simd.POOL_INTENSITY
+simd.POOL_MIN.update(dict.fromkeys(saved[0], 0))
+simd.POOL_INTENSITY = 0
 rng = np.random.default_rng(0)
 f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
 def median_ms(f, threads):
@@ -72,6 +99,8 @@ for c, hw in [(8, 28), (32, 56), (96, 112)]:
         lambda: simd.depthwise(x, w, None, (1, 1), (hw, hw), (1, 1), (1, 1)))
     row("maxpool_f32_part", f"8x{c}x{hw}x{hw}", x.size // 4 * 4,
         lambda: simd.maxpool(x, (2, 2), (0, 0), (hw // 2, hw // 2), (2, 2), (1, 1), False))
+simd.POOL_MIN.update(saved[0])
+simd.POOL_INTENSITY = saved[1]
 rows
 """
 
@@ -80,6 +109,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--embed-blocks", type=int, default=3, help="blocks of EfficientNet-Lite0 embeddings at "
+                        "each thread count (0: none); the site's backbone")
+    parser.add_argument("--embed-calls", type=int, default=3, help="timed addSamples calls a block")
+    parser.add_argument("--batch", type=int, default=8, help="frames an addSamples call")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
     if not (build.TEST_SITE / build.LIBRARY / "onnxtrain.mjs").exists():
@@ -87,6 +120,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(build.TEST_SITE / build.LIBRARY, Path(tmp) / "onnxtrain", copy_function=build.link_or_copy)
         (Path(tmp) / "index.html").write_text(PAGE)
+        if args.embed_blocks:
+            shutil.copy2(build.SITE / "artifacts" / "efficientnet_lite0" / "backbone.onnx", Path(tmp) / "backbone.onnx")
         server = build.make_server(Path(tmp), 0, isolate=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         with sync_playwright() as p:
@@ -98,6 +133,8 @@ def main() -> int:
                 sys.exit(f"the engine runs {info['threads']} threads, not {args.threads}: {info['threadsNote']}")
             code = TIMING.replace("REPEATS", str(args.repeats)).replace("THREADS", str(args.threads))
             rows = page.evaluate("(code) => python(code)", code)
+            embed = args.embed_blocks and page.evaluate(
+                "(a) => embed(...a)", [args.threads, args.embed_blocks, args.embed_calls, args.batch])
             browser.close()
         server.shutdown()
     print(f"pooled kernels, median ms of {args.repeats} calls: 1 thread (side module), the pool's copies and all its "
@@ -108,6 +145,12 @@ def main() -> int:
     for kernel, size, work, one, copying, many in rows:
         print(f"{kernel:24} {size:>16} {work:>10} {one:>9.3f} {copying:>9.3f} {copying / one:>5.2f}x {many:>10.3f} "
               f"{many / one:>5.2f}x")
+    if embed:
+        one, many = (statistics.median(embed[k]) for k in ("one", "many"))
+        print(f"\nEfficientNet-Lite0 embeddings (addSamples of {args.batch} frames, POOL_MIN as shipped), median ms a "
+              f"call of {len(embed['one'])}: 1 thread {one:.1f} ({1000 * args.batch / one:.1f} frames/s), "
+              f"{args.threads} threads {many:.1f} ({1000 * args.batch / many:.1f} frames/s): {one / many:.2f}x the "
+              "1-thread rate")
     return 0
 
 

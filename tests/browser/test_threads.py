@@ -54,8 +54,9 @@ class Counted:
         return self.pool.run(*args)
 
 pool = simd._pool = Counted(simd._pool)
-saved = dict(simd.POOL_MIN)
-simd.POOL_MIN.update({k: 0 for k in saved})
+saved = dict(simd.POOL_MIN), simd.POOL_INTENSITY
+simd.POOL_MIN.update(dict.fromkeys(saved[0], 0))
+simd.POOL_INTENSITY = 0
 rng = np.random.default_rng(0)
 f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
 
@@ -147,7 +148,8 @@ def sgd():
     assert simd.sgd(copies, gs, -0.125)
     return copies
 case("sgd", sgd, [w + np.float32(-0.125) * g for w, g in zip(ws, gs)])
-simd.POOL_MIN.update(saved)
+simd.POOL_MIN.update(saved[0])
+simd.POOL_INTENSITY = saved[1]
 simd._pool = pool.pool
 simd.set_threads(simd._pool.threads)
 cases
@@ -210,7 +212,8 @@ def wire(array):
 
 def test_training_losses_same_on_1_and_2_threads(isolated):
     batches = [[wire(x) for x in batch] for batch in oc.batches("cnn_ce_adamw", 3)]
-    force = "from onnxtrain.ops import simd\nsimd.POOL_MIN.update({k: 0 for k in simd.POOL_MIN})\n"
+    force = "from onnxtrain.ops import simd\nsimd.POOL_MIN.update(dict.fromkeys(simd.POOL_MIN, 0))\n" \
+        "simd.POOL_INTENSITY = 0\n"
     isolated.page.evaluate("(code) => python(code)", force + "simd.set_threads(1)")
     one = isolated.page.evaluate("(batches) => train(batches)", batches)
     isolated.page.evaluate("(code) => python(code)", "from onnxtrain.ops import simd\nsimd.set_threads(2)")

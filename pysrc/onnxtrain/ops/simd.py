@@ -24,15 +24,16 @@ _keep = []          # arrays the library holds pointers to (gemm's packing scrat
 _tables = {}        # optimizer name -> (the arrays, their pointer table), reused while they are the same arrays
 _pool = None        # the kernel pool (web/lib/threads.mjs's forPython) when the page has one
 _threads = 1        # how many of its threads the ops use
-#: per pool entry, the work (multiply-adds, or elements touched) from which an op goes to the pool: below it,
-#: copying the operands and waking the threads cost more than the threads save.  bench/bench_threads.py measures
-#: it: copying alone costs about as much as one thread's im2col, col2im, max pooling and optimizer update (they
-#: only move memory), so those stay on the calling thread (NEVER) unless a caller lowers it; GEMM's copies are
-#: small beside its work from about 4M multiply-adds, depthwise convolution's from about 16M.
-NEVER = 1 << 62
-POOL_MIN = {"gemm_f32_part": 1 << 22, "depthwise_f32_part": 1 << 24, "depthwise_grad_f32_part": 1 << 24,
-            "adamw_f32_part": NEVER, "sgd_f32_part": NEVER, "im2col_f32_part": NEVER, "col2im_f32_part": NEVER,
-            "maxpool_f32_part": NEVER}
+#: an op goes to the pool when its work (multiply-adds, or elements touched) is at least POOL_MIN (waking the
+#: threads costs tens of microseconds) and POOL_INTENSITY per byte copied into and out of the pool's memory.
+#: bench/bench_threads.py measures both: copying runs at about 4 GB/s and one thread's GEMM at about 15G
+#: multiply-adds a second, so two threads save more than the copies cost from about 8 multiply-adds a byte.  That
+#: leaves the kernels that only move memory (im2col, col2im, max pooling, the optimizers, depthwise convolution)
+#: on the calling thread, and large GEMMs with enough reuse (the MLP's 64x784x128, conv layers with many
+#: channels) on the pool.
+POOL_MIN = dict.fromkeys(["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
+                          "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part"], 1 << 20)
+POOL_INTENSITY = 8
 _POOL_FILTERS = 1 << 16  # the most filter weights a pooled depthwise gradient sums on a thread's stack (1 MiB)
 
 
@@ -91,9 +92,11 @@ def _table_mode(width: int) -> int:
 
 
 def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
-    """Run the pool's ``entry`` when it is there and ``work`` is large enough; whether it ran.  buffers: (address
+    """Run the pool's ``entry`` when it is there and ``work`` is large enough (POOL_MIN, POOL_INTENSITY); whether it
+    ran.  buffers: (address
     in Pyodide's heap, bytes, IN / OUT / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
-    if _pool is None or _threads < 2 or work < POOL_MIN[entry]:
+    copied = sum(size * ((mode & IN) + (mode >> 1 & 1) if mode < 4 else 1) for _, size, mode in buffers)
+    if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work < POOL_INTENSITY * copied:
         return False
     words = [len(buffers), len(args)]
     for address, size, mode in buffers:
