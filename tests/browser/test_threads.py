@@ -41,9 +41,8 @@ window.train = async (batches) => {
 
 # Run in the engine: every pooled kernel at 1, 2 and 4 threads (the pool taking ops of any size), with numpy's
 # answer; the result: per case, whether 2 and 4 threads gave one thread's bytes, and the error against numpy.
-KERNELS = r"""
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+# Run in the engine first: the pool takes ops of any size, its calls counted.
+COUNTED = r"""
 from onnxtrain.ops import simd
 
 class Counted:
@@ -57,6 +56,18 @@ pool = simd._pool = Counted(simd._pool)
 saved = dict(simd.POOL_MIN), simd.POOL_INTENSITY
 simd.POOL_MIN.update(dict.fromkeys(saved[0], 0))
 simd.POOL_INTENSITY = 0
+"""
+# and last: the pool and its thresholds as they were
+RESTORE = r"""
+simd.POOL_MIN.update(saved[0])
+simd.POOL_INTENSITY = saved[1]
+simd._pool = pool.pool
+simd.set_threads(simd._pool.threads)
+"""
+
+KERNELS = COUNTED + r"""
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 rng = np.random.default_rng(0)
 f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
 
@@ -148,12 +159,7 @@ def sgd():
     assert simd.sgd(copies, gs, -0.125)
     return copies
 case("sgd", sgd, [w + np.float32(-0.125) * g for w, g in zip(ws, gs)])
-simd.POOL_MIN.update(saved[0])
-simd.POOL_INTENSITY = saved[1]
-simd._pool = pool.pool
-simd.set_threads(simd._pool.threads)
-cases
-"""
+""" + RESTORE + "cases"
 
 
 @pytest.fixture(scope="module")
@@ -212,12 +218,12 @@ def wire(array):
 
 def test_training_losses_same_on_1_and_2_threads(isolated):
     batches = [[wire(x) for x in batch] for batch in oc.batches("cnn_ce_adamw", 3)]
-    force = "from onnxtrain.ops import simd\nsimd.POOL_MIN.update(dict.fromkeys(simd.POOL_MIN, 0))\n" \
-        "simd.POOL_INTENSITY = 0\n"
-    isolated.page.evaluate("(code) => python(code)", force + "simd.set_threads(1)")
+    python = lambda code: isolated.page.evaluate("(code) => python(code)", code)  # noqa: E731
+    assert python(COUNTED + "simd.set_threads(1)\npool.calls") == 0
     one = isolated.page.evaluate("(batches) => train(batches)", batches)
-    isolated.page.evaluate("(code) => python(code)", "from onnxtrain.ops import simd\nsimd.set_threads(2)")
+    assert python("simd.set_threads(2)\npool.calls") == 0
     two = isolated.page.evaluate("(batches) => train(batches)", batches)
+    assert python("calls = pool.calls\n" + RESTORE + "calls") > 0
     assert len(one) == 3 and all(np.isfinite(one))
     assert one == two
 

@@ -135,8 +135,8 @@ async function loadPool(kernels, numThreads) {
   };
   if (asked < 2) return one(null);
   if (!self.crossOriginIsolated) {
-    return one("the page is not cross-origin isolated (it needs the headers Cross-Origin-Opener-Policy: same-origin "
-      + "and Cross-Origin-Embedder-Policy: require-corp for SharedArrayBuffer)");
+    return one("the page is not cross-origin isolated: SharedArrayBuffer needs the headers "
+      + "Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp");
   }
   if (!kernels) return one("no SIMD kernel module loaded");
   const name = kernels.includes("relaxed") ? "onnxtrain_kernels_threads_relaxed.wasm" : "onnxtrain_kernels_threads.wasm";
