@@ -249,3 +249,13 @@ def test_default_thread_count(browser, root):
         page.context.close()
     finally:
         server.shutdown()
+
+
+def test_the_apps_status_line_says_the_threads(site_page):
+    page = site_page.page
+    page.wait_for_function("() => document.querySelector('#status').textContent.startsWith('Ready')")
+    status = page.text_content("#status")
+    if min(4, -(-page.evaluate("() => navigator.hardwareConcurrency") // 2)) > 1:  # the test site is not isolated
+        assert " on 1 thread (the page is not cross-origin isolated: SharedArrayBuffer needs" in status, status
+    else:
+        assert " on 1 thread; computing on " in status, status

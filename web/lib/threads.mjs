@@ -3,7 +3,8 @@
 // WebAssembly.Memory, instantiated here and in threads - 1 workers (threads_worker.mjs).  Python
 // (onnxtrain.ops.simd) calls run(name, descriptor, threads) synchronously: the operands are copied from Pyodide's
 // heap into the shared memory, the threads compute the kernel's parts (an entry point taking (part, parts, ...):
-// ENTRIES; every output is computed as one thread computes it), and the outputs are copied back.
+// ENTRIES; every output is computed as one thread computes it), and the outputs are copied back.  It answers
+// false, having done nothing, when the operands do not fit the memory (2 GiB at most).
 import { SPIN_MS, runPart, takePart } from "./threads_worker.mjs";
 
 export const ENTRIES = ["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
@@ -32,10 +33,17 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
   const control = take(32 + 8 * MAX_ARGS);
   const stacks = Array.from({ length: threads - 1 }, () => take(STACK) + STACK);
   const arena = top;
+  // whether the memory holds `end` bytes now (grown if need be; false past its maximum)
   const grow = (end) => {
-    if (end > memory.buffer.byteLength) memory.grow(Math.ceil((end - memory.buffer.byteLength) / PAGE));
+    if (end <= memory.buffer.byteLength) return true;
+    try {
+      memory.grow(Math.ceil((end - memory.buffer.byteLength) / PAGE));
+      return true;
+    } catch {
+      return false;
+    }
   };
-  grow(arena);
+  if (!grow(arena)) throw new RangeError(`${threads} threads' stacks do not fit the kernel pool's memory`);
   const words = new Int32Array(memory.buffer, control, 8);
   const functions = ENTRIES.map((name) => main[name]);
   const workers = await Promise.all(stacks.map((stackTop, i) => new Promise((resolve, reject) => {
@@ -66,7 +74,7 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
       places.set(from, end);
       end = align(end + size);
     }
-    grow(end);
+    if (!grow(end)) return false;
     const shared8 = new Uint8Array(memory.buffer);
     const shared32 = new Int32Array(memory.buffer);
     for (const [from, size, mode, to] of copies) {
@@ -104,6 +112,7 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     for (const [from, size, mode, to] of copies) {
       if (mode & 2 && mode < 4) back8.set(shared8.subarray(to, to + size), from);
     }
+    return true;
   }
   return { threads, forPython: { run, threads }, workers };
 }

@@ -93,8 +93,8 @@ def _table_mode(width: int) -> int:
 
 def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
     """Run the pool's ``entry`` when it is there and ``work`` is large enough (POOL_MIN, POOL_INTENSITY); whether it
-    ran.  buffers: (address
-    in Pyodide's heap, bytes, IN / OUT / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
+    ran (not when the operands do not fit the pool's memory).  buffers: (address in Pyodide's heap, bytes, IN / OUT
+    / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
     copied = sum(size * ((mode & IN) + (mode >> 1 & 1) if mode < 4 else 1) for _, size, mode in buffers)
     if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work < POOL_INTENSITY * copied:
         return False
@@ -109,8 +109,7 @@ def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
         else:
             words += (0, int(a))
     descriptor = np.array(words, np.int32)
-    _pool.run(entry, _ptr(descriptor), _threads)
-    return True
+    return bool(_pool.run(entry, _ptr(descriptor), _threads))
 
 
 def _whole(a: np.ndarray, mode: int) -> tuple:
