@@ -505,7 +505,8 @@ THREADS_WORKER = "threads_worker.mjs"
 def bundle_engine(hooks: Path, out: Path) -> None:
     """``out``: web/lib/engine.mjs with what it imports (start.mjs, webgpu.mjs, threads.mjs and its worker's protocol,
     ``hooks`` as engine_hooks.mjs and Pyodide's pyodide.mjs) bundled by esbuild into one module that imports
-    nothing, so that a bundler can copy it as one file.  Node's modules that pyodide.mjs imports when it runs under node stay dynamic imports."""
+    nothing, so that a bundler can copy it as one file.  Node's modules that pyodide.mjs imports when it runs under
+    node stay dynamic imports."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in (*ENGINE_MODULES, THREADS_WORKER):
@@ -522,8 +523,8 @@ def bundle_engine(hooks: Path, out: Path) -> None:
 
 def files_table(lib: Path, base: str) -> str:
     """The FILES line's replacement: each file the engine loads (engine.mjs, its pool's worker, pyodide/, wheels/,
-    kernels/) by its path in the library's folder, as [a literal `new URL("./path", base)`, bytes, sha256].  The literal form is
-    what Vite and webpack detect, to copy the file into their output and give its URL there."""
+    kernels/) by its path in the library's folder, as [a literal `new URL("./path", base)`, bytes, sha256].  The
+    literal form is what Vite and webpack detect, to copy the file into their output and give its URL there."""
     paths = ["engine.mjs", THREADS_WORKER, *sorted(p.relative_to(lib).as_posix()
                                                    for folder in ("pyodide", "wheels", "kernels")
                                                    for p in (lib / folder).rglob("*") if p.is_file())]

@@ -139,7 +139,7 @@ async function loadPool(kernels, numThreads) {
       + "Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp");
   }
   if (!kernels) return one("no SIMD kernel module loaded");
-  const name = kernels.includes("relaxed") ? "onnxtrain_kernels_threads_relaxed.wasm" : "onnxtrain_kernels_threads.wasm";
+  const name = `onnxtrain_kernels_threads${kernels.includes("relaxed") ? "_relaxed" : ""}.wasm`;
   try {
     const pool = await startPool({ bytes: await fileBytes(`kernels/${name}`), threads: asked,
       workerUrl: urlOf("threads_worker.mjs"), heap: () => py._module });

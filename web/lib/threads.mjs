@@ -102,7 +102,9 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     Atomics.store(words, 6, (job & 0xffff) << 16);
     Atomics.store(words, 0, job);
     Atomics.notify(words, 0);
-    for (let part; (part = takePart(words, job, total)) >= 0;) runPart(words, functions[entry], part, total, args, name);
+    for (let part; (part = takePart(words, job, total)) >= 0;) {
+      runPart(words, functions[entry], part, total, args, name);
+    }
     const until = performance.now() + SPIN_MS;
     for (let done; (done = Atomics.load(words, 1)) < total;) {
       if (performance.now() > until) Atomics.wait(words, 1, done);

@@ -6,9 +6,9 @@ kernels keep their numpy code.  Every function here returns None for a case it d
 layout), and the caller falls back to numpy.
 
 On a cross-origin isolated page the engine also starts a kernel pool (web/lib/threads.mjs, ``use_pool``): GEMM,
-convolution, pooling and the optimizers from a size up (POOL_MIN) run there on several threads, their operands
-copied into the pool's shared memory and back; each thread computes a slice of the outputs, every output as one
-thread computes it, so results are the same at any thread count.
+convolution, pooling and the optimizers with enough work (POOL_MIN, POOL_INTENSITY) run there on several threads,
+their operands copied into the pool's shared memory and back; each thread computes a slice of the outputs, every
+output as one thread computes it, so results are the same at any thread count.
 """
 from __future__ import annotations
 
@@ -67,11 +67,6 @@ def use_pool(pool) -> int:
     return _threads
 
 
-def threads() -> int:
-    """How many threads the kernels run on."""
-    return _threads if _on and _pool is not None else 1
-
-
 def set_threads(count: int) -> int:
     """Use ``count`` of the pool's threads (1 to all of them); how many are used."""
     global _threads
@@ -84,6 +79,7 @@ class _Copy(int):
 
 
 IN, OUT, BOTH = 1, 2, 3
+_COPIES = {IN: 1, OUT: 1, BOTH: 2}  # how often a buffer is copied (a table: once, in)
 
 
 def _table_mode(width: int) -> int:
@@ -95,7 +91,7 @@ def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
     """Run the pool's ``entry`` when it is there and ``work`` is large enough (POOL_MIN, POOL_INTENSITY); whether it
     ran (not when the operands do not fit the pool's memory).  buffers: (address in Pyodide's heap, bytes, IN / OUT
     / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
-    copied = sum(size * ((mode & IN) + (mode >> 1 & 1) if mode < 4 else 1) for _, size, mode in buffers)
+    copied = sum(size * _COPIES.get(mode, 1) for _, size, mode in buffers)
     if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work < POOL_INTENSITY * copied:
         return False
     words = [len(buffers), len(args)]
@@ -190,13 +186,15 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
 
 def _gemm(count, m, n, k, alpha, pa, sa, rsa, csa, pb, sb, rsb, csb, beta, pc, sc, ldc) -> None:
     """gemm_f32 on the pool when it takes it (strides not negative), else on this thread."""
+    def span(step, rows, rs, cols, cs):  # bytes from a matrix stack's first element to its last
+        return 4 * ((count - 1) * step + (rows - 1) * rs + (cols - 1) * cs + 1)
+
     if min(sa, rsa, csa, sb, rsb, csb) >= 0:
-        span = lambda step, rows, rs, cols, cs: 4 * ((count - 1) * step + (rows - 1) * rs + (cols - 1) * cs + 1)
         buffers = [(pa, span(sa, m, rsa, k, csa), IN), (pb, span(sb, k, rsb, n, csb), IN),
                    (pc, span(sc, m, ldc, n, 1), OUT if beta == 0.0 else BOTH)]
-        if _pooled("gemm_f32_part", count * m * n * k, buffers, [count, m, n, k, float(alpha), _Copy(0), sa, rsa, csa,
-                                                                  _Copy(1), sb, rsb, csb, float(beta), _Copy(2), sc,
-                                                                  ldc]):
+        args = [count, m, n, k, float(alpha), _Copy(0), sa, rsa, csa, _Copy(1), sb, rsb, csb, float(beta), _Copy(2),
+                sc, ldc]
+        if _pooled("gemm_f32_part", count * m * n * k, buffers, args):
             return
     _lib.gemm_f32(count, m, n, k, _float(alpha), pa, sa, rsa, csa, pb, sb, rsb, csb, _float(beta), pc, sc, ldc)
 
@@ -226,7 +224,7 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
     values = np.array(scalars, F32)
     table = _table("adamw", groups)
     if not _pooled("adamw_f32_part", sum(g[0].size for g in groups),
-                   [_whole(x, mode_) for g in groups for x, mode_ in zip(g, (BOTH, IN, BOTH, BOTH))]
+                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN, BOTH, BOTH))]
                    + [_whole(table, _table_mode(5)), _whole(values, IN)],
                    [len(groups), _Copy(4 * len(groups)), mode, _Copy(4 * len(groups) + 1)]):
         _lib.adamw_f32(len(groups), _ptr(table), mode, _ptr(values))
@@ -240,7 +238,7 @@ def sgd(weights, gradients, neg_lr) -> bool:
         return False
     table = _table("sgd", groups)
     if not _pooled("sgd_f32_part", sum(g[0].size for g in groups),
-                   [_whole(x, mode) for g in groups for x, mode in zip(g, (BOTH, IN))]
+                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN))]
                    + [_whole(table, _table_mode(3))], [len(groups), _Copy(2 * len(groups)), float(neg_lr)]):
         _lib.sgd_f32(len(groups), _ptr(table), _float(float(neg_lr)))
     return True
