@@ -25,15 +25,15 @@ _tables = {}        # optimizer name -> (the arrays, their pointer table), reuse
 _pool = None        # the kernel pool (web/lib/threads.mjs's forPython) when the page has one
 _threads = 1        # how many of its threads the ops use
 #: an op goes to the pool when its work (multiply-adds, or elements touched) is at least POOL_MIN (waking the
-#: threads costs tens of microseconds) and POOL_INTENSITY per byte copied into and out of the pool's memory.
-#: bench/bench_threads.py measures both: copying runs at about 4 GB/s and one thread's GEMM at about 15G
-#: multiply-adds a second, so two threads save more than the copies cost from about 8 multiply-adds a byte.  That
-#: leaves the kernels that only move memory (im2col, col2im, max pooling, the optimizers, depthwise convolution)
-#: on the calling thread, and large GEMMs with enough reuse (the MLP's 64x784x128, conv layers with many
-#: channels) on the pool.
+#: threads costs tens of microseconds) and the work the other threads take off the calling one, work * (1 - 1 /
+#: threads), is at least POOL_INTENSITY per byte copied into and out of the pool's memory: POOL_INTENSITY is the
+#: work one thread does while a byte is copied.  bench/bench_threads.py measures both: copying runs at about 3.3
+#: GB/s, one thread's GEMM at about 19G multiply-adds a second, so about 6: a GEMM pays from about 12
+#: multiply-adds a byte on 2 threads, 8 on 4.  The kernels that only move memory (im2col, col2im, max pooling, the
+#: optimizers, depthwise convolution) stay on the calling thread; large GEMMs with enough reuse go to the pool.
 POOL_MIN = dict.fromkeys(["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
                           "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part"], 1 << 20)
-POOL_INTENSITY = 8
+POOL_INTENSITY = 6
 _POOL_FILTERS = 1 << 16  # the most filter weights a pooled depthwise gradient sums on a thread's stack (1 MiB)
 
 
@@ -92,7 +92,7 @@ def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
     ran (not when the operands do not fit the pool's memory).  buffers: (address in Pyodide's heap, bytes, IN / OUT
     / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
     copied = sum(size * _COPIES.get(mode, 1) for _, size, mode in buffers)
-    if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work < POOL_INTENSITY * copied:
+    if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work * (1 - 1 / _threads) < POOL_INTENSITY * copied:
         return False
     words = [len(buffers), len(args)]
     for address, size, mode in buffers:
