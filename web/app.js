@@ -104,7 +104,9 @@ $("checkpoint").onclick = async () => download(await demo.saveCheckpoint(true), 
 Promise.all([ready, compute]).then(([info, provider]) => {
   const kernels = info.kernels ? `SIMD kernels (${info.kernels.includes("relaxed") ? "relaxed SIMD" : "SIMD128"})`
     : "numpy kernels only";
-  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}, ${kernels}; ` +
-    `computing on ${PROVIDER_NAMES[provider]}.`;
+  const threads = info.threads > 1 ? `${info.threads} threads` : "1 thread"
+    + (info.threadsNote ? ` (${info.threadsNote})` : "");
+  $("status").textContent = `Ready: Python ${info.python.split(" ")[0]}, numpy ${info.numpy}, ${kernels} on `
+    + `${threads}; computing on ${PROVIDER_NAMES[provider]}.`;
   $("train").disabled = false;
 }, (err) => { showError(err); $("status").textContent = "The Python runtime failed to start."; });

@@ -212,10 +212,17 @@ static void gemm_dots(int m, int n, int k, float alpha, const float *a, int rsa,
   }
 }
 
+/* Whether few outputs from long rows take gemm_dots: the 4x8 kernel's thresholds on every build, so that the same
+   shapes take this path in the page and in CPython. */
+static inline int takes_dots(int m, int n, int k, float alpha) {
+  return m * n <= 16 * 8 && k >= 4 * m * n / 8 && alpha != 0.0f;
+}
+
+/* pa, pb: the packing buffers (MC * KC and KC * NC floats); dots: whether few outputs from long rows may take
+   gemm_dots (decided on the whole product, so that a slice of it computes each output as the whole does). */
 static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int csa, const float *b, int rsb,
-                  int csb, float beta, float *c, int ldc) {
-  /* the 4x8 kernel's thresholds on every build: the same shapes take this path in the page and in CPython */
-  if (csa == 1 && rsb == 1 && m * n <= 16 * 8 && k >= 4 * m * n / 8 && alpha != 0.0f) {
+                  int csb, float beta, float *c, int ldc, float *pa, float *pb, int dots) {
+  if (dots && csa == 1 && rsb == 1) {
     gemm_dots(m, n, k, alpha, a, rsa, b, csb, beta, c, ldc);
     return;
   }
@@ -234,10 +241,10 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
     int nc = min(NC, n - jc);
     for (int pc = 0; pc < k; pc += KC) {
       int kc = min(KC, k - pc);
-      pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, packed_b);
+      pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, pb);
       for (int ic = 0; ic < m; ic += MC) {
         int mc = min(MC, m - ic);
-        pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, packed_a);
+        pack_a(mc, kc, a + ic * rsa + pc * csa, rsa, csa, pa);
 #ifdef __wasm__
         for (int ir = 0; ir < mc; ir += MR)      /* C row strips in order: short k writes C often */
           for (int jr = 0; jr < nc; jr += NR)
@@ -245,7 +252,7 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
         for (int jr = 0; jr < nc; jr += NR)      /* a B panel stays in L1 while A's panels stream from L2 */
           for (int ir = 0; ir < mc; ir += MR)
 #endif
-            micro(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
+            micro(kc, pa + ir * kc, pb + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
                   min(MR, mc - ir), min(NR, nc - jr), va, overwrite && pc == 0);
       }
     }
@@ -256,6 +263,34 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
    C[i, j] = alpha * sum_p A[i * rsa + p * csa] * B[p * rsb + j * csb] + beta * C[i * ldc + j]. */
 API void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, int sa, int rsa, int csa,
                   const float *b, int sb, int rsb, int csb, float beta, float *c, int sc, int ldc) {
+  int dots = takes_dots(m, n, k, alpha);
   for (int t = 0; t < batch; t++)
-    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc);
+    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, packed_a, packed_b,
+          dots);
+}
+
+/* gemm_f32's part `part` of `parts` (for the threaded module: any thread may take any part), with its packing
+   buffers on the thread's stack: whole products when the batch has one per part, else C's columns in NR-wide
+   panels (its rows in MR-tall ones when C is taller than wide), so that every output is computed as by gemm_f32. */
+API void gemm_f32_part(int part, int parts, int batch, int m, int n, int k, float alpha, const float *a, int sa,
+                       int rsa, int csa, const float *b, int sb, int rsb, int csb, float beta, float *c, int sc,
+                       int ldc) {
+  float scratch[MC * KC + KC * NC] __attribute__((aligned(16)));
+  float *pa = scratch, *pb = scratch + MC * KC;
+  int dots = takes_dots(m, n, k, alpha);
+  if (batch >= parts) {
+    for (int t = batch * part / parts; t < batch * (part + 1) / parts; t++)
+      gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, pa, pb, dots);
+    return;
+  }
+  int by_rows = m > n, unit = by_rows ? MR : NR, units = ((by_rows ? m : n) + unit - 1) / unit;
+  int lo = units * part / parts * unit, hi = min(units * (part + 1) / parts * unit, by_rows ? m : n);
+  for (int t = 0; t < batch && lo < hi; t++) {
+    if (by_rows)
+      gemm1(hi - lo, n, k, alpha, a + t * sa + lo * rsa, rsa, csa, b + t * sb, rsb, csb, beta,
+            c + t * sc + lo * ldc, ldc, pa, pb, dots);
+    else
+      gemm1(m, hi - lo, k, alpha, a + t * sa, rsa, csa, b + t * sb + lo * csb, rsb, csb, beta, c + t * sc + lo,
+            ldc, pa, pb, dots);
+  }
 }

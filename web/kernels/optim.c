@@ -64,17 +64,41 @@ API void adamw_f32(int count, const addr_t *table, int mode, const float *s) {
            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
 }
 
+static void sgd1(int n, float *w, const float *g, float neg_lr) {
+  int i = 0;
+#ifdef __wasm__
+  for (; i + 4 <= n; i += 4)
+    wasm_v128_store(w + i, ADD(wasm_v128_load(w + i), MUL(V(neg_lr), wasm_v128_load(g + i))));
+#endif
+  for (; i < n; i++) w[i] += neg_lr * g[i];
+}
+
 /* w += neg_lr * g over `count` tensors: table holds (size, weight, gradient) addresses per tensor. */
 API void sgd_f32(int count, const addr_t *table, float neg_lr) {
-  for (int t = 0; t < count; t++, table += 3) {
-    int n = table[0];
-    float *w = (float *)table[1];
-    const float *g = (const float *)table[2];
-    int i = 0;
-#ifdef __wasm__
-    for (; i + 4 <= n; i += 4)
-      wasm_v128_store(w + i, ADD(wasm_v128_load(w + i), MUL(V(neg_lr), wasm_v128_load(g + i))));
-#endif
-    for (; i < n; i++) w[i] += neg_lr * g[i];
+  for (int t = 0; t < count; t++, table += 3) sgd1(table[0], (float *)table[1], (const float *)table[2], neg_lr);
+}
+
+/* Elements [*lo, *hi) of n that part `part` of `parts` updates: whole vectors of 4. */
+static void slice4(int n, int part, int parts, int *lo, int *hi) {
+  int units = (n + 3) / 4;
+  *lo = units * part / parts * 4;
+  *hi = units * (part + 1) / parts * 4;
+  if (*hi > n) *hi = n;
+}
+
+/* adamw_f32 and sgd_f32 over part `part` of `parts` of every tensor's elements. */
+API void adamw_f32_part(int part, int parts, int count, const addr_t *table, int mode, const float *s) {
+  for (int t = 0, lo, hi; t < count; t++, table += 5) {
+    slice4(table[0], part, parts, &lo, &hi);
+    if (lo < hi)
+      adamw1(hi - lo, (float *)table[1] + lo, (const float *)table[2] + lo, (float *)table[3] + lo,
+             (float *)table[4] + lo, mode, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10]);
+  }
+}
+
+API void sgd_f32_part(int part, int parts, int count, const addr_t *table, float neg_lr) {
+  for (int t = 0, lo, hi; t < count; t++, table += 3) {
+    slice4(table[0], part, parts, &lo, &hi);
+    if (lo < hi) sgd1(hi - lo, (float *)table[1] + lo, (const float *)table[2] + lo, neg_lr);
   }
 }

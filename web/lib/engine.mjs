@@ -28,7 +28,8 @@ async function start(init) {
   py.registerJsModule("_onnxtrain_webgpu", webgpu);
   call = py._module.jspiSupported ? (...args) => errors.answer.callPromising(registry, ...args)
     : (...args) => errors.answer(registry, ...args);
-  return { kernels: started.kernels, start: started.start, timings: started.timings,
+  return { kernels: started.kernels, threads: started.threads, threadsNote: started.threadsNote,
+    start: started.start, timings: started.timings,
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
     milliseconds: started.timings.kernels };
 }

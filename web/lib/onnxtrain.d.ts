@@ -295,10 +295,13 @@ export type StartProgress =
   | { phase: "download"; file: string; loaded: number; total: number | null; cached: boolean }
   | { phase: "python" | "imports" | "kernels" | "ready" };
 
-/** What the engine runs: numpy's and Python's versions, the SIMD kernels in use (null: numpy's code), how Python
- * started (from this browser's memory snapshot, making one, or plainly) and the start's timings in ms. */
-export interface EngineInfo { numpy: string; python: string; kernels: string | null;
-  start: "restored" | "made" | "plain"; timings: Record<string, number>; milliseconds: number }
+/** What the engine runs: numpy's and Python's versions, the SIMD kernels in use (null: numpy's code), the threads
+ * they run on (env.wasm.numThreads; more than 1 only on a cross-origin isolated page) and, where that is 1 though
+ * more were asked for, why; how Python started (from this browser's memory snapshot, making one, or plainly) and
+ * the start's timings in ms. */
+export interface EngineInfo { numpy: string; python: string; kernels: string | null; threads: number;
+  threadsNote: string | null; start: "restored" | "made" | "plain"; timings: Record<string, number>;
+  milliseconds: number }
 
 /** Starts the engine now (it also starts with the first session or task); what it runs. A failed start rejects
  * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. */
@@ -627,8 +630,9 @@ export class Federation {
 
 /** onnxruntime-web's env. wasm.wasmPaths says where the library's files are served, for a bundle that did not copy
  * them: the URL of a folder laid out as the package's, or an object of a file's path there (such as
- * "pyodide/pyodide.asm.wasm") to its URL; set it before the first session. The other settings are accepted and
- * ignored. */
+ * "pyodide/pyodide.asm.wasm") to its URL; set it before the first session. wasm.numThreads: the threads the
+ * kernels run on, read when the engine starts (0 or unset: min(4, half the cores rounded up), as onnxruntime-web;
+ * 1: no threads); more than 1 needs a cross-origin isolated page. The other settings are accepted and ignored. */
 export const env: {
   wasm: { numThreads?: number; simd?: boolean; proxy?: boolean; initTimeout?: number;
     wasmPaths?: string | URL | Record<string, string | URL>; trace?: boolean; [key: string]: unknown };

@@ -12,9 +12,10 @@ const FILES = {}; // build.py: the files the engine loads
 
 // onnxruntime-web's settings, accepted so that code written for it runs.  onnxtrain reads env.wasm.wasmPaths: where
 // this folder's files are served (a folder's URL, or a map of a file's path in this folder to its URL), for a
-// bundle that did not copy them (esbuild's); relative URLs resolve against the page.  The rest is ignored.
+// bundle that did not copy them (esbuild's); relative URLs resolve against the page; and env.wasm.numThreads, the
+// kernels' threads, read when the engine starts.  The rest is ignored.
 const env = {
-  wasm: { numThreads: 1, simd: true, proxy: false, initTimeout: 0, wasmPaths: undefined, trace: false },
+  wasm: { numThreads: 0, simd: true, proxy: false, initTimeout: 0, wasmPaths: undefined, trace: false },
   webgl: {}, webgpu: {}, logLevel: "warning", debug: false, versions: {},
 };
 
@@ -153,7 +154,7 @@ let engine = null;
 const progressListeners = new Set(); // the start's onProgress callbacks, until the engine is ready
 
 // A worker of the engine at `files`' engine.mjs: resolves once it runs, rejects with the URL when it did not load.
-function launch(files) {
+function launch(files, numThreads) {
   const url = files["engine.mjs"].url;
   return new Promise((resolve, reject) => {
     const worker = new Worker(url, { type: "module" });
@@ -168,8 +169,19 @@ function launch(files) {
       resolve(worker);
     };
     // a page a service worker serves keeps the files in that worker's cache: the engine keeps no second copy
-    worker.postMessage({ init: { files, cache: !globalThis.navigator?.serviceWorker?.controller } });
+    worker.postMessage({ init: { files, cache: !globalThis.navigator?.serviceWorker?.controller,
+      numThreads } });
   });
+}
+
+// env.wasm.numThreads, checked: the kernels' threads (0 or undefined: onnxruntime-web's default, min(4, half the
+// cores rounded up); more than 1 needs a cross-origin isolated page).
+function threadCount() {
+  const n = env.wasm.numThreads ?? 0;
+  if (!Number.isInteger(n) || n < 0) {
+    throw new TypeError(`env.wasm.numThreads must be a whole number of threads (0: the default), not ${String(n)}`);
+  }
+  return n;
 }
 
 // The engine from where env.wasm.wasmPaths says; code written for onnxruntime-web points wasmPaths at its own
@@ -177,10 +189,11 @@ function launch(files) {
 async function engineWorker() {
   const paths = env.wasm.wasmPaths;
   const places = [libraryFiles(paths), ...(paths == null ? [] : [libraryFiles(null)])];
+  const numThreads = threadCount();
   const failures = [];
   for (const files of places) {
     try {
-      return await launch(files);
+      return await launch(files, numThreads);
     } catch (err) {
       failures.push(err.message);
     }

@@ -1,9 +1,11 @@
 // Starting Python for the library's engine: Pyodide, numpy, the onnxtrain wheel and its SIMD kernels, from the
 // library's files (their URLs come from the page: onnxtrain.mjs's FILES, or env.wasm.wasmPaths; a file the page
 // did not list is looked for beside this module), from a memory snapshot of an earlier visit where the browser has
-// one.  startPython({files, cache, progress}) resolves to {py, timings, kernels, start}; snapshotSaved() once the
+// one.  startPython({files, cache, progress, numThreads}) resolves to {py, timings, kernels, start, threads,
+// threadsNote}; snapshotSaved() once the
 // snapshot this visit made is stored.
 import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
+import { defaultThreads, startPool } from "./threads.mjs";
 
 // What every start imports before it is ready (and so what a snapshot holds; build.py's START_IMPORTS).
 const IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions";
@@ -128,6 +130,33 @@ async function loadKernels() {
   }
   console.warn("numpy's kernels stay in use: no SIMD kernel module loaded");
   return null;
+}
+
+// The kernel pool (threads.mjs) for `kernels` (the side module in use) at numThreads (onnxruntime-web's setting:
+// 0 or undefined picks its default): {threads, threadsNote}, the note saying why there is only one thread where
+// more were asked for.
+async function loadPool(kernels, numThreads) {
+  const asked = numThreads > 0 ? numThreads : defaultThreads(self.navigator?.hardwareConcurrency);
+  const one = (why) => {
+    if (asked > 1) console.warn(`onnxtrain runs its kernels on 1 thread, not ${asked}: ${why}`);
+    return { threads: 1, threadsNote: asked > 1 ? why : null };
+  };
+  if (asked < 2) return one(null);
+  if (!self.crossOriginIsolated) {
+    return one("the page is not cross-origin isolated: SharedArrayBuffer needs the headers "
+      + "Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp");
+  }
+  if (!kernels) return one("no SIMD kernel module loaded");
+  const name = `onnxtrain_kernels_threads${kernels.includes("relaxed") ? "_relaxed" : ""}.wasm`;
+  try {
+    const pool = await startPool({ bytes: await fileBytes(`kernels/${name}`), threads: asked,
+      workerUrl: urlOf("threads_worker.mjs"), heap: () => py._module });
+    py.registerJsModule("_onnxtrain_threads", pool.forPython);
+    py.runPython("from onnxtrain.ops import simd; import _onnxtrain_threads; simd.use_pool(_onnxtrain_threads)");
+    return { threads: pool.threads, threadsNote: null };
+  } catch (err) {
+    return one(`the kernel pool did not start (${err.message || err})`);
+  }
 }
 
 // ---- Start-up from a memory snapshot --------------------------------------------------------------------
@@ -440,7 +469,7 @@ async function startWithSnapshot(timings, t0) {
 
 // Everything is fetched at once, while Pyodide starts: from a snapshot when the browser has one, else making one;
 // the plain start if that fails.  The kernels load last, on every start (they are outside the snapshot).
-export async function startPython({ files = {}, cache = true, progress = () => {} } = {}) {
+export async function startPython({ files = {}, cache = true, progress = () => {}, numThreads = 0 } = {}) {
   const t0 = performance.now();
   const timings = {};
   mark = (name) => { timings[name] ??= performance.now() - t0; };
@@ -462,9 +491,10 @@ export async function startPython({ files = {}, cache = true, progress = () => {
   if (!py) await startPlain(timings, t0);
   report({ phase: "kernels" });
   const kernels = await loadKernels();
+  const pool = await loadPool(kernels, numThreads);
   timings.kernels = performance.now() - t0;
   pruneCache().catch(() => {});
-  return { py, timings, kernels, start };
+  return { py, timings, kernels, start, ...pool };
 }
 
 // Resolves once the snapshot this visit made is stored (at once without one): whether there was one.

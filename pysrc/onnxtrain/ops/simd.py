@@ -5,6 +5,11 @@ place, without copies.  In CPython the same sources built for the host (the opti
 ``python3 build.py native``) load at import unless ONNXTRAIN_NATIVE=0 (or a path: that build).  Without either
 ``available()`` is False and the op kernels keep their numpy code.  Every function here returns None for a case
 it does not take (a dtype, a layout), and the caller falls back to numpy.
+
+On a cross-origin isolated page the engine also starts a kernel pool (web/lib/threads.mjs, ``use_pool``): GEMM,
+convolution, pooling and the optimizers with enough work (POOL_MIN, POOL_INTENSITY) run there on several threads,
+their operands copied into the pool's shared memory and back; each thread computes a slice of the outputs, every
+output as one thread computes it, so results are the same at any thread count.
 """
 from __future__ import annotations
 
@@ -20,6 +25,21 @@ _lib = None
 _on = False
 _keep = []          # arrays the library holds pointers to (gemm's packing scratch)
 _tables = {}        # optimizer name -> (the arrays, their pointer table), reused while they are the same arrays
+_pool = None        # the kernel pool (web/lib/threads.mjs's forPython) when the page has one
+_threads = 1        # how many of its threads the ops use
+#: an op goes to the pool when its work (multiply-adds, or elements touched) is at least POOL_MIN (waking the
+#: threads costs tens of microseconds) and the work the other threads take off the calling one, work * (1 - 1 /
+#: threads), is at least POOL_INTENSITY per byte copied into and out of the pool's memory: POOL_INTENSITY is the
+#: work one thread does while a byte is copied.  bench/bench_threads.py measures both: copying runs at about 3.3
+#: GB/s, one thread's GEMM at about 19G multiply-adds a second, so about 6: a GEMM pays from about 12
+#: multiply-adds a byte on 2 threads, 8 on 4.  The kernels that only move memory (im2col, col2im, max pooling, the
+#: optimizers, depthwise convolution) stay on the calling thread; large GEMMs with enough reuse go to the pool.
+POOL_MIN = dict.fromkeys(["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
+                          "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part"], 1 << 20)
+POOL_INTENSITY = 6
+_POOL_FILTERS = 1 << 16  # the most filter weights a pooled depthwise gradient sums on a thread's stack (1 MiB)
+
+
 def load(path: str) -> bool:
     """Load the kernel library (a wasm side module already in Pyodide's file system, or the host build) and turn
     it on."""
@@ -68,6 +88,59 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 def _ptr(a: np.ndarray):
     """The address of a's first element, as a kernel argument."""
     return _c(_addr(a))
+
+
+def use_pool(pool) -> int:
+    """Run the large ops on ``pool`` (threads.mjs's forPython: run, threads), on all its threads."""
+    global _pool, _threads
+    _pool, _threads = pool, int(pool.threads)
+    return _threads
+
+
+def set_threads(count: int) -> int:
+    """Use ``count`` of the pool's threads (1 to all of them); how many are used."""
+    global _threads
+    _threads = max(1, min(int(count), int(_pool.threads))) if _pool is not None else 1
+    return _threads
+
+
+class _Copy(int):
+    """A pool call's argument: the address of the copy of the call's buffer number int(self)."""
+
+
+IN, OUT, BOTH = 1, 2, 3
+_COPIES = {IN: 1, OUT: 1, BOTH: 2}  # how often a buffer is copied (a table: once, in)
+
+
+def _table_mode(width: int) -> int:
+    """A buffer that is an optimizer's table of rows (size, addresses of the call's buffers...), `width` wide."""
+    return 4 + 16 * width
+
+
+def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
+    """Run the pool's ``entry`` when it is there and ``work`` is large enough (POOL_MIN, POOL_INTENSITY); whether it
+    ran (not when the operands do not fit the pool's memory).  buffers: (address in Pyodide's heap, bytes, IN / OUT
+    / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
+    copied = sum(size * _COPIES.get(mode, 1) for _, size, mode in buffers)
+    if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work * (1 - 1 / _threads) < POOL_INTENSITY * copied:
+        return False
+    words = [len(buffers), len(args)]
+    for address, size, mode in buffers:
+        words += (address, size, mode)
+    for a in args:
+        if isinstance(a, _Copy):
+            words += (2, int(a))
+        elif isinstance(a, float):
+            words += (1, int(np.array(a, F32).view(np.int32)))
+        else:
+            words += (0, int(a))
+    descriptor = np.array(words, np.int32)
+    return bool(_pool.run(entry, _ptr(descriptor), _threads))
+
+
+def _whole(a: np.ndarray, mode: int) -> tuple:
+    """A contiguous array as a pool buffer."""
+    return (_ptr(a), a.nbytes, mode)
 
 
 def _merge_batch(shape: tuple, *strides: list) -> tuple[list, list]:
@@ -121,8 +194,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
         return out
     pa, pb, pc = _addr(a), _addr(b), _addr(out)
     if not batch:
-        _lib.gemm_f32(1, m, n, k, _float(alpha), _c(pa), 0, sa[0] >> 2, sa[1] >> 2, _c(pb), 0, sb[0] >> 2, sb[1] >> 2,
-                      _float(beta), _c(pc), 0, n)
+        _gemm(1, m, n, k, alpha, pa, 0, sa[0] >> 2, sa[1] >> 2, pb, 0, sb[0] >> 2, sb[1] >> 2, beta, pc, 0, n)
         return out
     sc = out.strides
     dims, (ba, bb, bc) = _merge_batch(batch, *[[x >> 2 for x in st[:-2]] for st in (sa, sb, sc)])
@@ -131,9 +203,25 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
         oa = sum(i * s for i, s in zip(index, ba))
         ob = sum(i * s for i, s in zip(index, bb))
         oc = sum(i * s for i, s in zip(index, bc))
-        _lib.gemm_f32(count, m, n, k, _float(alpha), _c(pa + 4 * oa), step[0], sa[-2] >> 2, sa[-1] >> 2,
-                      _c(pb + 4 * ob), step[1], sb[-2] >> 2, sb[-1] >> 2, _float(beta), _c(pc + 4 * oc), step[2], n)
+        _gemm(count, m, n, k, alpha, pa + 4 * oa, step[0], sa[-2] >> 2, sa[-1] >> 2, pb + 4 * ob, step[1],
+              sb[-2] >> 2, sb[-1] >> 2, beta, pc + 4 * oc, step[2], n)
     return out
+
+
+def _gemm(count, m, n, k, alpha, pa, sa, rsa, csa, pb, sb, rsb, csb, beta, pc, sc, ldc) -> None:
+    """gemm_f32 on the pool when it takes it (strides not negative), else on this thread."""
+    def span(step, rows, rs, cols, cs):  # bytes from a matrix stack's first element to its last
+        return 4 * ((count - 1) * step + (rows - 1) * rs + (cols - 1) * cs + 1)
+
+    if min(sa, rsa, csa, sb, rsb, csb) >= 0:
+        buffers = [(_c(pa), span(sa, m, rsa, k, csa), IN), (_c(pb), span(sb, k, rsb, n, csb), IN),
+                   (_c(pc), span(sc, m, ldc, n, 1), OUT if beta == 0.0 else BOTH)]
+        args = [count, m, n, k, float(alpha), _Copy(0), sa, rsa, csa, _Copy(1), sb, rsb, csb, float(beta), _Copy(2),
+                sc, ldc]
+        if _pooled("gemm_f32_part", count * m * n * k, buffers, args):
+            return
+    _lib.gemm_f32(count, m, n, k, _float(alpha), _c(pa), sa, rsa, csa, _c(pb), sb, rsb, csb, _float(beta), _c(pc), sc,
+                  ldc)
 
 
 def _table(key: str, groups: list) -> np.ndarray:
@@ -159,7 +247,12 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
     if not _on or not _takes(groups):
         return False
     values = np.array(scalars, F32)
-    _lib.adamw_f32(len(groups), _ptr(_table("adamw", groups)), mode, _ptr(values))
+    table = _table("adamw", groups)
+    if not _pooled("adamw_f32_part", sum(g[0].size for g in groups),
+                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN, BOTH, BOTH))]
+                   + [_whole(table, _table_mode(5)), _whole(values, IN)],
+                   [len(groups), _Copy(4 * len(groups)), mode, _Copy(4 * len(groups) + 1)]):
+        _lib.adamw_f32(len(groups), _ptr(table), mode, _ptr(values))
     return True
 
 
@@ -168,7 +261,11 @@ def sgd(weights, gradients, neg_lr) -> bool:
     groups = list(zip(weights, gradients))
     if not _on or not _takes(groups):
         return False
-    _lib.sgd_f32(len(groups), _ptr(_table("sgd", groups)), _float(float(neg_lr)))
+    table = _table("sgd", groups)
+    if not _pooled("sgd_f32_part", sum(g[0].size for g in groups),
+                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN))]
+                   + [_whole(table, _table_mode(3))], [len(groups), _Copy(2 * len(groups)), float(neg_lr)]):
+        _lib.sgd_f32(len(groups), _ptr(table), _float(float(neg_lr)))
     return True
 
 
@@ -281,8 +378,10 @@ def im2col(x: np.ndarray, kernel_shape, pads, out, strides, dilations) -> np.nda
     n, c = x.shape[:2]
     cols = np.empty((n, c, kernel_shape[0] * kernel_shape[1], out[0], out[1]), F32)
     if cols.size:
-        _lib.im2col_f32(n * c, *_window_args(x.shape, out, kernel_shape, strides, pads, dilations), _ptr(x),
-                        _ptr(cols))
+        window = _window_args(x.shape, out, kernel_shape, strides, pads, dilations)
+        if not _pooled("im2col_f32_part", cols.size, [_whole(x, IN), _whole(cols, OUT)],
+                       [n * c, *window, _Copy(0), _Copy(1)]):
+            _lib.im2col_f32(n * c, *window, _ptr(x), _ptr(cols))
     return cols
 
 
@@ -293,8 +392,10 @@ def col2im(cols: np.ndarray, x_shape, kernel_shape, pads, out, strides, dilation
     cols = _contiguous(cols)
     x = np.empty(tuple(x_shape), F32)
     if x.size:
-        _lib.col2im_f32(x_shape[0] * x_shape[1], *_window_args(x_shape, out, kernel_shape, strides, pads,
-                                                               dilations), _ptr(cols), _ptr(x))
+        planes, window = x_shape[0] * x_shape[1], _window_args(x_shape, out, kernel_shape, strides, pads, dilations)
+        if not _pooled("col2im_f32_part", cols.size, [_whole(cols, IN), _whole(x, OUT)],
+                       [planes, *window, _Copy(0), _Copy(1)]):
+            _lib.col2im_f32(planes, *window, _ptr(cols), _ptr(x))
     return x
 
 
@@ -314,7 +415,10 @@ def depthwise(x, w, b, pads, out, strides, dilations) -> np.ndarray | None:
     b = None if b is None else _contiguous(b)
     y = np.empty((x.shape[0], x.shape[1], out[0], out[1]), F32)
     if y.size:
-        _lib.depthwise_f32(*args, _ptr(x), _ptr(w), None if b is None else _ptr(b), _ptr(y))
+        buffers = [_whole(x, IN), _whole(w, IN), _whole(y, OUT)] + ([] if b is None else [_whole(b, IN)])
+        if not _pooled("depthwise_f32_part", y.size * w.shape[2] * w.shape[3], buffers,
+                       [*args, _Copy(0), _Copy(1), 0 if b is None else _Copy(3), _Copy(2)]):
+            _lib.depthwise_f32(*args, _ptr(x), _ptr(w), None if b is None else _ptr(b), _ptr(y))
     return y
 
 
@@ -329,8 +433,14 @@ def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_
     if want_dw and not x.size:
         dw[...] = 0
     if x.size and (want_dx or want_dw):
-        _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else None,
-                                _ptr(dw) if want_dw else None)
+        outputs = [a for a in (dx, dw) if a is not None]
+        pooled = w.size <= _POOL_FILTERS and _pooled(
+            "depthwise_grad_f32_part", dy.size * w.shape[2] * w.shape[3],
+            [_whole(dy, IN), _whole(x, IN), _whole(w, IN)] + [_whole(a, OUT) for a in outputs],
+            [*args, _Copy(0), _Copy(1), _Copy(2), _Copy(3) if want_dx else 0, _Copy(3 + want_dx) if want_dw else 0])
+        if not pooled:
+            _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else None,
+                                    _ptr(dw) if want_dw else None)
     return dx, dw
 
 
@@ -343,8 +453,11 @@ def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices:
     y = np.empty((n, c, out[0], out[1]), F32)
     where = np.empty(y.shape, I64) if indices else None
     if y.size:
-        _lib.maxpool_f32(n * c, *_window_args(x.shape, out, kernel_shape, strides, pads, dilations), _ptr(x),
-                         _ptr(y), _ptr(where) if indices else None)
+        window = _window_args(x.shape, out, kernel_shape, strides, pads, dilations)
+        buffers = [_whole(x, IN), _whole(y, OUT)] + ([_whole(where, OUT)] if indices else [])
+        if not _pooled("maxpool_f32_part", y.size * kernel_shape[0] * kernel_shape[1], buffers,
+                       [n * c, *window, _Copy(0), _Copy(1), _Copy(2) if indices else 0]):
+            _lib.maxpool_f32(n * c, *window, _ptr(x), _ptr(y), _ptr(where) if indices else None)
     return y, where
 
 

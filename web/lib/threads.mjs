@@ -1,0 +1,120 @@
+// onnxtrain's kernel pool: where the page is cross-origin isolated, the SIMD kernels also run on threads.  Pyodide's
+// heap cannot be shared, so a second build of web/kernels (threaded: atomics, shared memory) runs in its own shared
+// WebAssembly.Memory, instantiated here and in threads - 1 workers (threads_worker.mjs).  Python
+// (onnxtrain.ops.simd) calls run(name, descriptor, threads) synchronously: the operands are copied from Pyodide's
+// heap into the shared memory, the threads compute the kernel's parts (an entry point taking (part, parts, ...):
+// ENTRIES; every output is computed as one thread computes it), and the outputs are copied back.  It answers
+// false, having done nothing, when the operands do not fit the memory (2 GiB at most).
+import { SPIN_MS, runPart, takePart } from "./threads_worker.mjs";
+
+export const ENTRIES = ["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
+  "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part"];
+const PAGE = 65536;
+const MAX_PAGES = 32768; // 2 GiB, the threaded module's --max-memory
+const STACK = 1024 * 1024; // build.py's THREADED_LINK stack size
+const MAX_ARGS = 28;
+const PARTS_PER_THREAD = 3; // parts, so that a thread the system runs late leaves most of its share to the others
+
+// The thread count onnxruntime-web picks for numThreads 0 or undefined.
+export const defaultThreads = (cores) => Math.min(4, Math.ceil((cores || 1) / 2));
+
+// The pool: resolves to {threads, forPython} (the module registered for Python).
+export async function startPool({ bytes, threads, workerUrl, heap }) {
+  const module = await WebAssembly.compile(bytes);
+  const memory = new WebAssembly.Memory({ initial: 64, maximum: MAX_PAGES, shared: true });
+  const main = (await WebAssembly.instantiate(module, { env: { memory } })).exports;
+  const align = (n) => Math.ceil(n / 16) * 16;
+  let top = align(main.__heap_base.value);
+  const take = (size) => {
+    const at = top;
+    top = align(top + size);
+    return at;
+  };
+  const control = take(32 + 8 * MAX_ARGS);
+  const stacks = Array.from({ length: threads - 1 }, () => take(STACK) + STACK);
+  const arena = top;
+  // whether the memory holds `end` bytes now (grown if need be; false past its maximum)
+  const grow = (end) => {
+    if (end <= memory.buffer.byteLength) return true;
+    try {
+      memory.grow(Math.ceil((end - memory.buffer.byteLength) / PAGE));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!grow(arena)) throw new RangeError(`${threads} threads' stacks do not fit the kernel pool's memory`);
+  const words = new Int32Array(memory.buffer, control, 8);
+  const functions = ENTRIES.map((name) => main[name]);
+  const workers = await Promise.all(stacks.map((stackTop, i) => new Promise((resolve, reject) => {
+    const worker = new Worker(workerUrl, { type: "module", name: `onnxtrain-kernels-${i + 1}` });
+    worker.onmessage = () => resolve(worker);
+    worker.onerror = (event) => reject(new Error(`${workerUrl}: ${event.message || "did not load"}`));
+    worker.postMessage({ module, memory, index: i + 1, control, stackTop, entries: ENTRIES });
+  })));
+  let job = 0;
+  // descriptor (int32, in Pyodide's heap): buffers, args, then per buffer (address, bytes, mode), per arg (kind,
+  // value).  mode 1: copied in, 2: copied out, 3: both, 4 + 16 * width: a table of rows of `width` int32s, each
+  // row a size then addresses of this call's buffers (translated to their copies).  kind 0: an int, 1: a float's
+  // bits, 2: the address of the copy of buffer `value`.
+  function run(name, descriptor, used) {
+    const entry = ENTRIES.indexOf(name);
+    const heap32 = heap().HEAP32;
+    const heap8 = heap().HEAPU8;
+    const at = descriptor >> 2;
+    const [nbuf, nargs] = [heap32[at], heap32[at + 1]];
+    if (entry < 0 || nargs > MAX_ARGS || used > threads) throw new RangeError(`kernel pool: no ${name} of ${nargs} `
+      + `arguments on ${used} threads`);
+    const places = new Map();
+    const copies = [];
+    let end = arena;
+    for (let i = 0; i < nbuf; i++) {
+      const [from, size, mode] = heap32.subarray(at + 2 + 3 * i, at + 5 + 3 * i);
+      copies.push([from, size, mode, end]);
+      places.set(from, end);
+      end = align(end + size);
+    }
+    if (!grow(end)) return false;
+    const shared8 = new Uint8Array(memory.buffer);
+    const shared32 = new Int32Array(memory.buffer);
+    for (const [from, size, mode, to] of copies) {
+      if (mode & 1 || mode >= 4) shared8.set(heap8.subarray(from, from + size), to);
+      if (mode < 4) continue;
+      const width = mode >> 4;
+      for (let i = to >> 2, row = 0; i < (to + size) >> 2; i++, row = (row + 1) % width) {
+        if (row) shared32[i] = places.get(shared32[i]);
+      }
+    }
+    const args = new Float64Array(memory.buffer, control + 32, nargs);
+    const bits = new DataView(new ArrayBuffer(4));
+    for (let i = 0, p = at + 2 + 3 * nbuf; i < nargs; i++, p += 2) {
+      const [kind, value] = [heap32[p], heap32[p + 1]];
+      if (kind === 1) bits.setInt32(0, value, true);
+      args[i] = kind === 0 ? value : kind === 1 ? bits.getFloat32(0, true) : copies[value][3];
+    }
+    const total = used * PARTS_PER_THREAD;
+    words[2] = entry;
+    words[3] = total;
+    words[4] = nargs;
+    words[7] = used;
+    Atomics.store(words, 1, 0);
+    job += 1;
+    Atomics.store(words, 6, (job & 0xffff) << 16);
+    Atomics.store(words, 0, job);
+    Atomics.notify(words, 0);
+    for (let part; (part = takePart(words, job, total)) >= 0;) {
+      runPart(words, functions[entry], part, total, args, name);
+    }
+    const until = performance.now() + SPIN_MS;
+    for (let done; (done = Atomics.load(words, 1)) < total;) {
+      if (performance.now() > until) Atomics.wait(words, 1, done);
+    }
+    if (Atomics.exchange(words, 5, 0)) throw new Error(`onnxtrain's kernel pool: ${name} failed`);
+    const back8 = heap().HEAPU8;
+    for (const [from, size, mode, to] of copies) {
+      if (mode & 2 && mode < 4) back8.set(shared8.subarray(to, to + size), from);
+    }
+    return true;
+  }
+  return { threads, forPython: { run, threads }, workers };
+}
