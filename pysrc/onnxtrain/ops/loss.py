@@ -47,8 +47,9 @@ def _label_weights(op: str, labels: np.ndarray, n_classes: int, weights, ignore_
     """(safe_labels, w): labels with ignored entries replaced by 0, and the per-label weight
     (weights[label], or 1) that is 0 where the label is ignored; w is None when every weight is 1."""
     ignored = labels == ignore_index if ignore_index is not None else None
-    safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp)
-    if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
+    safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp, copy=False)
+    # one reduction checks both ends: a negative label is a huge unsigned number
+    if safe.size and np.maximum.reduce(safe.view(np.uintp), axis=None) >= n_classes:
         bad = safe[(safe < 0) | (safe >= n_classes)].flat[0]
         raise ValueError(f"{op}: label {bad} is outside [0, {n_classes})"
                          + ("" if ignore_index is None else f" and is not ignore_index={ignore_index}"))
@@ -70,8 +71,9 @@ def _pick(log_prob: np.ndarray, safe: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax(scores: np.ndarray, axis: int) -> np.ndarray:
-    shifted = scores - scores.max(axis=axis, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    shifted = scores - np.maximum.reduce(scores, axis=axis, keepdims=True)
+    sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
+    return np.subtract(shifted, np.log(sums, out=sums), out=shifted)
 
 
 def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total_keeps_sum=False):
@@ -86,10 +88,12 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
         loss *= w
     if reduction == "none":
         return loss
-    total = loss.sum(dtype=dtype)
+    total = np.add.reduce(loss, axis=None, dtype=dtype)
     if reduction == "mean":
         denom = _total_weight(w, labels, dtype)
-        if denom != 0 or not zero_total_keeps_sum:
+        if 0 < abs(denom) < np.inf:      # no warning can arise
+            total = total / denom
+        elif denom != 0 or not zero_total_keeps_sum:
             with np.errstate(invalid="ignore", divide="ignore"):
                 total = total / denom
     return np.asarray(total, dtype)

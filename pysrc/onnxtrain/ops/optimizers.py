@@ -26,12 +26,14 @@ def bool_flag(value: bool, like=None) -> np.ndarray:
     """A bool flag output shaped like ``like`` (the lr or step input), else [1]."""
     if like is None:
         return np.array([value])
-    return np.full(np.shape(like), value, dtype=bool)
+    flag = np.empty(np.shape(like), bool)
+    flag.fill(value)
+    return flag
 
 
 def _signal(signal) -> bool:
     """An optional bool[1] input: absent means True."""
-    return signal is None or bool(np.asarray(signal).reshape(-1)[0])
+    return signal is None or bool(np.asarray(signal).item(0))
 
 
 def scalar_input(op: str, name: str, value) -> np.ndarray:
