@@ -9,6 +9,7 @@ it does not take (a dtype, a layout), and the caller falls back to numpy.
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import sys
 
@@ -139,13 +140,16 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
     return out
 
 
-def _table(key: str, groups: list) -> np.ndarray:
-    """(size, address, address, ...) per group of same-shaped arrays, pointer-sized; rebuilt only when the arrays
-    change (the cache holds them, so an id cannot be reused while cached)."""
+def _table(key: str, groups: list) -> np.ndarray | None:
+    """(size, address, address, ...) per group of same-shaped float32 C-contiguous arrays, pointer-sized; None when
+    an array is not one.  Checked and rebuilt only when the arrays change (the cache holds them, so an id cannot be
+    reused while cached, and an array keeps its dtype and layout)."""
     arrays = [x for g in groups for x in g]
     cached = _tables.get(key)
-    if cached is not None and len(cached[0]) == len(arrays) and all(x is y for x, y in zip(cached[0], arrays)):
+    if cached is not None and len(cached[0]) == len(arrays) and all(map(operator.is_, cached[0], arrays)):
         return cached[1]
+    if not _takes(groups):
+        return None
     table = np.array([v for g in groups for v in [g[0].size] + [_addr(x) for x in g]], np.uintp)
     _tables[key] = (arrays, table)
     return table
@@ -159,19 +163,21 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
     """AdamW over every (weight, gradient, moment 1, moment 2), in place, in one call; False when not taken.
     scalars: lr, alpha, beta, 1 - alpha, 1 - beta, epsilon, weight_decay, ac, bc, lr_c, lr * weight_decay."""
     groups = list(zip(weights, gradients, m1, m2))
-    if not _on or not _takes(groups):
+    table = _table("adamw", groups) if _on else None
+    if table is None:
         return False
     values = np.array(scalars, F32)
-    _lib.adamw_f32(len(groups), _ptr(_table("adamw", groups)), mode, _ptr(values))
+    _lib.adamw_f32(len(groups), _ptr(table), mode, _ptr(values))
     return True
 
 
 def sgd(weights, gradients, neg_lr) -> bool:
     """w += neg_lr * g for every pair, in place, in one call; False when not taken."""
     groups = list(zip(weights, gradients))
-    if not _on or not _takes(groups):
+    table = _table("sgd", groups) if _on else None
+    if table is None:
         return False
-    _lib.sgd_f32(len(groups), _ptr(_table("sgd", groups)), _float(float(neg_lr)))
+    _lib.sgd_f32(len(groups), _ptr(table), _float(float(neg_lr)))
     return True
 
 
