@@ -8,6 +8,8 @@ when there are no weights) and leaves the sum undivided when that total is 0.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
@@ -49,7 +51,7 @@ def _label_weights(op: str, labels: np.ndarray, n_classes: int, weights, ignore_
     ignored = labels == ignore_index if ignore_index is not None else None
     safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp, copy=False)
     # one reduction checks both ends: a negative label is a huge unsigned number
-    if safe.size and np.maximum.reduce(safe.view(np.uintp), axis=None) >= n_classes:
+    if safe.size and int(np.maximum.reduce(safe.view(np.uintp), axis=None)) >= n_classes:
         bad = safe[(safe < 0) | (safe >= n_classes)].flat[0]
         raise ValueError(f"{op}: label {bad} is outside [0, {n_classes})"
                          + ("" if ignore_index is None else f" and is not ignore_index={ignore_index}"))
@@ -91,7 +93,7 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
     total = np.add.reduce(loss, axis=None, dtype=dtype)
     if reduction == "mean":
         denom = _total_weight(w, labels, dtype)
-        if 0 < abs(denom) < np.inf:      # no warning can arise
+        if 0 < abs(float(denom)) < math.inf:    # no warning can arise (Python floats: numpy scalars compare slowly)
             total = total / denom
         elif denom != 0 or not zero_total_keeps_sum:
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -122,7 +124,7 @@ def _softmax_ce_grad(op, dY, log_prob, labels, weights, ignore_index, reduction)
         scale = dY.reshape(())
         if reduction == "mean":
             denom = _total_weight(w, labels, dtype)
-            if denom != 0:
+            if float(denom) != 0:
                 scale = scale / denom
     grad = np.exp(log_prob)
     if log_prob.ndim == 2:
