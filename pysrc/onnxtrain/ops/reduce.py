@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .quiet import quiet
 from .registry import kernel
 
 
@@ -20,7 +21,7 @@ def reduce_with(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
     if data.dtype.kind in "iub" and op in ("ReduceLogSum", "ReduceLogSumExp", "ReduceMean") and \
             any(data.shape[a] == 0 for a in axes):
         raise ValueError(f"{op} over an empty set of integers has no value ({'nan' if op == 'ReduceMean' else '-inf'})")
-    with np.errstate(divide="ignore", invalid="ignore"):    # an empty set: log(0) = -inf, mean 0/0 = nan
+    with quiet(("divide", "invalid")):    # an empty set: log(0) = -inf, mean 0/0 = nan
         out = fn(data, axis=axes, keepdims=bool(keepdims))
     return np.asarray(out).astype(data.dtype, copy=False)
 
