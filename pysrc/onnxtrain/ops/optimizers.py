@@ -11,6 +11,8 @@ where numpy's rounding allows.
 """
 from __future__ import annotations
 
+import functools
+import math
 import threading
 
 import numpy as np
@@ -177,6 +179,14 @@ def _adamw_mode1(w, g, m, v, lr_wd, lr_c, a, b, eps, one_a, one_b) -> None:
     w -= s
 
 
+@functools.lru_cache(maxsize=16)
+def _adamw_constants(alpha: float, beta: float, epsilon: float, weight_decay: float) -> tuple:
+    """alpha, beta, epsilon, weight_decay, 1, 1 - alpha and 1 - beta as float32 (a node's attributes: made once)."""
+    f32 = np.float32
+    a, b, one = f32(alpha), f32(beta), f32(1)
+    return a, b, f32(epsilon), f32(weight_decay), one, one - a, one - b
+
+
 @kernel("AdamWOptimizer", MS_DOMAIN)
 def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, update_signal=None, *,
                    alpha=0.9, beta=0.999, epsilon=1e-8, weight_decay=1e-2, correct_bias=1, adam_mode=0):
@@ -189,16 +199,15 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
     f32 = np.float32
     lr = f32(scalar_input(op, "lr", lr))
     t = int(scalar_input(op, "step", step))
-    a, b, eps, wd = f32(alpha), f32(beta), f32(epsilon), f32(weight_decay)
-    one = f32(1)
+    a, b, eps, wd, one, one_a, one_b = _adamw_constants(alpha, beta, epsilon, weight_decay)
     ac = bc = one
     lr_c = lr
     if correct_bias == 1:
         # std::pow(float, int64) runs in double; the result is cast to float.
         ac = one - f32(float(a) ** t)
         bc = one - f32(float(b) ** t)
-        lr_c = lr * (np.sqrt(bc) / ac)
-    one_a, one_b = one - a, one - b
+        # a double's square root rounded to float32 is float32's correctly rounded square root
+        lr_c = lr * (f32(math.sqrt(bc)) / ac)
     scalars = [lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd]
     if simd.adamw(weights, gradients, momentums_1, momentums_2, adam_mode, scalars):
         return bool_flag(True, step), weights, momentums_1, momentums_2
