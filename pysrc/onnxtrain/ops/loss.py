@@ -65,10 +65,18 @@ def _total_weight(w, labels, dtype):
     return dtype.type(labels.size) if w is None else w.sum(dtype=dtype)
 
 
+def _flat_picks(safe: np.ndarray, n_classes: int) -> np.ndarray:
+    """The flat indices of [n, safe[n]] in a C-contiguous [N, C] array (one flat index is several times faster than
+    two)."""
+    index = np.arange(0, safe.size * n_classes, n_classes or 1)
+    index += safe
+    return index
+
+
 def _pick(log_prob: np.ndarray, safe: np.ndarray) -> np.ndarray:
     """log_prob[n, safe[n, d...], d...]"""
     if log_prob.ndim == 2:
-        return log_prob[np.arange(len(safe)), safe]
+        return log_prob.reshape(-1)[_flat_picks(safe, log_prob.shape[1])]
     return np.take_along_axis(log_prob, np.expand_dims(safe, 1), axis=1)[:, 0]
 
 
@@ -126,9 +134,10 @@ def _softmax_ce_grad(op, dY, log_prob, labels, weights, ignore_index, reduction)
             denom = _total_weight(w, labels, dtype)
             if float(denom) != 0:
                 scale = scale / denom
-    grad = np.exp(log_prob)
+    grad = np.exp(log_prob, order="C")
     if log_prob.ndim == 2:
-        grad[np.arange(len(safe)), safe] -= dtype.type(1)
+        flat, picks = grad.reshape(-1), _flat_picks(safe, log_prob.shape[1])
+        flat[picks] = flat[picks] - dtype.type(1)
     else:
         grad -= np.arange(log_prob.shape[1]).reshape((1, -1) + (1,) * (labels.ndim - 1)) == np.expand_dims(safe, 1)
     if w is None and np.ndim(scale) == 0:
