@@ -12,7 +12,6 @@ where numpy's rounding allows.
 from __future__ import annotations
 
 import functools
-import math
 import threading
 
 import numpy as np
@@ -206,8 +205,7 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
         # std::pow(float, int64) runs in double; the result is cast to float.
         ac = one - f32(float(a) ** t)
         bc = one - f32(float(b) ** t)
-        # a double's square root rounded to float32 is float32's correctly rounded square root
-        lr_c = lr * (f32(math.sqrt(bc)) / ac)
+        lr_c = lr * (np.sqrt(bc) / ac)
     scalars = [lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd]
     if simd.adamw(weights, gradients, momentums_1, momentums_2, adam_mode, scalars):
         return bool_flag(True, step), weights, momentums_1, momentums_2
