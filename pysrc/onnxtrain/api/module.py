@@ -93,9 +93,7 @@ class Module:
             if self._eval is None:
                 raise RuntimeError("this Module has no eval model: pass eval_model_uri to run eval steps")
             self._check_count(user_inputs, self._eval_user_inputs)
-            feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind))
-                     for kind, key in self._eval_layout]
-            outputs = self._eval.run(feeds)
+            outputs = self._eval.run(self._feeds(self._eval_layout, user_inputs))
         outputs = [np.asarray(o) for o in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
@@ -103,9 +101,7 @@ class Module:
         """The train step's user outputs; with ``defer`` (on WebGPU) a function that gives them, so that the
         optimizer step can join the same submission."""
         self._check_count(user_inputs, self._train_user_inputs)
-        flag = self._keep if self._accumulate else self._reset
-        feeds = [user_inputs[key] if kind == _USER else self._held(getattr(key, kind)) if kind else flag
-                 for kind, key in self._train_layout]
+        feeds = self._feeds(self._train_layout, user_inputs, self._keep if self._accumulate else self._reset)
         if self._residency is None:
             everything = self._train.run(feeds)
             outputs = [everything[i] for i in self._train_user_output_index]
@@ -114,9 +110,17 @@ class Module:
         self._accumulate = True
         return outputs
 
-    def _held(self, array):
-        """A state array as a feed: itself on the CPU, its resident GPU copy on WebGPU."""
-        return array if self._residency is None else self._residency.resident(array)
+    def _feeds(self, layout: list, user_inputs, flag=None) -> list:
+        """The feeds of a ``_feed_layout``: the user's inputs, the state's arrays (held) and the reset flag."""
+        feeds = [user_inputs[key] if kind == _USER else getattr(key, kind) if kind else flag for kind, key in layout]
+        if self._residency is None:
+            return feeds
+        resident = self._residency.resident
+        return [resident(f) if kind and kind != _USER else f for f, (kind, _) in zip(feeds, layout)]
+
+    def _held(self, arrays: list) -> list:
+        """State arrays as feeds: themselves on the CPU, their resident GPU copies on WebGPU."""
+        return arrays if self._residency is None else [self._residency.resident(a) for a in arrays]
 
     def device_report(self) -> dict:
         """Where the module runs: the device, and on WebGPU the adapter, the nodes of the last train and eval

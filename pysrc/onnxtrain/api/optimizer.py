@@ -146,8 +146,8 @@ class Optimizer:
         states = self._group.states
         held = self._module._held
         feeds = [self._lr, np.array([self._group.step + 1], dtype=np.int64),
-                 [held(entries[n].data) for n in self._names], [held(entries[n].grad) for n in self._names]]
-        feeds += [[held(states[n][m]) for n in self._names] for m in self._momentum_names]
+                 held([entries[n].data for n in self._names]), held([entries[n].grad for n in self._names])]
+        feeds += [held([states[n][m] for n in self._names]) for m in self._momentum_names]
         updated = self._session.run(feeds, self._session.output_names[:1])[0]
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..ir import dtypes
 from . import simd
+from .quiet import ALL, quiet
 from .registry import kernel
 
 
@@ -17,7 +18,7 @@ def _like(x: np.ndarray, result) -> np.ndarray:
 
 def _unary(name: str, fn) -> None:
     def run(X):
-        with np.errstate(all="ignore"):      # log(0) = -inf, sqrt(-1) = nan, as onnxruntime, silently
+        with quiet(ALL):      # log(0) = -inf, sqrt(-1) = nan, as onnxruntime, silently
             return _like(X, fn(X))
     run.__name__ = name
     kernel(name)(run)

@@ -8,6 +8,8 @@ when there are no weights) and leaves the sum undivided when that total is 0.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
@@ -47,8 +49,9 @@ def _label_weights(op: str, labels: np.ndarray, n_classes: int, weights, ignore_
     """(safe_labels, w): labels with ignored entries replaced by 0, and the per-label weight
     (weights[label], or 1) that is 0 where the label is ignored; w is None when every weight is 1."""
     ignored = labels == ignore_index if ignore_index is not None else None
-    safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp)
-    if safe.size and (safe.min() < 0 or safe.max() >= n_classes):
+    safe = (labels if ignored is None else np.where(ignored, 0, labels)).astype(np.intp, copy=False)
+    # one reduction checks both ends: a negative label is a huge unsigned number
+    if safe.size and int(np.maximum.reduce(safe.view(np.uintp), axis=None)) >= n_classes:
         bad = safe[(safe < 0) | (safe >= n_classes)].flat[0]
         raise ValueError(f"{op}: label {bad} is outside [0, {n_classes})"
                          + ("" if ignore_index is None else f" and is not ignore_index={ignore_index}"))
@@ -62,16 +65,25 @@ def _total_weight(w, labels, dtype):
     return dtype.type(labels.size) if w is None else w.sum(dtype=dtype)
 
 
+def _flat_picks(safe: np.ndarray, n_classes: int) -> np.ndarray:
+    """The flat indices of [n, safe[n]] in a C-contiguous [N, C] array (one flat index is several times faster than
+    two)."""
+    index = np.arange(0, safe.size * n_classes, n_classes or 1)
+    index += safe
+    return index
+
+
 def _pick(log_prob: np.ndarray, safe: np.ndarray) -> np.ndarray:
     """log_prob[n, safe[n, d...], d...]"""
     if log_prob.ndim == 2:
-        return log_prob[np.arange(len(safe)), safe]
+        return log_prob.reshape(-1)[_flat_picks(safe, log_prob.shape[1])]
     return np.take_along_axis(log_prob, np.expand_dims(safe, 1), axis=1)[:, 0]
 
 
 def _log_softmax(scores: np.ndarray, axis: int) -> np.ndarray:
-    shifted = scores - scores.max(axis=axis, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    shifted = scores - np.maximum.reduce(scores, axis=axis, keepdims=True)
+    sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
+    return np.subtract(shifted, np.log(sums, out=sums), out=shifted)
 
 
 def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total_keeps_sum=False):
@@ -86,10 +98,12 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
         loss *= w
     if reduction == "none":
         return loss
-    total = loss.sum(dtype=dtype)
+    total = np.add.reduce(loss, axis=None, dtype=dtype)
     if reduction == "mean":
         denom = _total_weight(w, labels, dtype)
-        if denom != 0 or not zero_total_keeps_sum:
+        if 0 < abs(float(denom)) < math.inf:    # no warning can arise (Python floats: numpy scalars compare slowly)
+            total = total / denom
+        elif denom != 0 or not zero_total_keeps_sum:
             with np.errstate(invalid="ignore", divide="ignore"):
                 total = total / denom
     return np.asarray(total, dtype)
@@ -118,11 +132,12 @@ def _softmax_ce_grad(op, dY, log_prob, labels, weights, ignore_index, reduction)
         scale = dY.reshape(())
         if reduction == "mean":
             denom = _total_weight(w, labels, dtype)
-            if denom != 0:
+            if float(denom) != 0:
                 scale = scale / denom
-    grad = np.exp(log_prob)
+    grad = np.exp(log_prob, order="C")
     if log_prob.ndim == 2:
-        grad[np.arange(len(safe)), safe] -= dtype.type(1)
+        flat, picks = grad.reshape(-1), _flat_picks(safe, log_prob.shape[1])
+        flat[picks] = flat[picks] - dtype.type(1)
     else:
         grad -= np.arange(log_prob.shape[1]).reshape((1, -1) + (1,) * (labels.ndim - 1)) == np.expand_dims(safe, 1)
     if w is None and np.ndim(scale) == 0:

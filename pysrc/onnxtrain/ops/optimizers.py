@@ -11,6 +11,7 @@ where numpy's rounding allows.
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -26,12 +27,14 @@ def bool_flag(value: bool, like=None) -> np.ndarray:
     """A bool flag output shaped like ``like`` (the lr or step input), else [1]."""
     if like is None:
         return np.array([value])
-    return np.full(np.shape(like), value, dtype=bool)
+    flag = np.empty(np.shape(like), bool)
+    flag.fill(value)
+    return flag
 
 
 def _signal(signal) -> bool:
     """An optional bool[1] input: absent means True."""
-    return signal is None or bool(np.asarray(signal).reshape(-1)[0])
+    return signal is None or bool(np.asarray(signal).item(0))
 
 
 def scalar_input(op: str, name: str, value) -> np.ndarray:
@@ -175,6 +178,14 @@ def _adamw_mode1(w, g, m, v, lr_wd, lr_c, a, b, eps, one_a, one_b) -> None:
     w -= s
 
 
+@functools.lru_cache(maxsize=16)
+def _adamw_constants(alpha: float, beta: float, epsilon: float, weight_decay: float) -> tuple:
+    """alpha, beta, epsilon, weight_decay, 1, 1 - alpha and 1 - beta as float32 (a node's attributes: made once)."""
+    f32 = np.float32
+    a, b, one = f32(alpha), f32(beta), f32(1)
+    return a, b, f32(epsilon), f32(weight_decay), one, one - a, one - b
+
+
 @kernel("AdamWOptimizer", MS_DOMAIN)
 def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, update_signal=None, *,
                    alpha=0.9, beta=0.999, epsilon=1e-8, weight_decay=1e-2, correct_bias=1, adam_mode=0):
@@ -187,8 +198,7 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
     f32 = np.float32
     lr = f32(scalar_input(op, "lr", lr))
     t = int(scalar_input(op, "step", step))
-    a, b, eps, wd = f32(alpha), f32(beta), f32(epsilon), f32(weight_decay)
-    one = f32(1)
+    a, b, eps, wd, one, one_a, one_b = _adamw_constants(alpha, beta, epsilon, weight_decay)
     ac = bc = one
     lr_c = lr
     if correct_bias == 1:
@@ -196,7 +206,6 @@ def AdamWOptimizer(lr, step, weights, gradients, momentums_1, momentums_2, updat
         ac = one - f32(float(a) ** t)
         bc = one - f32(float(b) ** t)
         lr_c = lr * (np.sqrt(bc) / ac)
-    one_a, one_b = one - a, one - b
     scalars = [lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd]
     if simd.adamw(weights, gradients, momentums_1, momentums_2, adam_mode, scalars):
         return bool_flag(True, step), weights, momentums_1, momentums_2

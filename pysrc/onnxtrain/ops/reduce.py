@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .quiet import quiet
 from .registry import kernel
 
 
@@ -12,14 +13,15 @@ def reduce_with(op: str, fn, data, axes, keepdims, noop_with_empty_axes):
             return data
         axes = tuple(range(data.ndim))
     else:
-        axes = tuple(int(a) + data.ndim if a < 0 else int(a) for a in np.asarray(axes).ravel())
+        ndim = data.ndim
+        axes = tuple(int(a) + ndim if a < 0 else int(a) for a in np.asarray(axes).ravel().tolist())
         bad = [a for a in axes if not 0 <= a < max(data.ndim, 1)]
         if bad:
             raise ValueError(f"{op}: axis {bad[0]} is out of range for an input of rank {data.ndim}")
     if data.dtype.kind in "iub" and op in ("ReduceLogSum", "ReduceLogSumExp", "ReduceMean") and \
             any(data.shape[a] == 0 for a in axes):
         raise ValueError(f"{op} over an empty set of integers has no value ({'nan' if op == 'ReduceMean' else '-inf'})")
-    with np.errstate(divide="ignore", invalid="ignore"):    # an empty set: log(0) = -inf, mean 0/0 = nan
+    with quiet(("divide", "invalid")):    # an empty set: log(0) = -inf, mean 0/0 = nan
         out = fn(data, axis=axes, keepdims=bool(keepdims))
     return np.asarray(out).astype(data.dtype, copy=False)
 
@@ -55,7 +57,7 @@ def _log_sum_exp(x, axis, keepdims):
 
 
 REDUCTIONS = {
-    "ReduceSum": (np.sum, 13), "ReduceMean": (_mean, 18), "ReduceMax": (_max, 18), "ReduceMin": (_min, 18),
+    "ReduceSum": (np.add.reduce, 13), "ReduceMean": (_mean, 18), "ReduceMax": (_max, 18), "ReduceMin": (_min, 18),
     "ReduceProd": (np.prod, 18), "ReduceL1": (lambda x, axis, keepdims: np.sum(np.abs(x), axis=axis,
                                                                                keepdims=keepdims), 18),
     "ReduceL2": (lambda x, axis, keepdims: np.sqrt(np.sum(np.square(x), axis=axis, keepdims=keepdims)), 18),

@@ -14,6 +14,7 @@ output as one thread computes it, so results are the same at any thread count.
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import sys
 
@@ -65,10 +66,13 @@ def available() -> bool:
 
 
 def _addr(a: np.ndarray) -> int:
-    try:                # a buffer view: a few times faster than __array_interface__ (which builds a dict)
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except (TypeError, ValueError, BufferError):   # read-only, not C-contiguous, or empty
-        return a.__array_interface__["data"][0]
+    flags = a.flags     # a failed buffer view raises, which costs more than __array_interface__
+    if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+        try:            # a buffer view: a few times faster than __array_interface__ (which builds a dict)
+            return ctypes.addressof(ctypes.c_char.from_buffer(a if flags.c_contiguous else a.T))
+        except (TypeError, ValueError, BufferError):   # empty
+            pass
+    return a.__array_interface__["data"][0]
 
 
 # Kernel arguments go without argtypes (ctypes converts those per call, several times slower): ints as C int, so an
@@ -224,13 +228,16 @@ def _gemm(count, m, n, k, alpha, pa, sa, rsa, csa, pb, sb, rsb, csb, beta, pc, s
                   ldc)
 
 
-def _table(key: str, groups: list) -> np.ndarray:
-    """(size, address, address, ...) per group of same-shaped arrays, pointer-sized; rebuilt only when the arrays
-    change (the cache holds them, so an id cannot be reused while cached)."""
+def _table(key: str, groups: list) -> np.ndarray | None:
+    """(size, address, address, ...) per group of same-shaped float32 C-contiguous arrays, pointer-sized; None when
+    an array is not one.  Checked and rebuilt only when the arrays change (the cache holds them, so an id cannot be
+    reused while cached, and an array keeps its dtype and layout)."""
     arrays = [x for g in groups for x in g]
     cached = _tables.get(key)
-    if cached is not None and len(cached[0]) == len(arrays) and all(x is y for x, y in zip(cached[0], arrays)):
+    if cached is not None and len(cached[0]) == len(arrays) and all(map(operator.is_, cached[0], arrays)):
         return cached[1]
+    if not _takes(groups):
+        return None
     table = np.array([v for g in groups for v in [g[0].size] + [_addr(x) for x in g]], np.uintp)
     _tables[key] = (arrays, table)
     return table
@@ -244,10 +251,10 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
     """AdamW over every (weight, gradient, moment 1, moment 2), in place, in one call; False when not taken.
     scalars: lr, alpha, beta, 1 - alpha, 1 - beta, epsilon, weight_decay, ac, bc, lr_c, lr * weight_decay."""
     groups = list(zip(weights, gradients, m1, m2))
-    if not _on or not _takes(groups):
+    table = _table("adamw", groups) if _on else None
+    if table is None:
         return False
     values = np.array(scalars, F32)
-    table = _table("adamw", groups)
     if not _pooled("adamw_f32_part", sum(g[0].size for g in groups),
                    [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN, BOTH, BOTH))]
                    + [_whole(table, _table_mode(5)), _whole(values, IN)],
@@ -259,9 +266,9 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
 def sgd(weights, gradients, neg_lr) -> bool:
     """w += neg_lr * g for every pair, in place, in one call; False when not taken."""
     groups = list(zip(weights, gradients))
-    if not _on or not _takes(groups):
+    table = _table("sgd", groups) if _on else None
+    if table is None:
         return False
-    table = _table("sgd", groups)
     if not _pooled("sgd_f32_part", sum(g[0].size for g in groups),
                    [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN))]
                    + [_whole(table, _table_mode(3))], [len(groups), _Copy(2 * len(groups)), float(neg_lr)]):
