@@ -127,7 +127,11 @@ globalThis.fetch = (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
   if (!url?.startsWith(ROOT)) return realFetch(input, init);
   const path = url.slice(ROOT.length).split(/[?#]/)[0];
-  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": typeOf(path) } }));
+  const bytes = () => fileBytes(path).then((b) => new Response(b, { headers: { "Content-Type": typeOf(path) } }));
+  // a file not read yet, from this browser's cache as it is: its body is read only if the caller reads it (Pyodide
+  // fetches pyodide.asm.wasm and never reads the response: compileWasm compiles it)
+  if (fetchedFiles.has(path)) return bytes();
+  return cached(path).then((hit) => hit || bytes());
 };
 
 const fetchJson = async (path) => JSON.parse(new TextDecoder().decode(await fileBytes(path)));
@@ -485,7 +489,9 @@ export async function startPython({ files = {}, cache = true, progress = () => {
   report = progress;
   tasks = [...new Set(kinds)].sort();
   fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);
-  fileBytes(`kernels/${KERNELS[0]}`).catch(() => {});
+  // what every start needs, at once: the kernels, the standard library and Pyodide's script
+  for (const path of [`kernels/${KERNELS[0]}`, STDLIB.slice(ROOT.length)]) fileBytes(path).catch(() => {});
+  pyodideModule().catch(() => {});
   report({ phase: "python" });
   let start = "plain";
   if (SNAPSHOTS) {
