@@ -489,9 +489,7 @@ export async function startPython({ files = {}, cache = true, progress = () => {
   report = progress;
   tasks = [...new Set(kinds)].sort();
   fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);
-  // what every start needs, at once: the kernels, the standard library and Pyodide's script
-  for (const path of [`kernels/${KERNELS[0]}`, STDLIB.slice(ROOT.length)]) fileBytes(path).catch(() => {});
-  pyodideModule().catch(() => {});
+  fileBytes(`kernels/${KERNELS[0]}`).catch(() => {});
   report({ phase: "python" });
   let start = "plain";
   if (SNAPSHOTS) {
