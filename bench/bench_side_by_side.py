@@ -226,7 +226,7 @@ def cold_start(page, url: str, served: Served) -> dict:
     served.take()
     for visit in ("fresh", "repeat"):
         if visit == "fresh":
-            page.goto(url)
+            page.goto(f"{url}?isolation=off")  # a plain host: no reload for the isolation service worker
         else:
             page.reload()
         result = page.evaluate("() => window.__bench.visit()")
@@ -278,7 +278,7 @@ def open_webgpu_page(playwright, url: str, out: dict):
         browser = playwright.chromium.launch(executable_path=str(build.CHROMIUM),
                                              args=CHROMIUM_ARGS + ["--enable-unsafe-webgpu"])
         page = open_product_page(browser, url)[1]
-        page.goto(url)
+        page.goto(f"{url}?isolation=off")
         page.evaluate("() => window.__bench.visit()")
         return browser, page
     except Exception as e:  # noqa: BLE001 - printed as n/a

@@ -75,3 +75,25 @@ def test_seeded_draws_are_numpys_default_generator_with_the_seed(seed):
     data = np.ones((8, 8), np.float32)
     _, mask = nn.Dropout(data, np.float32(0.25), np.bool_(True), seed=seed)
     np.testing.assert_array_equal(mask, np.random.default_rng(seed).random(data.shape) >= 0.25)
+
+
+def test_start_tasks_import_their_kinds_modules_and_make_no_generator():
+    """start({tasks}): the kinds' modules (task_sessions.import_tasks) go into the snapshot, so they too must make
+    no random generator at import."""
+    loaded = started(build.START_IMPORTS + "; from onnxtrain.web import task_sessions; "
+                     "task_sessions.import_tasks(['personalize', 'handwriting', 'images', 'tabular', 'images'])")
+    assert {"onnxtrain.web.digits", "onnxtrain.web.images", "onnxtrain.web.personalize", "onnxtrain.web.tabular",
+            "onnxtrain.tasks.handwriting"} <= set(loaded["modules"])
+    assert loaded["generators"] == []
+
+
+def test_start_tasks_are_imported_by_kind_and_checked():
+    from onnxtrain.web import task_sessions
+    assert task_sessions.import_tasks(["handwriting", "handwriting"]) == ["onnxtrain.web.digits"]
+    assert task_sessions.import_tasks([]) == []
+    with pytest.raises(ValueError, match=r"start's tasks: unknown kind of task 'handwritting'; the kinds are "
+                                         r"\['handwriting', 'images', 'personalize', 'tabular'\]"):
+        task_sessions.import_tasks(["tabular", "handwritting"])
+    for wrong in ("tabular", [1]):
+        with pytest.raises(TypeError, match="start's tasks must be a list of task kinds"):
+            task_sessions.import_tasks(wrong)

@@ -14,8 +14,9 @@ import { $, download, errorShower } from "./ui.js";
 // The service worker caches the whole site for repeat and offline visits, and adds the COOP/COEP headers that
 // give the engine threads.  On a host that sends no such headers, the first visit registers it, waits for its
 // cache and reloads once (isolate(); ?isolation=off opts out), so the runtime starts only in the page that stays.
-// Otherwise it is registered once the runtime is up, so that its downloads do not compete with the start.
-const ready = isolate("sw.js").then(() => start());
+// Otherwise it is registered once the runtime is up, so that its downloads do not compete with the start.  The
+// handwriting task is made as soon as the engine is ready (digits.js): its code is imported at start.
+const ready = isolate("sw.js").then(() => start({ tasks: ["handwriting"] }));
 const compute = setUpCompute();
 
 if ("serviceWorker" in navigator) {

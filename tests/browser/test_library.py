@@ -476,6 +476,42 @@ from onnxtrain.ops import random
     assert drawn == [True, True]
 
 
+TASK_MODULES = """import sys
+["onnxtrain.web.tabular" in sys.modules, "onnxtrain.web.images" in sys.modules]"""
+
+
+def test_start_tasks_imports_their_code_into_a_snapshot_of_their_own(browser, library_url):
+    """start({tasks}): the start imports the kinds' modules before the snapshot, so a repeat visit has them without
+    importing them (a restore imports no task); another list of kinds makes a snapshot of its own, beside the first;
+    an unknown kind rejects the start, and the next start goes on."""
+    context = browser.new_context()
+    try:
+        raw = context.new_page()
+        starts = []
+        for kinds in (["tabular"], ["tabular"], ["images"], ["handwritting"], ["images", "images"], ["tabular"]):
+            raw.goto(library_url + SUB)
+            raw.wait_for_function("() => window.libraryLoaded === true")
+            starts.append(raw.evaluate("""async ([tasks, code]) => {
+                let info;
+                try {
+                    info = await lib.start({ tasks });
+                } catch (err) {
+                    return [err.code, err.message];
+                }
+                return [info.start, "tasks" in info.timings, await lib._engineCall("runPython", { code }),
+                        await lib._engineCall("snapshotSaved")];
+            }""", [kinds, TASK_MODULES]))
+        wrong = raw.evaluate("() => lib.start({ tasks: 'tabular' }).catch((err) => [err.name, err.message])")
+    finally:
+        context.close()
+    assert starts == [["made", True, [True, False], True], ["restored", False, [True, False], False],
+                      ["made", True, [True, True], True],
+                      ["ENGINE", "start's tasks: unknown kind of task 'handwritting'; the kinds are "
+                                 "['handwriting', 'images', 'personalize', 'tabular']"],
+                      ["restored", False, [True, True], False], ["restored", False, [True, False], False]]
+    assert wrong == ["TypeError", "start's tasks must be an array of task kinds, such as [\"handwriting\"]"]
+
+
 def test_onnxruntime_web_tensors_are_feeds(page):
     """Tensors made by onnxruntime-web 1.19.2 itself (its module, loaded from the page's folder) as feeds."""
     p = page.page

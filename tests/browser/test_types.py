@@ -71,11 +71,13 @@ await ort.generateArtifacts("m.onnx", { loss: "Hinge" });
 await session.train({}, { onProgress: (r) => console.log(r.progress / r.epochs) });
 const setup = await (await ort.TabularTask.create("d.csv")).setup({ label: "y", task: "regression", hidden: [] });
 console.log(setup.train_rows);
+await ort.start({ tasks: ["handwritting"] });
 """
 BAD_ERRORS = [r"bad\.ts\(3,\d+\): error TS2322: Type '\"cosine\"' is not assignable",
               r"bad\.ts\(4,\d+\): error TS2322: Type '\"Hinge\"' is not assignable",
               r"bad\.ts\(5,\d+\): error TS(18047|2531): 'r\.epochs' is possibly 'null'",
-              r"bad\.ts\(7,\d+\): error TS2551: Property 'train_rows' does not exist on type 'TabularSetup'"]
+              r"bad\.ts\(7,\d+\): error TS2551: Property 'train_rows' does not exist on type 'TabularSetup'",
+              r"bad\.ts\(8,\d+\): error TS(2322|2820): Type '\"handwritting\"' is not assignable"]
 BAD_CLASSIC = """/// <reference path="./node_modules/onnxtrain/onnxtrain-global.d.ts" />
 ort.TrainingSession.make({ checkpointState: "c", trainModel: "t" });
 """

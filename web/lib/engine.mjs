@@ -1,7 +1,7 @@
 // onnxtrain's engine: a module worker holding Pyodide, numpy, the onnxtrain wheel and every session by handle
-// (onnxtrain.web.sessions).  The page's first message, {init: {files, cache}}, says where the library's files are
-// (start.mjs); without it they load from beside this file.  build.py bundles this module and what it imports into
-// one file.  One request shape for everything: {id, method, handle, args}; the reply is {id, ok: true, result} or
+// (onnxtrain.web.sessions).  The page's first message, {init: {files, cache, tasks}}, says where the library's files
+// are and which tasks' code the start imports (start.mjs); without it they load from beside this file.  build.py
+// bundles this module and what it imports into one file.  One request shape for everything: {id, method, handle, args}; the reply is {id, ok: true, result} or
 // {id, ok: false, error: {name, code, message, details}} (onnxtrain.web.errors: the exception's class name, a
 // stable code, its one-line message and the traceback); {progress} messages report the start.  A failed request
 // leaves its session as it was.

@@ -303,9 +303,16 @@ export interface EngineInfo { numpy: string; python: string; kernels: string | n
   threadsNote: string | null; start: "restored" | "made" | "plain"; timings: Record<string, number>;
   milliseconds: number }
 
+/** The kinds of task: TabularTask, ImageTask, HandwritingTask, PersonalizeTask. */
+export type TaskKind = "tabular" | "images" | "handwriting" | "personalize";
+
 /** Starts the engine now (it also starts with the first session or task); what it runs. A failed start rejects
- * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. */
-export function start(options?: { onProgress?: (progress: StartProgress) => void }): Promise<EngineInfo>;
+ * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. `tasks`: the
+ * kinds of task the page makes, whose code the start imports too (kept in this browser's memory snapshot, so a
+ * later visit's first task of a kind imports nothing); only the call that starts the engine takes them, and an
+ * unknown kind rejects. */
+export function start(options?: { onProgress?: (progress: StartProgress) => void; tasks?: TaskKind[] }):
+  Promise<EngineInfo>;
 
 /** Cross-origin isolation (the engine's threads) on a host that cannot send COOP/COEP headers: registers the
  * service worker at `serviceWorker` (a copy of the package's isolation-sw.js at the site's root), which adds them,

@@ -154,7 +154,7 @@ let engine = null;
 const progressListeners = new Set(); // the start's onProgress callbacks, until the engine is ready
 
 // A worker of the engine at `files`' engine.mjs: resolves once it runs, rejects with the URL when it did not load.
-function launch(files, numThreads) {
+function launch(files, { numThreads, tasks }) {
   const url = files["engine.mjs"].url;
   return new Promise((resolve, reject) => {
     const worker = new Worker(url, { type: "module" });
@@ -170,7 +170,7 @@ function launch(files, numThreads) {
     };
     // a page a service worker serves keeps the files in that worker's cache: the engine keeps no second copy
     worker.postMessage({ init: { files, cache: !globalThis.navigator?.serviceWorker?.controller,
-      numThreads } });
+      numThreads, tasks } });
   });
 }
 
@@ -186,14 +186,14 @@ function threadCount() {
 
 // The engine from where env.wasm.wasmPaths says; code written for onnxruntime-web points wasmPaths at its own
 // files, so where no engine loads there, from where FILES says.
-async function engineWorker() {
+async function engineWorker(tasks) {
   const paths = env.wasm.wasmPaths;
   const places = [libraryFiles(paths), ...(paths == null ? [] : [libraryFiles(null)])];
   const numThreads = threadCount();
   const failures = [];
   for (const files of places) {
     try {
-      return await launch(files, numThreads);
+      return await launch(files, { numThreads, tasks });
     } catch (err) {
       failures.push(err.message);
     }
@@ -203,8 +203,11 @@ async function engineWorker() {
   { name: "Error", code: "ENGINE" });
 }
 
-function connect(onProgress) {
+function connect(onProgress, tasks = []) {
   if (onProgress !== undefined && typeof onProgress !== "function") throw new TypeError("onProgress must be a function");
+  if (!Array.isArray(tasks) || !tasks.every((kind) => typeof kind === "string")) {
+    throw new TypeError("start's tasks must be an array of task kinds, such as [\"handwriting\"]");
+  }
   if (engine) {
     if (onProgress && !engine.started) progressListeners.add(onProgress);
     else onProgress?.({ phase: "ready" });
@@ -217,7 +220,7 @@ function connect(onProgress) {
   if (onProgress) progressListeners.add(onProgress);
   const pending = new Map();
   let nextId = 1;
-  const worker = engineWorker();
+  const worker = engineWorker(tasks);
   const connection = { started: false };
   connection.call = (method, handle = null, args = []) => new Promise((resolve, reject) => {
     const id = nextId++;
@@ -562,8 +565,10 @@ async function generateArtifacts(forwardModel, options = {}) {
 // Python's versions, the SIMD kernels in use or null, how Python started: "restored" from this browser's memory
 // snapshot, "made" one, or "plain"; timings in ms).  onProgress({phase, file, loaded, total, cached}) as it goes:
 // phase "download" for each file's bytes (cached: from this browser's cache), then "python", "imports",
-// "kernels" and "ready".
-async function start({ onProgress } = {}) { return connect(onProgress).ready; }
+// "kernels" and "ready".  tasks: the kinds of task the page makes ("tabular", "images", "handwriting",
+// "personalize"), whose code the start then imports too (into this browser's memory snapshot, so that a later
+// visit's first task of a kind imports nothing); only the start that starts the engine takes them.
+async function start({ onProgress, tasks } = {}) { return connect(onProgress, tasks).ready; }
 
 // Cross-origin isolation (for the engine's threads) on a host that cannot send COOP/COEP: registers the service
 // worker at `serviceWorker` (a URL, e.g. a copy of this folder's isolation-sw.js at the site's root), which adds

@@ -1,15 +1,36 @@
 // Starting Python for the library's engine: Pyodide, numpy, the onnxtrain wheel and its SIMD kernels, from the
 // library's files (their URLs come from the page: onnxtrain.mjs's FILES, or env.wasm.wasmPaths; a file the page
 // did not list is looked for beside this module), from a memory snapshot of an earlier visit where the browser has
-// one.  startPython({files, cache, progress, numThreads}) resolves to {py, timings, kernels, start, threads,
-// threadsNote}; snapshotSaved() once the
-// snapshot this visit made is stored.
+// one.  startPython({files, cache, progress, numThreads, tasks}) resolves to {py, timings, kernels, start,
+// threads, threadsNote}; snapshotSaved() once the snapshot this visit made is stored.
 import { loadPyodide, version as pyodideVersion } from "./pyodide/pyodide.mjs";
 import { defaultThreads, startPool } from "./threads.mjs";
 
 // What every start imports before it is ready (and so what a snapshot holds; build.py's START_IMPORTS).
 const IMPORTS = "import numpy, onnxtrain.web, onnxtrain.web.sessions";
 let py = null;
+let tasks = []; // the task kinds whose modules the start imports too (start()'s tasks), sorted, each once
+
+// The tasks' modules imported (onnxtrain.web.task_sessions.import_tasks).  Python's refusal of the list (an unknown
+// kind) fails the start with its message rather than a start without a snapshot.
+class TasksError extends TypeError {}
+function importTasks(timings, t0) {
+  if (!tasks.length) return;
+  const module = py.pyimport("onnxtrain.web.task_sessions");
+  const kinds = py.toPy(tasks);
+  try {
+    module.import_tasks(kinds);
+  } catch (err) {
+    if (typeof err.type !== "string") throw err;
+    const text = String(err.message).trim();
+    const at = text.lastIndexOf(`${err.type}: `);
+    throw new TasksError(at < 0 ? text : text.slice(at + err.type.length + 2));
+  } finally {
+    kinds.destroy();
+    module.destroy();
+  }
+  timings.tasks = performance.now() - t0;
+}
 
 // ---- The library's files: each fetched once, kept in this browser's Cache Storage by its sha256 ---------------
 let FILES = {}; // path -> {url, bytes, sha256}
@@ -107,7 +128,11 @@ globalThis.fetch = (input, init) => {
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input?.url;
   if (!url?.startsWith(ROOT)) return realFetch(input, init);
   const path = url.slice(ROOT.length).split(/[?#]/)[0];
-  return fileBytes(path).then((bytes) => new Response(bytes, { headers: { "Content-Type": typeOf(path) } }));
+  const bytes = () => fileBytes(path).then((b) => new Response(b, { headers: { "Content-Type": typeOf(path) } }));
+  // a file not read yet, from this browser's cache as it is: its body is read only if the caller reads it (Pyodide
+  // fetches pyodide.asm.wasm and never reads the response: compileWasm compiles it)
+  if (fetchedFiles.has(path)) return bytes();
+  return cached(path).then((hit) => hit || bytes());
 };
 
 const fetchJson = async (path) => JSON.parse(new TextDecoder().decode(await fileBytes(path)));
@@ -246,14 +271,16 @@ async function unzip(bytes) {
   return Promise.all(files);
 }
 
-// The snapshot's key: Pyodide's version, numpy's hash in Pyodide's lock, wheels.json (the wheels' names and
-// "version", build.py's hash of the Python files the worker unpacks) and PRELOAD.  No key without a "version".
+// The snapshot's key: its site (Pyodide's version, numpy's hash in Pyodide's lock, wheels.json: the wheels' names
+// and "version", build.py's hash of the Python files the worker unpacks; PRELOAD) and the tasks.  No key without a
+// "version".  Each list of tasks has a record of its own (recordName); storing one drops those of other sites.
 async function snapshotKey() {
   const [names, lock] = await Promise.all(["wheels/wheels.json", "pyodide/pyodide-lock.json"].map(fetchJson));
-  const key = names.version && JSON.stringify([SNAPSHOT_FORMAT, pyodideVersion, lock.info, lock.packages.numpy.sha256,
+  const site = names.version && JSON.stringify([SNAPSHOT_FORMAT, pyodideVersion, lock.info, lock.packages.numpy.sha256,
     names, PRELOAD]);
-  return { key, names, lock };
+  return { key: site && JSON.stringify([site, tasks]), site, names, lock };
 }
+const recordName = () => ["python", ...tasks].join(" ");
 
 // numpy's wheel (from Pyodide's folder, checked against its lock), ours and the compiled modules, unpacked.
 async function wheelFiles({ names, lock }) {
@@ -392,6 +419,7 @@ async function makeSnapshot(key, timings, t0) {
   report({ phase: "imports" });
   py.runPython(IMPORTS);
   timings.wheel = performance.now() - t0;
+  importTasks(timings, t0);
   const extra = Object.keys(py._module.LDSO.loadedLibsByName)
     .filter((name) => name !== "__main__" && !PRELOAD.includes(name));
   if (extra.length) {
@@ -422,9 +450,19 @@ async function makeSnapshot(key, timings, t0) {
     const list = await files;
     let offset = 0;
     const index = list.map(([name, bytes]) => [name, (offset += bytes.length) - bytes.length, bytes.length]);
-    const record = { key: (await key).key, loaded, index, heap: new Blob([heap]),
+    const { key: made, site } = await key;
+    const record = { key: made, site, loaded, index, heap: new Blob([heap]),
       files: new Blob(list.map(([, bytes]) => bytes)) };
-    await snapshotDb("readwrite", (store) => store.put(record, "python"));
+    await snapshotDb("readwrite", (store) => {
+      store.put(record, recordName());
+      const cursor = store.openCursor();
+      cursor.onsuccess = () => {
+        if (!cursor.result) return;
+        if (cursor.result.value.site !== site) cursor.result.delete();
+        cursor.result.continue();
+      };
+      return cursor;
+    });
   })().catch((err) => console.warn(`the Python snapshot was not stored: ${err.message || err}`));
 }
 
@@ -445,13 +483,15 @@ async function startPlain(timings, t0) {
   report({ phase: "imports" });
   py.runPython(IMPORTS);
   timings.wheel = performance.now() - t0;
+  importTasks(timings, t0);
 }
 
 // The start from this browser's snapshot of an earlier visit, or one that makes the snapshot: "restored" or "made".
 async function startWithSnapshot(timings, t0) {
   const key = snapshotKey();
   key.catch(() => {});
-  const stored = await snapshotDb("readonly", (store) => store.get("python")); // failing (no IndexedDB): plain start
+  // failing (no IndexedDB): the plain start
+  const stored = await snapshotDb("readonly", (store) => store.get(recordName()));
   if (stored) {
     try {
       await restoreSnapshot(stored, key, timings, t0);
@@ -459,7 +499,7 @@ async function startWithSnapshot(timings, t0) {
     } catch (err) {
       console.warn(`the Python snapshot was not used: ${err.message || err}`);
       py = null;
-      await snapshotDb("readwrite", (store) => store.delete("python")).catch(() => {});
+      await snapshotDb("readwrite", (store) => store.delete(recordName())).catch(() => {});
     }
   }
   await makeSnapshot(key, timings, t0);
@@ -469,12 +509,14 @@ async function startWithSnapshot(timings, t0) {
 
 // Everything is fetched at once, while Pyodide starts: from a snapshot when the browser has one, else making one;
 // the plain start if that fails.  The kernels load last, on every start (they are outside the snapshot).
-export async function startPython({ files = {}, cache = true, progress = () => {}, numThreads = 0 } = {}) {
+export async function startPython({ files = {}, cache = true, progress = () => {}, numThreads = 0,
+  tasks: kinds = [] } = {}) {
   const t0 = performance.now();
   const timings = {};
   mark = (name) => { timings[name] ??= performance.now() - t0; };
   FILES = files;
   report = progress;
+  tasks = [...new Set(kinds)].sort();
   fileCache = cache && typeof caches !== "undefined" ? caches.open(CACHE_NAME).catch(() => null) : Promise.resolve(null);
   fileBytes(`kernels/${KERNELS[0]}`).catch(() => {});
   report({ phase: "python" });
@@ -483,6 +525,7 @@ export async function startPython({ files = {}, cache = true, progress = () => {
     try {
       start = await startWithSnapshot(timings, t0);
     } catch (err) {
+      if (err instanceof TasksError) throw err;
       console.warn(`starting without a snapshot: ${err.message || err}`);
       py = null;
       start = "plain";

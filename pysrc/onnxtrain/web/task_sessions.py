@@ -31,6 +31,20 @@ COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature",
 TASK_TRAIN_OPTIONS = {k: v for k, v in TRAIN_OPTIONS.items() if k not in ("validation", "seed", "shuffle")}
 
 
+def import_tasks(kinds) -> list[str]:
+    """Import the modules of the task kinds ``kinds`` (start()'s ``tasks``, which the engine imports before its
+    memory snapshot so that a page's first task of a kind loads none); their names."""
+    if isinstance(kinds, str) or not all(isinstance(kind, str) for kind in kinds):
+        raise TypeError(f"start's tasks must be a list of task kinds (strings), not {kinds!r}")
+    unknown = [kind for kind in kinds if kind not in TASK_METHODS]
+    if unknown:
+        raise ValueError(f"start's tasks: unknown kind of task {unknown[0]!r}; the kinds are {sorted(TASK_METHODS)}")
+    modules = sorted({f"{__package__}.{FACTORIES[kind][0]}" for kind in kinds})
+    for module in modules:
+        importlib.import_module(module)
+    return modules
+
+
 class TaskSession(Training):
     """One task of kind ``kind`` made from ``args``; ``call(method, args)`` runs one of its kind's methods."""
 
