@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import build  # noqa: E402
+from bench_newcomer import summary  # noqa: E402
 from browser.conftest import CHROMIUM_ARGS  # noqa: E402
 
 READY = "() => document.getElementById('status').textContent.startsWith('Ready')"
@@ -40,10 +41,6 @@ def one_visit(playwright, url: str) -> dict:
                 "reload": (loads[1] - t0) * 1e3 if len(loads) > 1 else None}
     finally:
         browser.close()
-
-
-def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):.0f} [{min(values):.0f}-{max(values):.0f}]"
 
 
 def main():
