@@ -12,7 +12,8 @@ from ..runtime.plan import topological_order
 from ..runtime.session import Session
 from ..runtime.shapes import infer_types
 from .builder import GraphBuilder
-from .rules import GRADIENT_RULES, NO_GRADIENT, unbroadcast
+from .rules import GRADIENT_RULES, NO_GRADIENT
+from .rules._emit import unbroadcast
 from .values import Value, result_dtype
 
 
@@ -74,6 +75,18 @@ class _Context:
         if n_outputs == 1:
             return Value(names, self, dtype)
         return [Value(n, self, dtype) for n in names]
+
+    def const(self, value, base: str = "const") -> str:
+        """The name of a new initializer holding ``value``."""
+        return self.b.const(value, base)
+
+    def ints(self, values, base: str = "axes") -> str:
+        """The name of a new int64 initializer holding ``values``."""
+        return self.b.ints(values, base)
+
+    def fresh(self, base: str) -> str:
+        """A value name not yet used in the graph."""
+        return self.b.fresh(base)
 
     def constant(self, name):
         return self.constants.get(name)

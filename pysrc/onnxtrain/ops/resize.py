@@ -143,7 +143,7 @@ def resize_plan(in_shape, scales=None, sizes=None) -> list:
     return plan
 
 
-def _axis_plan(shape, scales, sizes, axes, policy: str) -> list:
+def axis_plan(shape, scales, sizes, axes, policy: str) -> list:
     """[(axis, in_len, out_len, scale)] for every axis Resize acts on (all, or ``axes``), with
     keep_aspect_ratio_policy applied to sizes as onnx's reference does."""
     rank = len(shape)
@@ -167,7 +167,7 @@ def _axis_plan(shape, scales, sizes, axes, policy: str) -> list:
     return [(a, shape[a], int(scale * shape[a] + 0.5), scale) for a in axes]
 
 
-def _roi_pairs(roi, axes_count: int, plan: list, rank: int, coordinate_mode: str) -> dict:
+def roi_pairs(roi, axes_count: int, plan: list, rank: int, coordinate_mode: str) -> dict:
     """{axis: (start, end)} from roi (all starts, then all ends; over ``axes`` when given)."""
     if coordinate_mode != "tf_crop_and_resize":
         return {}
@@ -196,8 +196,8 @@ def resize(X, roi=None, scales=None, sizes=None, *, coordinate_transformation_mo
         raise NotImplementedError(f"Resize: mode {mode!r} is not supported (supported: {', '.join(MODES)})")
     if antialias and mode == "nearest":
         raise NotImplementedError("Resize: antialias is not defined for mode 'nearest'")
-    plan = _axis_plan(X.shape, scales, sizes, axes, policy)
-    rois = _roi_pairs(roi, len(plan), plan, X.ndim, coordinates)
+    plan = axis_plan(X.shape, scales, sizes, axes, policy)
+    rois = roi_pairs(roi, len(plan), plan, X.ndim, coordinates)
     # float64 as onnx's reference; where the SIMD kernels run (the page, whose numpy has no BLAS), float32 images
     # are resized in float32 by their gemm (as onnxruntime does), many times faster
     y = X if X.dtype == np.float32 and simd.available() else X.astype(np.float64)
@@ -243,7 +243,7 @@ def Resize_10(X, scales, *, mode="nearest"):
     if mode not in ("nearest", "linear"):
         raise NotImplementedError(f"Resize-10: mode {mode!r} is not supported (supported: nearest, linear)")
     y = X.astype(np.float64)
-    for axis, in_len, out_len, scale in _axis_plan(X.shape, scales, None, None, "stretch"):
+    for axis, in_len, out_len, scale in axis_plan(X.shape, scales, None, None, "stretch"):
         if out_len != in_len or scale != 1.0:
             nearest = "ceil" if scale < 1 else "floor"
             y = apply_along(y, resize_matrix(in_len, out_len, scale, mode, "asymmetric", nearest), axis)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
-from ...ops.resize import _axis_plan, _roi_pairs, interpolation, resize_matrix
+from ...ops.resize import axis_plan, roi_pairs, interpolation, resize_matrix
 from ..errors import NotLowered
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
@@ -263,9 +263,9 @@ def Resize(k, X, roi=None, scales=None, sizes=None, *, coordinate_transformation
     sizes_v = _known_list(k, sizes, "Resize's sizes")
     if scales_v is None and sizes_v is None:
         raise ValueError("Resize: needs scales or sizes")
-    plan = _axis_plan(X.shape, scales_v, sizes_v, axes, _text(keep_aspect_ratio_policy))
+    plan = axis_plan(X.shape, scales_v, sizes_v, axes, _text(keep_aspect_ratio_policy))
     roi_v = None if coordinates != "tf_crop_and_resize" else _known_list(k, roi, "Resize's roi")
-    rois = _roi_pairs(roi_v, len(plan), plan, X.rank, coordinates)
+    rois = roi_pairs(roi_v, len(plan), plan, X.rank, coordinates)
     matrices = []
     for axis, in_len, out_len, scale in sorted(plan):
         if out_len == in_len and scale == 1.0 and axis not in rois:
@@ -285,7 +285,7 @@ def _resize_10(k, X, scales, mode):
         raise NotImplementedError(f"Resize-10: mode {mode!r} is not supported (supported: nearest, linear)")
     scales_v = np.asarray(k.value(scales, "Resize's scales"))
     matrices = []
-    for axis, in_len, out_len, scale in _axis_plan(X.shape, scales_v, None, None, "stretch"):
+    for axis, in_len, out_len, scale in axis_plan(X.shape, scales_v, None, None, "stretch"):
         if out_len != in_len or scale != 1.0:
             nearest = "ceil" if scale < 1 else "floor"
             matrices.append((axis, resize_matrix(in_len, out_len, scale, mode, "asymmetric", nearest)))

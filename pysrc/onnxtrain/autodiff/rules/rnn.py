@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.model import Attribute, AttrType, Graph, Node, Tensor, TensorType, ValueInfo
-from ..ir.ort_names import MS_DOMAIN
-from ..ops.rnn_training import check_supported
-from .rules import reduce_sum, reshape, rule, text, unsqueeze
-from .values import Value
+from ...ir.model import Attribute, AttrType, Graph, Node, Tensor, TensorType, ValueInfo
+from ...ir.ort_names import MS_DOMAIN
+from ...ops.rnn_training import check_supported
+from ..values import Value
+from ._emit import reduce_sum, reshape, text, unsqueeze
+from ._registry import rule
 
 _COMMON = ("activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size")
 
@@ -131,7 +132,7 @@ def _rnn(c, x, y, dy):
     Y = Value(c.extra_output(0, "Y"), c, c.dtype(X))  # a name the model may have left out
     elem, dtype = c.onnx_type(X), c.dtype(X)
     reverse = [False, True] if n_dirs == 2 else [direction == "reverse"]
-    pick = lambda v, d, axis: c.op("Gather", v, c.b.const(np.array(d, np.int64), "direction"), axis=axis)  # noqa: E731
+    pick = lambda v, d, axis: c.op("Gather", v, c.const(np.array(d, np.int64), "direction"), axis=axis)  # noqa: E731
     x_flat = reshape(c, X, [-1, x_shape[2]])
     per_dir = []
     for d, back in enumerate(reverse):
@@ -145,8 +146,8 @@ def _rnn(c, x, y, dy):
         dh0, _, das = c.op("Scan", dh_last, R_d, dys, hs, n_outputs=3, num_scan_inputs=2,
                            body=_backward_body(elem, dtype, activations[d], x_shape[1], hidden),
                            scan_input_directions=[0 if back else 1] * 2, scan_output_directions=[0 if back else 1])
-        tail = c.op("Slice", hs, c.b.ints([1 if back else 0], "starts"),
-                    c.b.ints([np.iinfo(np.int64).max if back else -1], "ends"), c.b.ints([0]))
+        tail = c.op("Slice", hs, c.ints([1 if back else 0], "starts"),
+                    c.ints([np.iinfo(np.int64).max if back else -1], "ends"), c.ints([0]))
         h_prev = c.op("Concat", tail, h0, axis=0) if back else c.op("Concat", h0, tail, axis=0)
         da_flat = reshape(c, das, [-1, hidden])
         db = reduce_sum(c, da_flat, [0], keepdims=0)

@@ -1,0 +1,85 @@
+"""The ops that rules emit in more than one form: every switch on the opset that the rules share lives here."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def reduce_sum(c, x, axes: list, keepdims: int):
+    if c.opset >= 13:
+        return c.op("ReduceSum", x, c.ints(axes), keepdims=keepdims)
+    return c.op("ReduceSum", x, axes=list(axes), keepdims=keepdims)
+
+
+def reduce_mean(c, x, axes: list):
+    if c.opset >= 18:
+        return c.op("ReduceMean", x, c.ints(axes), keepdims=1)
+    return c.op("ReduceMean", x, axes=list(axes), keepdims=1)
+
+
+def unsqueeze(c, x, axes: list):
+    if c.opset >= 13:
+        return c.op("Unsqueeze", x, c.ints(axes))
+    return c.op("Unsqueeze", x, axes=list(axes))
+
+
+def shape_of(c, x):
+    return c.op("Shape", x)
+
+
+def expand_like(c, v, like):
+    """``v`` (of ``like``'s rank, sizes 1 or equal) broadcast to ``like``'s shape; Tile before opset 8's Expand."""
+    if c.opset >= 8:
+        return c.op("Expand", v, shape_of(c, like))
+    return c.op("Tile", v, shape_of(c, like) / shape_of(c, v))
+
+
+def reshape_like(c, v, like):
+    return c.op("Reshape", v, shape_of(c, like))
+
+
+def reshape(c, v, dims: list, base: str = "shape"):
+    return c.op("Reshape", v, c.ints(dims, base))
+
+
+def legacy_broadcast(c) -> dict:
+    """The ``broadcast``/``axis`` attributes of an opset-1/6 binary op that broadcasts its second input
+    (aligned at ``axis``, the trailing axes when unset), to pass on to the ops a rule emits; else {}."""
+    if c.opset >= 7 or not c.node.attr("broadcast", 0):
+        return {}
+    return {"broadcast": 1, **copy_attrs(c.node, "axis")}
+
+
+def unbroadcast(c, grad, grad_shape, x):
+    """``grad`` (of shape ``grad_shape``) summed over the axes along which ``x`` was broadcast."""
+    x_shape = c.shape(x)
+    if grad_shape is None or x_shape is None:
+        raise NotImplementedError(f"{c.where()}: the shapes of '{x}' and its gradient must be known")
+    lead = len(grad_shape) - len(x_shape)
+    legacy = legacy_broadcast(c) if c.node is not None and x == c.node.inputs[-1] else {}
+    if "axis" in legacy and x_shape != [1]:  # x occupies grad's axes start .. start + rank(x)
+        start = legacy["axis"] + len(grad_shape) if legacy["axis"] < 0 else legacy["axis"]
+        outside = list(range(start)) + list(range(start + len(x_shape), len(grad_shape)))
+    else:
+        start, outside = lead, list(range(lead))
+    axes = outside + [start + i for i, d in enumerate(x_shape) if d == 1 and grad_shape[start + i] != 1]
+    if not axes:
+        return grad
+    summed = reduce_sum(c, grad, sorted(axes), keepdims=1)
+    if not outside:
+        return summed
+    return c.op("Reshape", summed, shape=x_shape) if c.opset < 5 else reshape_like(c, summed, x)
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def copy_attrs(node, *names):
+    return {k: node.attr(k) for k in names if k in node.attributes}
+
+
+def matmul_along(c, grad, axis: int, rank: int, m: np.ndarray):
+    """``grad`` times the constant matrix ``m`` along ``axis`` (m: [grad's length, result's length])."""
+    perm = [i for i in range(rank) if i != axis] + [axis]
+    moved = c.op("MatMul", c.op("Transpose", grad, perm=perm), c.const(m, "along_axis"))
+    return c.op("Transpose", moved, perm=[int(i) for i in np.argsort(perm)])
