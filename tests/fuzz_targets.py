@@ -275,7 +275,7 @@ def run(target, data, size: int, factor: float, slack: int, deadline: float = 10
     return ("ok" if error is None else type(error).__name__), peak / max(size, 1)
 
 
-# Memory bounds: decoding stays within 100x the file (ir.codec), a checkpoint within its size plus
+# Memory bounds: decoding stays within 100x the file (ir.decode), a checkpoint within its size plus
 # the tensor copies (at most its size again); training within the objects of the artifacts plus the
 # small batch's activations.
 BOUNDS = {"decode": (100, 4 << 20), "checkpoint": (3, 1 << 20), "artifacts": (100, 48 << 20),

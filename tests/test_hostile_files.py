@@ -14,7 +14,7 @@ from onnxtrain.checkpoint import CheckpointData, CheckpointError, OptimizerGroup
 from onnxtrain.checkpoint import schema as S
 from onnxtrain.checkpoint.writer import _optimizer_group, _property_bag, _vector
 from onnxtrain.ir import ModelDecodeError, decode_model, encode_model
-from onnxtrain.ir.codec import OBJECT_BYTES_PER_FILE_BYTE
+from onnxtrain.ir.decode import OBJECT_BYTES_PER_FILE_BYTE
 from onnxtrain.ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from onnxtrain.ir.wire import varint_bytes
 from onnxtrain.ops.registry import KERNELS

@@ -13,7 +13,8 @@ from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
 from onnxtrain import ir
 from onnxtrain.ir import AttrType, ModelDecodeError, dtypes
-from onnxtrain.ir.codec import decode_tensor, encode_tensor
+from onnxtrain.ir.decode import decode_tensor
+from onnxtrain.ir.encode import encode_tensor
 from onnxtrain.ir.wire import FIXED32, FIXED64, LEN, VARINT, Reader, Writer, read_packed_varints, varint_bytes
 
 

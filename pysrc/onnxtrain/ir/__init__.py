@@ -5,7 +5,8 @@ import os
 
 from .._files import atomic_write
 from . import dtypes, ort_names
-from .codec import decode_model, encode_model
+from .decode import decode_model
+from .encode import encode_model
 from .errors import DataTypeError, ModelDecodeError
 from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
                     SparseTensorType, Tensor, TensorType, ValueInfo)
@@ -19,7 +20,7 @@ __all__ = ["Attribute", "AttrType", "DataTypeError", "Function", "Graph", "MapTy
 def load(source) -> Model:
     """A Model from a file path (str or PathLike; external data is read relative to its folder) or
     from the model's bytes (bytes, bytearray, memoryview).  Tensor data may be read-only views of
-    the bytes (see codec)."""
+    the bytes (see decode.py)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return decode_model(source)
     path = os.fspath(source)

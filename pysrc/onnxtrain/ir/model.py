@@ -21,6 +21,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+#: In Model.empty_fields: the file wrote the default opset import without its domain field.
+OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"
+
 
 @dataclass(slots=True)
 class Tensor:

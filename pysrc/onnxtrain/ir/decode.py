@@ -1,4 +1,4 @@
-"""ModelProto bytes <-> the IR, with the field numbers of onnx.proto (onnx 1.16).
+"""ModelProto bytes -> the IR, with the field numbers of onnx.proto (onnx 1.16).
 
 Decoding does not copy tensor payloads: raw_data (and packed float/double
 data) become read-only numpy views of the input buffer when their offset is
@@ -6,7 +6,7 @@ aligned for the dtype (otherwise an aligned copy).  Callers copy before
 mutating.  A bytearray passed in is not copied either, so it must not be
 changed while the model is in use.
 
-Decoding then encoding gives the same bytes: each decoded message keeps its
+Decoding then encoding (encode.py) gives the same bytes: each decoded message keeps its
 layout (model.py), so fields come back in the order read, repeated scalars
 packed or not as they were, and fields this codec does not model verbatim
 where they were (also an attribute's value fields of another type than its
@@ -23,50 +23,15 @@ import os
 import numpy as np
 
 from . import dtypes
+from .encode import encode_entry, encode_opset, encode_type
 from .errors import ModelDecodeError
-from .model import (Attribute, AttrType, Function, Graph, MapType, Model, Node, OptionalType, SequenceType,
-                    SparseTensorType, Tensor, TensorType, ValueInfo)
-from .wire import (FIXED32, FIXED64, LEN, VARINT, LayoutWriter, Reader, Writer, array_view, fixed32_to_float,
-                   read_packed_fixed, read_packed_varints, read_string, to_signed64, varint_bytes)
+from .model import (OPSET_DOMAIN_ABSENT, Attribute, AttrType, Function, Graph, MapType, Model, Node,
+                    OptionalType, SequenceType, SparseTensorType, Tensor, TensorType, ValueInfo)
+from .proto import FIELDS, TYPED_FIELD
+from .wire import (FIXED32, FIXED64, LEN, VARINT, Reader, array_view, fixed32_to_float, read_packed_fixed,
+                   read_packed_varints, read_string, to_signed64, varint_bytes)
 
 EXTERNAL = 1  # TensorProto.DataLocation
-OPSET_DOMAIN_ABSENT = "opset_imports[''].domain absent"  # recorded in Model.empty_fields
-
-FIELDS = {
-    "ModelProto": {1: "ir_version", 2: "producer_name", 3: "producer_version", 4: "domain", 5: "model_version",
-                   6: "doc_string", 7: "graph", 8: "opset_import", 14: "metadata_props", 20: "training_info",
-                   25: "functions", 26: "configuration"},
-    "GraphProto": {1: "node", 2: "name", 5: "initializer", 10: "doc_string", 11: "input", 12: "output",
-                   13: "value_info", 14: "quantization_annotation", 15: "sparse_initializer", 16: "metadata_props"},
-    "NodeProto": {1: "input", 2: "output", 3: "name", 4: "op_type", 5: "attribute", 6: "doc_string", 7: "domain",
-                  8: "overload", 9: "metadata_props"},
-    "AttributeProto": {1: "name", 2: "f", 3: "i", 4: "s", 5: "t", 6: "g", 7: "floats", 8: "ints", 9: "strings",
-                       10: "tensors", 11: "graphs", 13: "doc_string", 14: "tp", 15: "type_protos", 20: "type",
-                       21: "ref_attr_name", 22: "sparse_tensor", 23: "sparse_tensors"},
-    "ValueInfoProto": {1: "name", 2: "type", 3: "doc_string", 4: "metadata_props"},
-    "TypeProto": {1: "tensor_type", 4: "sequence_type", 5: "map_type", 6: "denotation", 8: "sparse_tensor_type",
-                  9: "optional_type"},
-    "TypeProto.Tensor": {1: "elem_type", 2: "shape"},
-    "TypeProto.SparseTensor": {1: "elem_type", 2: "shape"},
-    "TypeProto.Sequence": {1: "elem_type"},
-    "TypeProto.Optional": {1: "elem_type"},
-    "TypeProto.Map": {1: "key_type", 2: "value_type"},
-    "TensorShapeProto": {1: "dim"},
-    "TensorShapeProto.Dimension": {1: "dim_value", 2: "dim_param", 3: "denotation"},
-    "TensorProto": {1: "dims", 2: "data_type", 3: "segment", 4: "float_data", 5: "int32_data", 6: "string_data",
-                    7: "int64_data", 8: "name", 9: "raw_data", 10: "double_data", 11: "uint64_data",
-                    12: "doc_string", 13: "external_data", 14: "data_location", 16: "metadata_props"},
-    "OperatorSetIdProto": {1: "domain", 2: "version"},
-    "StringStringEntryProto": {1: "key", 2: "value"},
-    "FunctionProto": {1: "name", 4: "input", 5: "output", 6: "attribute", 7: "node", 8: "doc_string",
-                      9: "opset_import", 10: "domain", 11: "attribute_proto", 12: "value_info", 13: "overload",
-                      14: "metadata_props"},
-}
-
-# The TensorProto field that holds each data type's values when raw_data is not used.
-_TYPED_FIELD = {dtypes.FLOAT: 4, dtypes.COMPLEX64: 4, dtypes.DOUBLE: 10, dtypes.COMPLEX128: 10, dtypes.INT64: 7,
-                dtypes.UINT32: 11, dtypes.UINT64: 11, dtypes.STRING: 6}
-_TYPED_FIELD.update((code, 5) for code in dtypes.NAMES if code not in _TYPED_FIELD)  # int32_data
 
 # The first byte of every ModelProto field key (fields 20, 25, 26 take two bytes).
 _MODEL_KEY_BYTES = {0x08, 0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xCA, 0xD2}
@@ -210,7 +175,7 @@ class _Decoder:
             else:
                 self.odd = True
         if self.odd or r.keys != [10, 16]:
-            self.verbatim(owner, _opset(domain, version, omit_default_domain and not has_domain).getvalue())
+            self.verbatim(owner, encode_opset(domain, version, omit_default_domain and not has_domain).getvalue())
         return domain, version, has_domain
 
     def entry(self, span, into: dict, owner: Reader):
@@ -225,7 +190,7 @@ class _Decoder:
                 self.odd = True
         into[key] = value
         if self.odd or r.keys != [10, 18]:
-            self.verbatim(owner, _entry(key, value).getvalue())
+            self.verbatim(owner, encode_entry(key, value).getvalue())
 
     def graph(self, span) -> Graph:
         self.charge("GraphProto")
@@ -326,7 +291,7 @@ class _Decoder:
             elif n == 14 and w == LEN:
                 single[AttrType.TYPE_PROTO] = self.type_proto(v)
                 if self.odd:
-                    self.verbatim(r, _encode_type(single[AttrType.TYPE_PROTO]).getvalue())
+                    self.verbatim(r, encode_type(single[AttrType.TYPE_PROTO]).getvalue())
             elif n == 7 and w == LEN:
                 floats.extend(read_packed_fixed(self.buf, v, "<f4", f"{M}.floats").tolist())
             elif n == 7 and w == FIXED32:
@@ -344,7 +309,7 @@ class _Decoder:
             elif n == 15 and w == LEN:
                 types.append(self.type_proto(v))
                 if self.odd:
-                    self.verbatim(r, _encode_type(types[-1]).getvalue())
+                    self.verbatim(r, encode_type(types[-1]).getvalue())
             else:
                 r.keep()
         a.layout = self.layout(r)
@@ -387,7 +352,7 @@ class _Decoder:
             elif n == 2:
                 vi.type = self.type_proto(v)
                 if self.odd:
-                    self.verbatim(r, _encode_type(vi.type).getvalue())
+                    self.verbatim(r, encode_type(vi.type).getvalue())
             elif n == 3:
                 self.set_str(vi, "doc_string", v, M)
             elif n == 4:
@@ -543,7 +508,7 @@ class _Decoder:
         label = f"{M} '{t.name}'"
         if any(d < 0 for d in dims):
             raise ModelDecodeError(f"{label}: negative dimension in dims {_dims_text(dims)}")
-        if t.data_type not in _TYPED_FIELD:
+        if t.data_type not in TYPED_FIELD:
             raise ModelDecodeError(f"{label}: unknown data_type {t.data_type}")
         count = math.prod(dims)  # exact: no int64 wrap-around
         if count >= 1 << 63:
@@ -586,7 +551,7 @@ class _Decoder:
 
     @staticmethod
     def typed_values(label, data_type, typed, strings, count) -> np.ndarray:
-        expected = _TYPED_FIELD[data_type]
+        expected = TYPED_FIELD[data_type]
         wrong = [FIELDS["TensorProto"][n] for n in typed if n != expected]
         if wrong:
             raise ModelDecodeError(f"{label}: a {dtypes.name(data_type)} tensor cannot hold {', '.join(wrong)}")
@@ -712,276 +677,3 @@ def decode_tensor(data, base_dir: str | None = None) -> Tensor:
         return dec.tensor((0, len(dec.buf)))
     except RecursionError:
         raise ModelDecodeError("TensorProto: nested too deeply") from None
-
-
-# ---- encoding -----------------------------------------------------------------------------------
-
-def _writer(obj) -> Writer:
-    """A Writer in the codec's own order, or one that follows the layout the object was decoded with."""
-    return Writer() if obj.layout is None else LayoutWriter(obj.layout)
-
-
-def _entry(key: str, value: str) -> Writer:
-    e = Writer()
-    e.string(1, key)
-    e.string(2, value)
-    return e
-
-
-def _entries(w: Writer, number: int, props: dict) -> None:
-    for k, v in props.items():
-        w.message(number, _entry(k, v))
-
-
-def _opset(domain: str, version: int, omit_domain: bool) -> Writer:
-    o = Writer()
-    if domain or not omit_domain:
-        o.string(1, domain)
-    o.varint(2, version)
-    return o
-
-
-def _opsets(w: Writer, number: int, opsets: dict, omit_default_domain: bool = False) -> None:
-    for domain, version in opsets.items():
-        w.message(number, _opset(domain, version, omit_default_domain))
-
-
-def _str(w: Writer, number: int, obj, attr: str) -> None:
-    text = getattr(obj, attr)
-    if text or attr in obj.empty_fields:
-        w.string(number, text)
-
-
-def _int(w: Writer, number: int, obj, attr: str) -> None:
-    value = getattr(obj, attr)
-    if value or attr in obj.empty_fields:
-        w.varint(number, value)
-
-
-def _bytes_list(w: Writer, number: int, items) -> None:
-    for s in items:
-        w.bytes_(number, s if isinstance(s, (bytes, bytearray)) else str(s).encode("utf-8"))
-
-
-def _write_typed(w: Writer, data_type: int, flat: np.ndarray) -> None:
-    number = _TYPED_FIELD[data_type]
-    if number == 4:
-        w.packed_fixed(4, flat.view("<f4") if data_type == dtypes.COMPLEX64 else flat, "<f4")
-    elif number == 10:
-        w.packed_fixed(10, flat.view("<f8") if data_type == dtypes.COMPLEX128 else flat, "<f8")
-    elif number == 11:
-        w.packed_varints(11, flat.astype(np.uint64))
-    elif data_type in dtypes.PACKED_4BIT:  # packed bytes; onnx.helper writes int4 pairs as int8
-        packed = dtypes.pack_4bit(flat)
-        w.packed_varints(5, packed.view(np.int8) if data_type == dtypes.INT4 else packed)
-    elif data_type == dtypes.FLOAT16:
-        w.packed_varints(5, flat.view("<u2"))
-    else:
-        w.packed_varints(number, flat)
-
-
-def _encode_tensor(t: Tensor) -> Writer:
-    w = _writer(t)
-    data = np.asarray(t.data)
-    w.packed_varints(1, data.shape)
-    w.varint(2, t.data_type)
-    _str(w, 8, t, "name")
-    if t.data_type == dtypes.STRING:
-        _bytes_list(w, 6, data.ravel())
-    else:
-        flat = np.ascontiguousarray(data, dtype=dtypes.to_numpy(t.data_type)).ravel()
-        if t.typed_storage:
-            _write_typed(w, t.data_type, flat)
-        elif flat.size or "raw_data" in t.empty_fields:
-            w.bytes_(9, (dtypes.pack_4bit(flat) if t.data_type in dtypes.PACKED_4BIT else flat).tobytes())
-    _str(w, 12, t, "doc_string")
-    if "data_location" in t.empty_fields:
-        w.varint(14, 0)
-    _entries(w, 16, t.metadata_props)
-    return w
-
-
-def _encode_shape(shape: list, denotations) -> Writer:
-    w = Writer()
-    for d, den in zip(shape, denotations or [""] * len(shape)):
-        dim = Writer()
-        if isinstance(d, str):
-            dim.string(2, d)
-        elif d is not None:
-            dim.varint(1, d)
-        if den:
-            dim.string(3, den)
-        w.message(1, dim)
-    return w
-
-
-def _encode_type(t) -> Writer:
-    w = Writer()
-    if isinstance(t, (TensorType, SparseTensorType)):
-        if t.elem_type is not None:  # None: a TypeProto with no value case
-            inner = Writer()
-            if t.elem_type:
-                inner.varint(1, t.elem_type)
-            if t.shape is not None:
-                inner.message(2, _encode_shape(t.shape, getattr(t, "dim_denotations", None)))
-            w.message(8 if isinstance(t, SparseTensorType) else 1, inner)
-    elif isinstance(t, (SequenceType, OptionalType)):
-        inner = Writer()
-        if t.elem_type is not None:
-            inner.message(1, _encode_type(t.elem_type))
-        w.message(4 if isinstance(t, SequenceType) else 9, inner)
-    elif isinstance(t, MapType):
-        inner = Writer()
-        inner.varint(1, t.key_type)
-        if t.value_type is not None:
-            inner.message(2, _encode_type(t.value_type))
-        w.message(5, inner)
-    else:
-        raise TypeError(f"not an ONNX type: {t!r}")
-    if t.denotation:
-        w.string(6, t.denotation)
-    return w
-
-
-def _encode_value_info(vi: ValueInfo) -> Writer:
-    w = _writer(vi)
-    _str(w, 1, vi, "name")
-    if vi.type is not None:
-        w.message(2, _encode_type(vi.type))
-    _str(w, 3, vi, "doc_string")
-    _entries(w, 4, vi.metadata_props)
-    return w
-
-
-def _encode_attribute(a: Attribute) -> Writer:
-    w = _writer(a)
-    w.string(1, a.name)
-    _str(w, 13, a, "doc_string")
-    v, t = a.value, a.type
-    if v is None:
-        pass  # a reference (ref_attr_name) without a value
-    elif t == AttrType.FLOAT:
-        w.float32(2, v)
-    elif t == AttrType.INT:
-        w.varint(3, v)
-    elif t == AttrType.STRING:
-        _bytes_list(w, 4, [v])
-    elif t == AttrType.TENSOR:
-        w.message(5, _encode_tensor(v))
-    elif t == AttrType.GRAPH:
-        w.message(6, _encode_graph(v))
-    elif t == AttrType.SPARSE_TENSOR:
-        w.bytes_(22, v)
-    elif t == AttrType.TYPE_PROTO:
-        w.message(14, _encode_type(v))
-    elif t == AttrType.FLOATS:
-        w.packed_fixed(7, v, "<f4")
-    elif t == AttrType.INTS:
-        w.packed_varints(8, v)
-    elif t == AttrType.STRINGS:
-        _bytes_list(w, 9, v)
-    elif t == AttrType.TENSORS:
-        for x in v:
-            w.message(10, _encode_tensor(x))
-    elif t == AttrType.GRAPHS:
-        for g in v:
-            w.message(11, _encode_graph(g))
-    elif t == AttrType.SPARSE_TENSORS:
-        for s in v:
-            w.bytes_(23, s)
-    elif t == AttrType.TYPE_PROTOS:
-        for x in v:
-            w.message(15, _encode_type(x))
-    if t:
-        w.varint(20, t)
-    _str(w, 21, a, "ref_attr_name")
-    return w
-
-
-def _encode_node(node: Node) -> Writer:
-    w = _writer(node)
-    for name in node.inputs:
-        w.string(1, name)
-    for name in node.outputs:
-        w.string(2, name)
-    _str(w, 3, node, "name")
-    _str(w, 4, node, "op_type")
-    for a in node.attributes.values():
-        w.message(5, _encode_attribute(a))
-    _str(w, 6, node, "doc_string")
-    _str(w, 7, node, "domain")
-    _str(w, 8, node, "overload")
-    _entries(w, 9, node.metadata_props)
-    return w
-
-
-def _encode_graph(g: Graph) -> Writer:
-    w = _writer(g)
-    for node in g.nodes:
-        w.message(1, _encode_node(node))
-    _str(w, 2, g, "name")
-    for t in g.initializers:
-        w.message(5, _encode_tensor(t))
-    _str(w, 10, g, "doc_string")
-    for number, infos in ((11, g.inputs), (12, g.outputs), (13, g.value_info)):
-        for vi in infos:
-            w.message(number, _encode_value_info(vi))
-    for raw in g.quantization_annotation:
-        w.bytes_(14, raw)
-    for raw in g.sparse_initializers:
-        w.bytes_(15, raw)
-    _entries(w, 16, g.metadata_props)
-    return w
-
-
-def _encode_function(f: Function) -> Writer:
-    w = _writer(f)
-    _str(w, 1, f, "name")
-    for name in f.inputs:
-        w.string(4, name)
-    for name in f.outputs:
-        w.string(5, name)
-    for name in f.attributes:
-        w.string(6, name)
-    for node in f.nodes:
-        w.message(7, _encode_node(node))
-    _str(w, 8, f, "doc_string")
-    _opsets(w, 9, f.opset_imports)
-    _str(w, 10, f, "domain")
-    for a in f.attribute_protos:
-        w.message(11, _encode_attribute(a))
-    for vi in f.value_info:
-        w.message(12, _encode_value_info(vi))
-    _str(w, 13, f, "overload")
-    _entries(w, 14, f.metadata_props)
-    return w
-
-
-def encode_model(model: Model) -> bytes:
-    """ModelProto bytes.  Tensors are written as raw_data (little-endian), STRING tensors as
-    string_data, and tensors decoded from typed fields (float_data, int32_data, ...) back to those;
-    tensors read from external files are written inline.  Repeated fields keep their order.  Messages
-    decoded from a file follow their layout (see the module docstring); ones built in code are written
-    in this codec's order, with every repeated scalar packed."""
-    w = _writer(model)
-    _int(w, 1, model, "ir_version")
-    _str(w, 2, model, "producer_name")
-    _str(w, 3, model, "producer_version")
-    _str(w, 4, model, "domain")
-    _int(w, 5, model, "model_version")
-    _str(w, 6, model, "doc_string")
-    w.message(7, _encode_graph(model.graph))
-    _opsets(w, 8, model.opset_imports, OPSET_DOMAIN_ABSENT in model.empty_fields)
-    _entries(w, 14, model.metadata_props)
-    for raw in model.training_info:
-        w.bytes_(20, raw)
-    for f in model.functions:
-        w.message(25, _encode_function(f))
-    for raw in model.configuration:
-        w.bytes_(26, raw)
-    return w.getvalue()
-
-
-def encode_tensor(tensor: Tensor) -> bytes:
-    """TensorProto bytes (written like the model's tensors, see encode_model)."""
-    return _encode_tensor(tensor).getvalue()
