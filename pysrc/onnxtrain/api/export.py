@@ -1,10 +1,9 @@
 """The inference model that Module.export_model_for_inferencing writes."""
 from __future__ import annotations
 
-import copy
-
 from ..ir import dtypes
-from ..ir.model import Graph, Model, Node, Tensor, ValueInfo
+from ..ir.model import Graph, Model, Tensor, ValueInfo
+from ..ir.rewrite import inference_batchnorm
 from ..runtime.shapes import infer_types
 
 
@@ -22,16 +21,6 @@ def _needed(graph: Graph, output_names: list) -> tuple:
             kept.add(id(node))
             stack.extend(i for i in node.inputs if i)
     return needed, [n for n in graph.nodes if id(n) in kept]
-
-
-def inference_batchnorm(node: Node, read: set) -> list:
-    """A BatchNormalization with training_mode=0 as onnxruntime allows it, with only its output Y: a copy of
-    ``node`` (which stays unchanged), then Identity copies of the unchanged running statistics for those of its
-    running-statistics outputs (which ORT 1.19.2's own eval models keep) that are in ``read``."""
-    y_only = copy.copy(node)
-    y_only.outputs = node.outputs[:1]
-    return [y_only] + [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
-                       for i, name in enumerate(node.outputs[1:]) if name and name in read]
 
 
 def _inference_nodes(nodes: list, needed: set) -> list:

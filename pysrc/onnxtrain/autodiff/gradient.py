@@ -11,7 +11,7 @@ from ..ir.model import AttrType, Graph, Model, Node, Tensor, TensorType, ValueIn
 from ..runtime.plan import topological_order
 from ..runtime.session import Session
 from ..runtime.shapes import infer_types
-from .builder import GraphBuilder
+from ..ir.builder import GraphBuilder
 from .rules import GRADIENT_RULES, NO_GRADIENT
 from .rules._emit import unbroadcast
 from .values import Value, result_dtype

@@ -5,7 +5,7 @@ import contextlib
 import contextvars
 import copy
 
-from ..autodiff.builder import GraphBuilder
+from ..ir.builder import GraphBuilder
 from ..ir import load
 from ..ir.model import Graph, Model
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
-from ..api.export import inference_batchnorm
 from ..autodiff import build_gradient_graph
 from ..ir import ort_names
 from ..ir.dtypes import DataType
 from ..ir.model import Graph, Model, Node, TensorType, ValueInfo
+from ..ir.rewrite import inference_batchnorm
 from ..runtime.shapes import infer_types
 
 

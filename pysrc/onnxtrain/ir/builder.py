@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import dtypes
-from ..ir.model import Attribute, AttrType, Graph, Node, Tensor
+from . import dtypes
+from .model import Attribute, AttrType, Graph, Node, Tensor
 
 
 def _attribute(name: str, value) -> Attribute:
