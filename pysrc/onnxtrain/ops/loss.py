@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
+from .nn import log_softmax
 from .registry import kernel
 
 REDUCTIONS = ("none", "sum", "mean")
@@ -80,12 +81,6 @@ def _pick(log_prob: np.ndarray, safe: np.ndarray) -> np.ndarray:
     return np.take_along_axis(log_prob, np.expand_dims(safe, 1), axis=1)[:, 0]
 
 
-def _log_softmax(scores: np.ndarray, axis: int) -> np.ndarray:
-    shifted = scores - np.maximum.reduce(scores, axis=axis, keepdims=True)
-    sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
-    return np.subtract(shifted, np.log(sums, out=sums), out=shifted)
-
-
 def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total_keeps_sum=False):
     """Negative log-likelihood.  With "mean" and every label ignored (total weight 0), the
     softmax cross-entropy kernels return the (zero) sum, NegativeLogLikelihoodLoss 0/0 = NaN."""
@@ -110,7 +105,7 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
 
 
 def _softmax_ce(op, scores, labels, weights, ignore_index, reduction):
-    log_prob = _log_softmax(scores, axis=1)
+    log_prob = log_softmax(scores, axis=1)
     return _nll(op, log_prob, labels, weights, ignore_index, reduction, zero_total_keeps_sum=True), log_prob
 
 
@@ -232,7 +227,7 @@ def SoftmaxCrossEntropy(logits, label, *, reduction="mean"):
     _check_legacy(op, reduction)
     if label.shape != logits.shape:
         raise ValueError(f"{op}: label of shape {label.shape} must have the logits' shape {logits.shape}")
-    log_prob = _log_softmax(logits, axis=-1)
+    log_prob = log_softmax(logits, axis=-1)
     loss = -(label * log_prob).sum(dtype=logits.dtype)
     if reduction == "mean":
         loss = loss / (logits.size // logits.shape[-1])
@@ -265,7 +260,7 @@ def SparseSoftmaxCrossEntropy(logits, label, weight=None, *, reduction="mean"):
     op = "SparseSoftmaxCrossEntropy"
     _check_legacy(op, reduction)
     _sparse_layout(op, logits, label, weight)
-    log_prob = _log_softmax(logits, axis=-1)
+    log_prob = log_softmax(logits, axis=-1)
     safe, _ = _label_weights(op, label, logits.shape[-1], None, None, logits.dtype)
     loss = -np.take_along_axis(log_prob, safe[..., None], axis=-1)[..., 0]
     if weight is not None:

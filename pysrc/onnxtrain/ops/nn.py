@@ -72,9 +72,10 @@ def _softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis):
-    shifted = x - x.max(axis=axis, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    sums = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
+    return np.subtract(shifted, np.log(sums, out=sums), out=shifted)
 
 
 def _coerced(fn, x, axis):
@@ -96,12 +97,12 @@ def Softmax_13(input, *, axis=-1):
 
 @kernel("LogSoftmax", since=1)
 def LogSoftmax_1(input, *, axis=1):
-    return _coerced(_log_softmax, input, axis)
+    return _coerced(log_softmax, input, axis)
 
 
 @kernel("LogSoftmax", since=13)
 def LogSoftmax_13(input, *, axis=-1):
-    return _log_softmax(input, axis)
+    return log_softmax(input, axis)
 
 
 @kernel("Hardmax", since=13)

@@ -6,8 +6,14 @@ import numpy as np
 from .registry import kernel
 
 
-def _axes_list(axes, rank: int) -> list:
-    return [int(a) + rank if a < 0 else int(a) for a in np.asarray(axes, dtype=np.int64).ravel()]
+def normalized_axes(op: str, axes, rank: int) -> list:
+    """``axes`` (a number or an array of them) as non-negative ints, each checked to lie in [-rank, rank)."""
+    out = []
+    for a in np.asarray(axes, dtype=np.int64).reshape(-1).tolist():
+        if not -rank <= a < rank:
+            raise ValueError(f"{op}: axis {a} is out of range for rank {rank}")
+        out.append(a % rank)
+    return out
 
 
 @kernel("Shape")
@@ -45,7 +51,7 @@ def Transpose(data, *, perm=None):
 
 @kernel("Squeeze", since=1)
 def Squeeze_1(data, *, axes=None):
-    return np.squeeze(data, axis=None if axes is None else tuple(_axes_list(axes, data.ndim)))
+    return np.squeeze(data, axis=None if axes is None else tuple(normalized_axes("Squeeze", axes, data.ndim)))
 
 
 @kernel("Squeeze", since=13)
@@ -57,7 +63,7 @@ def Squeeze_13(data, axes=None):
 def Unsqueeze_1(data, *, axes):
     rank = data.ndim + len(axes)
     out = data
-    for a in sorted(_axes_list(axes, rank)):
+    for a in sorted(normalized_axes("Unsqueeze", axes, rank)):
         out = np.expand_dims(out, a)
     return out
 
@@ -97,7 +103,7 @@ def Split_13(input, split=None, *, axis=0, num_outputs=None, _outputs=(True,)):
 def _slice(data, starts, ends, axes, steps):
     starts = np.asarray(starts, dtype=np.int64).ravel()
     ends = np.asarray(ends, dtype=np.int64).ravel()
-    axes = list(range(len(starts))) if axes is None else _axes_list(axes, data.ndim)
+    axes = list(range(len(starts))) if axes is None else normalized_axes("Slice", axes, data.ndim)
     steps = [1] * len(starts) if steps is None else [int(s) for s in np.asarray(steps).ravel()]
     index = [slice(None)] * data.ndim
     for a, s, e, st in zip(axes, starts, ends, steps):
@@ -138,7 +144,7 @@ def Tile(input, repeats):
 
 def _pad(data, pads, mode, value, axes):
     rank = data.ndim
-    axes = list(range(rank)) if axes is None else _axes_list(axes, rank)
+    axes = list(range(rank)) if axes is None else normalized_axes("Pad", axes, rank)
     pads = [int(p) for p in np.asarray(pads).ravel()]
     n = len(axes)
     widths = [[0, 0] for _ in range(rank)]

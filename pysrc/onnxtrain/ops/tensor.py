@@ -33,7 +33,8 @@ def ConstantOfShape(input, *, value=None):
     return np.full([int(d) for d in input], fill[0], dtype=fill.dtype)
 
 
-def _indices(op: str, indices, size: int):
+def normalized_indices(op: str, indices, size: int) -> np.ndarray:
+    """``indices`` into an axis of ``size`` as non-negative intp, each checked to lie in [-size, size)."""
     idx = np.asarray(indices, dtype=np.int64)
     if idx.size and (idx.min() < -size or idx.max() >= size):
         raise IndexError(f"{op}: index {int(idx.max() if idx.max() >= size else idx.min())} is out of range "
@@ -44,20 +45,20 @@ def _indices(op: str, indices, size: int):
 @kernel("Gather")
 def Gather(data, indices, *, axis=0):
     axis = axis + data.ndim if axis < 0 else axis
-    return np.take(data, _indices("Gather", indices, data.shape[axis]), axis=axis)
+    return np.take(data, normalized_indices("Gather", indices, data.shape[axis]), axis=axis)
 
 
 @kernel("GatherElements")
 def GatherElements(data, indices, *, axis=0):
     axis = axis + data.ndim if axis < 0 else axis
-    return np.take_along_axis(data, _indices("GatherElements", indices, data.shape[axis]), axis=axis)
+    return np.take_along_axis(data, normalized_indices("GatherElements", indices, data.shape[axis]), axis=axis)
 
 
 @kernel("ScatterElements", since=11)
 def ScatterElements(data, indices, updates, *, axis=0, reduction="none"):
     axis = axis + data.ndim if axis < 0 else axis
     out = data.copy()
-    idx = _indices("ScatterElements", indices, data.shape[axis])
+    idx = normalized_indices("ScatterElements", indices, data.shape[axis])
     grid = list(np.indices(idx.shape, sparse=True))
     grid[axis] = idx
     ufunc = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]

@@ -11,6 +11,8 @@ from .norm import batch_norm
 from .optimizers import bool_flag, scalar_input
 from .reduce import reduce_with
 from .registry import kernel
+from .shape import normalized_axes
+from .tensor import normalized_indices
 
 
 # ---- activation gradients (Y is the forward output, X the forward input) -------------------------
@@ -99,15 +101,6 @@ def Scale(input, scale, *, scale_down=0):
     return input * input.dtype.type(factor)
 
 
-def _axes(op: str, axes, rank: int) -> list:
-    out = []
-    for a in np.asarray(axes).reshape(-1).tolist():
-        if not -rank <= a < rank:
-            raise ValueError(f"{op}: axis {a} is out of range for rank {rank}")
-        out.append(a % rank)
-    return out
-
-
 @kernel("ReduceSumTraining", MS_DOMAIN)
 def ReduceSumTraining(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     """ReduceSum (opset 13) with the axes as an input."""
@@ -127,7 +120,7 @@ def SliceGrad(dY, shape, starts, ends, axes=None, steps=None):
     op = "SliceGrad"
     dX = np.zeros(_shape(op, shape), dY.dtype)
     starts, ends = np.asarray(starts).reshape(-1).tolist(), np.asarray(ends).reshape(-1).tolist()
-    axes = list(range(len(starts))) if axes is None else _axes(op, axes, dX.ndim)
+    axes = list(range(len(starts))) if axes is None else normalized_axes(op, axes, dX.ndim)
     steps = [1] * len(starts) if steps is None else np.asarray(steps).reshape(-1).tolist()
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ValueError(f"{op}: starts, ends, axes and steps must have equal lengths, got "
@@ -144,20 +137,13 @@ def SliceGrad(dY, shape, starts, ends, axes=None, steps=None):
     return dX
 
 
-def _normalize_indices(op: str, indices, size: int) -> np.ndarray:
-    idx = np.asarray(indices).astype(np.intp, copy=False)
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        raise ValueError(f"{op}: index out of range [-{size}, {size})")
-    return np.where(idx < 0, idx + size, idx)
-
-
 @kernel("GatherGrad", MS_DOMAIN)
 def GatherGrad(shape, indices, dY, *, axis=0):
     """Zeros of ``shape``; dY rows are added back at the gathered indices (duplicates add up)."""
     op = "GatherGrad"
     dX = np.zeros(_shape(op, shape), dY.dtype)
-    axis = _axes(op, axis, dX.ndim)[0]
-    idx = _normalize_indices(op, indices, dX.shape[axis])
+    axis = normalized_axes(op, axis, dX.ndim)[0]
+    idx = normalized_indices(op, indices, dX.shape[axis])
     expected = dX.shape[:axis] + idx.shape + dX.shape[axis + 1:]
     if dY.shape != expected:
         raise ValueError(f"{op}: dY of shape {dY.shape} does not match the Gather output shape {expected}")
@@ -169,12 +155,12 @@ def GatherGrad(shape, indices, dY, *, axis=0):
 def GatherElementsGrad(dY, shape, indices, *, axis=0):
     op = "GatherElementsGrad"
     dX = np.zeros(_shape(op, shape), dY.dtype)
-    axis = _axes(op, axis, dX.ndim)[0]
+    axis = normalized_axes(op, axis, dX.ndim)[0]
     if indices.shape != dY.shape or indices.ndim != dX.ndim:
         raise ValueError(f"{op}: indices of shape {indices.shape} must have dY's shape {dY.shape} "
                          f"and the rank of {dX.shape}")
     index = list(np.indices(indices.shape, sparse=True))
-    index[axis] = _normalize_indices(op, indices, dX.shape[axis])
+    index[axis] = normalized_indices(op, indices, dX.shape[axis])
     np.add.at(dX, tuple(index), dY)
     return dX
 
@@ -210,7 +196,7 @@ def ConcatTraining(*inputs, axis=None):
         raise ValueError("ConcatTraining: attribute 'axis' is required")
     if not inputs:
         raise ValueError("ConcatTraining: needs at least one input")
-    axis = _axes("ConcatTraining", axis, inputs[0].ndim)[0]
+    axis = normalized_axes("ConcatTraining", axis, inputs[0].ndim)[0]
     return (np.concatenate(inputs, axis=axis),
             np.array([x.shape[axis] for x in inputs], dtype=np.int64))
 
