@@ -225,7 +225,9 @@ def test_dropout_training_mask_semantics():
     ("Reshape", [f32(2, 3), np.array([4, 2], np.int64)], {}, r"cannot reshape an input of shape \[2, 3\] to \[4, 2\]"),
     ("Gather", [f32(3, 2), np.array([3], np.int64)], {}, "index 3 is out of range for an axis of size 3"),
     ("Conv", [f32(1, 3, 5, 5), f32(2, 2, 3, 3)], {}, r"input \[1, 3, 5, 5\] and weight \[2, 2, 3, 3\]"),
-], ids=["reshape", "gather", "conv"])
+    ("Slice", [f32(3, 4)] + [np.array([v], np.int64) for v in (0, 1, -3)], {}, "Slice: axis -3 is out of range for rank 2"),
+    ("Unsqueeze", [f32(3, 4), np.array([3], np.int64)], {}, "Unsqueeze: axis 3 is out of range for rank 3"),
+], ids=["reshape", "gather", "conv", "slice-axis", "unsqueeze-axis"])
 def test_errors_name_the_shapes(op, inputs, attrs, message):
     with pytest.raises((ValueError, IndexError), match=message):
         ours_run(op, inputs, attrs)
