@@ -6,14 +6,13 @@ import copy
 import numpy as np
 
 from ..ir import dtypes, ort_names
+from ..ir.builder import GraphBuilder
 from ..ir.ort_names import MS_DOMAIN
 from ..ir.model import AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..runtime.plan import topological_order
 from ..runtime.session import Session
 from ..runtime.shapes import infer_types
-from ..ir.builder import GraphBuilder
-from .rules import GRADIENT_RULES, NO_GRADIENT
-from .rules._emit import unbroadcast
+from .rules import GRADIENT_RULES, NO_GRADIENT, unbroadcast
 from .values import Value, result_dtype
 
 

@@ -5,8 +5,8 @@ import contextlib
 import contextvars
 import copy
 
-from ..ir.builder import GraphBuilder
 from ..ir import load
+from ..ir.builder import GraphBuilder
 from ..ir.model import Graph, Model
 
 _CURRENT = contextvars.ContextVar("onnxblock_model", default=None)

@@ -13,6 +13,7 @@ The rules live in one module per family of ops, as the kernels do in ops/; _emit
 emit differently by opset.
 """
 from . import conv, elementwise, indexing, loss, matmul, nn, norm, pool, reduce, resize, rnn, shape  # noqa: F401
+from ._emit import unbroadcast
 from ._registry import GRADIENT_RULES, NO_GRADIENT, rule
 
-__all__ = ["GRADIENT_RULES", "NO_GRADIENT", "rule"]
+__all__ = ["GRADIENT_RULES", "NO_GRADIENT", "rule", "unbroadcast"]
