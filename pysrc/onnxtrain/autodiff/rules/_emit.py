@@ -4,16 +4,26 @@ from __future__ import annotations
 import numpy as np
 
 
+def reduce(c, op: str, x, axes: list, keepdims: int = 1):
+    """The reduction ``op`` over ``axes``: an input from opset 13 for ReduceSum, 18 for the others."""
+    if c.opset >= (13 if op == "ReduceSum" else 18):
+        return c.op(op, x, c.ints(axes), keepdims=keepdims)
+    return c.op(op, x, axes=list(axes), keepdims=keepdims)
+
+
 def reduce_sum(c, x, axes: list, keepdims: int):
-    if c.opset >= 13:
-        return c.op("ReduceSum", x, c.ints(axes), keepdims=keepdims)
-    return c.op("ReduceSum", x, axes=list(axes), keepdims=keepdims)
+    return reduce(c, "ReduceSum", x, axes, keepdims)
 
 
 def reduce_mean(c, x, axes: list):
-    if c.opset >= 18:
-        return c.op("ReduceMean", x, c.ints(axes), keepdims=1)
-    return c.op("ReduceMean", x, axes=list(axes), keepdims=1)
+    return reduce(c, "ReduceMean", x, axes)
+
+
+def split(c, x, sizes: list, axis: int):
+    """``x`` split along ``axis`` into parts of ``sizes``: an input from opset 13, an attribute before."""
+    if c.opset >= 13:
+        return c.op("Split", x, c.ints(sizes), n_outputs=len(sizes), axis=axis)
+    return c.op("Split", x, n_outputs=len(sizes), axis=axis, split=sizes)
 
 
 def unsqueeze(c, x, axes: list):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._emit import matmul_along, reduce_mean, reduce_sum, reshape, reshape_like
+from ._emit import matmul_along, reduce, reduce_mean, reduce_sum, reshape, reshape_like
 from ._registry import rule
 
 
@@ -92,8 +92,7 @@ def _lp_normalization(c, x, y, dy):
     if p not in (1, 2):
         raise NotImplementedError(f"{c.where()}: the LpNormalization gradient needs p = 1 or 2")
     op = "ReduceL2" if p == 2 else "ReduceL1"
-    norm = c.op(op, x[0], c.ints([axis]), keepdims=1) if c.opset >= 18 else \
-        c.op(op, x[0], axes=[axis], keepdims=1)
+    norm = reduce(c, op, x[0], [axis])
     s = y[0] if p == 2 else x[0].sign()
     return [(dy[0] - s * reduce_sum(c, dy[0] * y[0], [axis], keepdims=1)) / norm]
 

@@ -1,4 +1,4 @@
-"""Gradient rules of the windowed pools (ops/pool.py)."""
+"""Gradient rules of the windowed pools and GlobalLpPool (ops/pool.py); the other global pools are in reduce.py."""
 from __future__ import annotations
 
 import numpy as np

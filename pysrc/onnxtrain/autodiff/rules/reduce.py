@@ -1,7 +1,7 @@
 """Gradient rules of the reductions (ops/reduce.py) and the global pools that are reductions."""
 from __future__ import annotations
 
-from ._emit import expand_like, reduce_sum, unsqueeze
+from ._emit import expand_like, reduce, reduce_sum, unsqueeze
 from ._registry import rule
 
 
@@ -100,8 +100,7 @@ def _reduce_prod(c, x, y, dy):
     axes = _reduce_axes(c, x, len(c.shape(x[0])))
     zero = x[0].eq(0.0)
     nonzero = zero.where(1.0, x[0])
-    rest = c.op("ReduceProd", nonzero, c.ints(axes), keepdims=1) if c.opset >= 18 else \
-        c.op("ReduceProd", nonzero, axes=axes, keepdims=1)
+    rest = reduce(c, "ReduceProd", nonzero, axes)
     zeros = reduce_sum(c, zero.cast(x[0]), axes, keepdims=1)
     others = zeros.eq(0.0).where(rest / nonzero, (zeros.eq(1.0) & zero).where(rest, 0.0))
     return [_expand_reduced(c, x, dy[0]) * others]

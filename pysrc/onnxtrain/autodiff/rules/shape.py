@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
-from ._emit import matmul_along, reduce_sum, reshape, reshape_like, shape_of, text
+from ._emit import matmul_along, reduce_sum, reshape, reshape_like, shape_of, split, text
 from ._registry import rule
 
 
@@ -32,9 +32,7 @@ def _concat(c, x, y, dy):
         raise NotImplementedError(f"{c.where()}: the Concat gradient needs static sizes along axis {axis}")
     if len(x) == 1:
         return [dy[0]]
-    if c.opset >= 13:
-        return c.op("Split", dy[0], c.ints(sizes), n_outputs=len(x), axis=axis)
-    return c.op("Split", dy[0], n_outputs=len(x), axis=axis, split=sizes)
+    return split(c, dy[0], sizes, axis)
 
 
 @rule("Split")
