@@ -3,13 +3,12 @@ bundled by esbuild, its classic-script build, the files its engine loads, and it
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from buildsys.common import ROOT, link_or_copy, project_version, run, sha256
+from buildsys.common import ROOT, link_or_copy, project_version, replace_file, run, sha256
 from buildsys.downloads import node_tools, npm_package
 from buildsys.npm import npm_pack_library
 from buildsys.pyodide_runtime import PYODIDE_PACKAGES, PYODIDE_VERSION
@@ -35,12 +34,31 @@ def build_api_reference(dest: Path) -> None:
         sys.exit(f"build.py: TypeDoc wrote no {dest / 'index.html'}")
 
 
-#: the line of web/lib/onnxtrain.mjs that build_library replaces with the library's files
-FILES_LINE = "const FILES = {}; // build.py: the files the engine loads"
 #: the engine's modules: build_library bundles web/lib/engine.mjs and these into one file, engine.mjs
 ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "threads.mjs", "engine_hooks.mjs")
 #: the kernel pool's worker (web/lib/threads_worker.mjs), a file of its own that the engine starts by its URL
 THREADS_WORKER = "threads_worker.mjs"
+#: the library's entry (web/lib/onnxtrain.mjs) and its modules (web/lib/src/), bundled into onnxtrain.mjs and .js
+ENTRY, MODULES = "onnxtrain.mjs", "src"
+#: the module of web/lib/src/ that holds the files' table, written by build_library for each bundle
+FILES_MODULE = "files.mjs"
+#: the classic script's entry: globalThis.onnxtrain, and globalThis.ort only where no onnxruntime-web defined it,
+#: so that a page written for onnxruntime-web's script tag runs with only its src changed
+CLASSIC_ENTRY = f"""import * as onnxtrain from "./{ENTRY}";
+globalThis.onnxtrain = {{ ...onnxtrain }};
+globalThis.ort ??= globalThis.onnxtrain;
+"""
+#: the test site's entry: the library and its internal _engineCall, for the test hooks (requests by name)
+TEST_ENTRY = f"""export * from "./{ENTRY}";
+export {{ _engineCall }} from "./{MODULES}/engine_client.mjs";
+"""
+
+
+def esbuild(entry: Path, out: Path, *options: str) -> None:
+    """``entry`` and what it imports bundled by esbuild (tools/package.json's) into ``out``, for browsers; run in
+    ``entry``'s folder, so that the bundle's comments name its modules by their paths there."""
+    run([node_tools() / ".bin" / "esbuild", entry.name, "--bundle", "--platform=browser", "--target=es2022",
+         "--log-level=warning", *options, f"--outfile={out}"], cwd=entry.parent)
 
 
 def bundle_engine(hooks: Path, out: Path) -> None:
@@ -55,15 +73,13 @@ def bundle_engine(hooks: Path, out: Path) -> None:
         shutil.copy2(hooks, work / "engine_hooks.mjs")
         (work / "pyodide").mkdir()
         shutil.copy2(npm_package("pyodide", PYODIDE_VERSION) / "pyodide.mjs", work / "pyodide" / "pyodide.mjs")
-        esbuild = node_tools() / ".bin" / "esbuild"
-        run([esbuild, work / "engine.mjs", "--bundle", "--format=esm", "--platform=browser", "--target=es2022",
-             "--external:node:*", "--external:ws", "--log-level=warning", f"--outfile={work / 'out.mjs'}"])
+        esbuild(work / "engine.mjs", work / "out.mjs", "--format=esm", "--external:node:*", "--external:ws")
         out.unlink(missing_ok=True)
         shutil.copy2(work / "out.mjs", out)
 
 
-def files_table(lib: Path, base: str) -> str:
-    """The FILES line's replacement: each file the engine loads (engine.mjs, its pool's worker, pyodide/, wheels/,
+def files_module(lib: Path, base: str) -> str:
+    """FILES_MODULE for a bundle: each file the engine loads (engine.mjs, its pool's worker, pyodide/, wheels/,
     kernels/) by its path in the library's folder, as [a literal `new URL("./path", base)`, bytes, sha256].  The
     literal form is what Vite and webpack detect, to copy the file into their output and give its URL there."""
     paths = ["engine.mjs", THREADS_WORKER, *sorted(p.relative_to(lib).as_posix()
@@ -74,7 +90,31 @@ def files_table(lib: Path, base: str) -> str:
         # JavaScript is never checked (nor kept by hash): the test site's engine differs, and bundlers minify it
         size, digest = (lib / path).stat().st_size, "" if path.endswith((".js", ".mjs")) else sha256(lib / path)
         rows.append(f'  "{path}": [new URL("./{path}", {base}), {size}, "{digest}"],')
-    return "const FILES = {\n" + "\n".join(rows) + "\n};"
+    return "export const FILES = {\n" + "\n".join(rows) + "\n};\n"
+
+
+def bundle_library(lib: Path, classic: bool = True, test_hooks: bool = False) -> None:
+    """``lib``/onnxtrain.mjs: web/lib/onnxtrain.mjs and its modules bundled by esbuild into one ES module whose
+    files' table has ``lib``'s files; with ``classic`` also onnxtrain.js, the same as a classic script that
+    defines globalThis.onnxtrain; with ``test_hooks``, onnxtrain.mjs also exports _engineCall.  (--keep-names: a
+    class that refers to itself keeps its name, Tensor.name is "Tensor".)"""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        shutil.copy2(ROOT / "web" / "lib" / ENTRY, work / ENTRY)
+        shutil.copytree(ROOT / "web" / "lib" / MODULES, work / MODULES)
+        entry = work / ENTRY
+        if test_hooks:
+            entry = work / "test_entry.mjs"
+            entry.write_text(TEST_ENTRY)
+        (work / MODULES / FILES_MODULE).write_text(files_module(lib, "import.meta.url"))
+        esbuild(entry, work / "out.mjs", "--format=esm", "--keep-names")
+        replace_file(lib / ENTRY, (work / "out.mjs").read_bytes())
+        if classic:
+            (work / MODULES / FILES_MODULE).write_text("const LIBRARY_URL = document.currentScript.src;\n"
+                                                       + files_module(lib, "LIBRARY_URL"))
+            (work / "classic.mjs").write_text(CLASSIC_ENTRY)
+            esbuild(work / "classic.mjs", work / "out.js", "--format=iife", "--keep-names")
+            replace_file(lib / "onnxtrain.js", (work / "out.js").read_bytes())
 
 
 def build_library(site: Path) -> None:
@@ -94,21 +134,8 @@ def build_library(site: Path) -> None:
     bundle_engine(lib / "engine_hooks.mjs", lib / "engine.mjs")
     for name in ENGINE_MODULES[1:]:
         (lib / name).unlink()
-    source = (lib / "onnxtrain.mjs").read_text()
-    url_line = "const LIBRARY_URL = import.meta.url;"
-    exports = re.findall(r"^export \{[^}]*\};$", source, re.M)
-    if source.count(url_line) != 1 or len(exports) != 1 or source.count("import.meta") != 1 \
-            or source.count("\nexport ") != 1 or source.count(FILES_LINE) != 1:
-        sys.exit("build.py: web/lib/onnxtrain.mjs must have one import.meta.url line, one `export { ... };` and "
-                 f"the line {FILES_LINE!r}")
-    names = " ".join(exports[0][len("export"):-1].split())
-    (lib / "onnxtrain.mjs").write_text(source.replace(FILES_LINE, files_table(lib, "import.meta.url")))
-    # the classic script: globalThis.onnxtrain, and globalThis.ort only where no onnxruntime-web defined it, so
-    # that a page written for onnxruntime-web's script tag runs with only its src changed
-    classic = source.replace(url_line, "const LIBRARY_URL = document.currentScript.src;").replace(
-        exports[0], f"globalThis.onnxtrain = {names};\nglobalThis.ort ??= globalThis.onnxtrain;").replace(
-        FILES_LINE, files_table(lib, "LIBRARY_URL"))
-    (lib / "onnxtrain.js").write_text(f"(() => {{\n{classic}}})();\n")
+    bundle_library(lib)
+    shutil.rmtree(lib / MODULES)
     # the types again under the name TypeScript looks for when a page imports onnxtrain.mjs by its path
     shutil.copy2(lib / "onnxtrain.d.ts", lib / "onnxtrain.d.mts")
     npm_pack_library(lib)

@@ -3,14 +3,13 @@ Debian's chromium and the CPU Vulkan driver."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
 
 from buildsys.common import CACHE, ROOT, SITE, link_or_copy, log, replace_file
 from buildsys.downloads import apt_install, pypi_file
-from buildsys.library import LIBRARY, bundle_engine
+from buildsys.library import LIBRARY, bundle_engine, bundle_library
 from buildsys.site import write_precache
 
 # What the browser tests serve: site/ plus the test hooks (tests/browser/hooks/ replaces the site's no-op hooks.js
@@ -39,11 +38,7 @@ def add_test_hooks(site: Path) -> None:
         if not (site / path).is_file():
             sys.exit(f"build.py: the test hook {path.as_posix()} replaces no file of the site")
         replace_file(site / path, hook.read_bytes())
-    # the library's internal _engineCall, exported for the hooks (requests by name, runPython)
-    library = site / LIBRARY / "onnxtrain.mjs"
-    source = library.read_text()
-    exports = re.findall(r"^export \{[^}]*\};$", source, re.M)[0]
-    replace_file(library, source.replace(exports, exports[:-len("};")].rstrip() + ", _engineCall };").encode())
+    bundle_library(site / LIBRARY, classic=False, test_hooks=True)  # with _engineCall, for the hooks
 
 
 def build_test_site(site: Path = SITE) -> Path:
