@@ -13,7 +13,7 @@ from pathlib import Path
 from buildsys.common import CACHE, ROOT, SITE, log, replace_file, run, sha256
 from buildsys.downloads import npm_package, pypi_file
 from buildsys.kernels import build_kernels
-from buildsys.library import API_REFERENCE, build_api_reference, build_library
+from buildsys.library import API_REFERENCE, LIBRARY, build_api_reference, build_library
 from buildsys.npm import npm_pack_backbone
 from buildsys.pyodide_runtime import PYC_FILES, compile_python, vendor_pyodide
 from buildsys.venv import ensure_venv, venv_python
@@ -34,6 +34,20 @@ w.writerow(list(data.feature_names) + ["cultivar"])
 for row, target in zip(data.data, data.target):
     w.writerow([f"{v:g}" for v in row] + [data.target_names[target]])
 """
+
+
+#: how the app's modules import the library: by its path in web/, and in the site by its folder there
+APP_IMPORT = ('"./lib/onnxtrain.mjs"', f'"./{LIBRARY}/onnxtrain.mjs"')
+
+
+def import_library_bundle(site: Path) -> None:
+    """Point the app's modules (``site``/*.js) at the library's bundle in the site's onnxtrain/, where the sources
+    import web/lib/onnxtrain.mjs (the unbundled library)."""
+    source, bundle = APP_IMPORT
+    for path in sorted(site.glob("*.js")):
+        text = path.read_text()
+        if source in text:
+            path.write_text(text.replace(source, bundle))
 
 
 def sample_data(dest: Path) -> None:
@@ -81,6 +95,7 @@ def build_site() -> Path:
     names["version"] = digest.hexdigest()[:16]
     (wheels / "wheels.json").write_text(json.dumps(names, indent=1))
     build_library(tmp)
+    import_library_bundle(tmp)
     build_api_reference(tmp / API_REFERENCE)
     for folder in ("pyodide", "wheels", "kernels"):  # the library has what the page loads of them
         shutil.rmtree(tmp / folder)
