@@ -4,7 +4,7 @@ import { OnnxtrainError, engineError } from "./errors.mjs";
 import { FILES } from "./files.mjs";
 
 // onnxruntime-web's settings, accepted so that code written for it runs.  onnxtrain reads env.wasm.wasmPaths: where
-// this folder's files are served (a folder's URL, or a map of a file's path in this folder to its URL), for a
+// the library's files are served (a folder's URL, or a map of a file's path in its folder to its URL), for a
 // bundle that did not copy them (esbuild's); relative URLs resolve against the page; and env.wasm.numThreads, the
 // kernels' threads, read when the engine starts.  The rest is ignored.
 export const env = {

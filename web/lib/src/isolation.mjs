@@ -1,5 +1,5 @@
 // Cross-origin isolation (for the engine's threads) on a host that cannot send COOP/COEP: registers the service
-// worker at `serviceWorker` (a URL, e.g. a copy of this folder's isolation-sw.js at the site's root), which adds
+// worker at `serviceWorker` (a URL, e.g. a copy of the library's isolation-sw.js at the site's root), which adds
 // them, and once it is active reloads the page, which it then controls.  Resolves to crossOriginIsolated when the
 // page goes on (it never resolves when it reloads).  It goes on as it is when the page is isolated, is opened
 // with ?isolation=off, is in a frame (which a top-level page's policy governs), has no service workers, is
