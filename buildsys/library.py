@@ -40,7 +40,7 @@ ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "threads.mjs", "engin
 THREADS_WORKER = "threads_worker.mjs"
 #: the library's entry (web/lib/onnxtrain.mjs) and its modules (web/lib/src/), bundled into onnxtrain.mjs and .js
 ENTRY, MODULES = "onnxtrain.mjs", "src"
-#: the module of web/lib/src/ that holds the files' table, written by build_library for each bundle
+#: the module of web/lib/src/ that holds the files' table, written by bundle_library for each bundle
 FILES_MODULE = "files.mjs"
 #: the classic script's entry: globalThis.onnxtrain, and globalThis.ort only where no onnxruntime-web defined it,
 #: so that a page written for onnxruntime-web's script tag runs with only its src changed
