@@ -155,7 +155,7 @@ def test_the_venv_of_a_checkout_runs_python_m_onnxtrain(tmp_path, monkeypatch):
     it is."""
     build = load_build()
     site_packages = fake_venv(build, tmp_path / "own")
-    monkeypatch.setattr(build, "VENV", tmp_path / "own")
+    monkeypatch.setattr(sys.modules[build.ensure_venv.__module__], "VENV", tmp_path / "own")
     build.ensure_venv()
     pth = site_packages / "onnxtrain-checkout.pth"
     assert pth.read_text() == f"{build.ROOT / 'pysrc'}\n"
@@ -168,6 +168,6 @@ def test_the_venv_of_a_checkout_runs_python_m_onnxtrain(tmp_path, monkeypatch):
     assert "federate" in runs.stdout
     linked_site = fake_venv(build, tmp_path / "shared")
     (tmp_path / "linked").symlink_to(tmp_path / "shared")
-    monkeypatch.setattr(build, "VENV", tmp_path / "linked")
+    monkeypatch.setattr(sys.modules[build.ensure_venv.__module__], "VENV", tmp_path / "linked")
     build.ensure_venv()
     assert not (linked_site / "onnxtrain-checkout.pth").exists()

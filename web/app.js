@@ -1,4 +1,5 @@
-// The page: every flow is built on the onnxtrain library (onnxtrain/onnxtrain.mjs), as another site's page would be.
+// The page: every flow is built on the onnxtrain library (lib/onnxtrain.mjs; in the site, onnxtrain/onnxtrain.mjs),
+// as another site's page would be.
 import { setUpCamera } from "./camera.js";
 import { PROVIDER_NAMES, executionProviders, setUpCompute } from "./compute.js";
 import { setUpDigits } from "./digits.js";
@@ -6,7 +7,7 @@ import { setUpFederation } from "./federation.js";
 import { setUpImages } from "./images.js";
 import { setUpOwnModel } from "./own_model.js";
 import { exposeHooks } from "./hooks.js";
-import { Tensor, TrainingSession, isolate, start } from "./onnxtrain/onnxtrain.mjs";
+import { Tensor, TrainingSession, isolate, start } from "./lib/onnxtrain.mjs";
 import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
 import { $, download, errorShower } from "./ui.js";

@@ -2,7 +2,7 @@
 // the engine; a small head learns the user's classes in about a second; live predictions on the camera; one ONNX
 // model (preprocessing, backbone and head) to download.  Built on the library's PersonalizeTask only.
 import { PROVIDER_NAMES, executionProviders } from "./compute.js";
-import { PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
+import { PersonalizeTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower } from "./ui.js";
 

@@ -1,6 +1,6 @@
 // "Teach the digit recogniser your handwriting": a drawing pad, live predictions, new classes, fine-tuning.
 import { executionProviders } from "./compute.js";
-import { HandwritingTask } from "./onnxtrain/onnxtrain.mjs";
+import { HandwritingTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 

@@ -1,7 +1,7 @@
 // "Join a federation": this page as one client of a Flower federation that `python3 build.py serve --federate`
 // (or `python -m onnxtrain federate`) runs on this site's server.  The page trains the federation's model on the
 // user's own CSV file or folder of images; only parameter vectors go to the server (the library's Federation).
-import { Federation, ImageTask, Tensor } from "./onnxtrain/onnxtrain.mjs";
+import { Federation, ImageTask, Tensor } from "./lib/onnxtrain.mjs";
 import uPlot from "./vendor/uPlot.esm.js";
 import { $, element, errorShower, tableOf } from "./ui.js";
 

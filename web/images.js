@@ -1,7 +1,7 @@
 // "Train on a folder of images": decode in the page, then either train the head of the pretrained EfficientNet-Lite0
 // on the photos' features (the default) or a small CNN from scratch; download a model that takes the images.
 import { executionProviders } from "./compute.js";
-import { ImageTask, PersonalizeTask } from "./onnxtrain/onnxtrain.mjs";
+import { ImageTask, PersonalizeTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";

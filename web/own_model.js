@@ -1,6 +1,6 @@
 // "Train your own ONNX model": a forward model (artifacts generated in the page) or ORT's four artifacts,
 // trained on a .npz file, exported as a plain ONNX model.
-import { TrainingSession, describeModel, generateArtifacts } from "./onnxtrain/onnxtrain.mjs";
+import { TrainingSession, describeModel, generateArtifacts } from "./lib/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, element, errorShower } from "./ui.js";

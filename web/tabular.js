@@ -1,6 +1,6 @@
 // The CSV flow of the page: load a file, pick the column to predict, train with a live chart, download.
 import { executionProviders } from "./compute.js";
-import { TabularTask } from "./onnxtrain/onnxtrain.mjs";
+import { TabularTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
 import { $, downloadButton, element, errorShower, showSignature, tableOf } from "./ui.js";

