@@ -1,6 +1,6 @@
 """The table of WGSL kernels: each op also has a CPU kernel (the planner binds one to every node, and the CPU
-runs a node the GPU does not cover), each is exercised by a test in tests/webgpu, and the README lists exactly
-the table."""
+runs a node the GPU does not cover), each is exercised by a test in tests/webgpu, and docs/webgpu.md lists
+exactly the table."""
 import re
 from pathlib import Path
 
@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def gpu_kernel_list() -> str:
-    """The README's list of WGSL kernels, by domain."""
+    """docs/webgpu.md's list of WGSL kernels, by domain."""
     return kernel_list(gpu_ops())
 
 
@@ -31,8 +31,8 @@ def test_every_gpu_kernel_is_tested():
     assert untested == [], "WGSL kernels no test in tests/webgpu names: " + ", ".join(untested)
 
 
-def test_readme_lists_exactly_the_gpu_kernel_table():
-    text = (HERE.parent.parent / "README.md").read_text()
+def test_docs_list_exactly_the_gpu_kernel_table():
+    text = (HERE.parent.parent / "docs" / "webgpu.md").read_text()
     listed = text.split("<!-- webgpu-kernels -->\n")[1].split("<!-- /webgpu-kernels -->")[0].strip()
     assert listed == gpu_kernel_list(), \
-        "regenerate README's WGSL kernel list with tests/webgpu/test_gpu_kernel_list.py::gpu_kernel_list"
+        "regenerate docs/webgpu.md's WGSL kernel list with tests/webgpu/test_gpu_kernel_list.py::gpu_kernel_list"
