@@ -185,6 +185,7 @@ class Plan:
         self.graph = graph
         initializers = {t.name: t.data for t in graph.initializers}
         self.input_names = [v.name for v in graph.inputs]
+        self.input_set = frozenset(self.input_names)
         self.input_info = [v for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
         self.outer_names = [n for n in outer if n not in initializers and n not in self.input_names]
