@@ -22,6 +22,7 @@ from ..ir import ort_names
 from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
 from ..ir.ort_names import MS_DOMAIN
 from ..ops import UnsupportedOpError, lookup
+from ..ops.random import node_generator
 from ..ops.registry import normalize_domain
 from .attributes import attribute_problem, kernel_attributes
 from .bit_patterns import bit_pattern_types
@@ -276,6 +277,8 @@ class Plan:
         params = inspect.signature(fn).parameters
         if "_outputs" in params:
             kwargs["_outputs"] = tuple(bool(o) and o in used for o in node.outputs)
+        if "_generator" in params:   # a random op's own generator, kept by this plan and advanced by every run
+            kwargs["_generator"] = node_generator(kwargs.get("seed"))
         if "_output_shapes" in params:
             kwargs["_output_shapes"] = [shapes.get(o) for o in node.outputs]
         bodies = {}
