@@ -4,10 +4,11 @@ repeats the first run's draws.  Unseeded ops draw afresh on every run.  The valu
 generators differ); the test checks these properties on onnxruntime itself and on onnxtrain."""
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxruntime as ort
-from onnxtrain import ir
+import ort_cases as oc
+from onnxtrain import api, artifacts, ir
 from onnxtrain.runtime import Session
 
 X = np.full((4, 8), 0.5, np.float32)
@@ -63,3 +64,42 @@ def test_an_unseeded_op_draws_afresh(op):
         assert not np.array_equal(one, first()), f"{runtime}: two runs of one session drew the same {op} values"
         if runtime == "onnxtrain" or op == "Dropout":
             assert not np.array_equal(one, second()), f"{runtime}: a new session repeated the first run's {op}"
+
+
+def linear_dropout():
+    """output = Dropout(input @ fc.weight.T + fc.bias), seeded, in training mode (its mask, as torch exports it)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "fc.weight"),
+             numpy_helper.from_array(np.zeros(8, np.float32), "fc.bias"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
+             numpy_helper.from_array(np.array(True), "training")]
+    nodes = [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"], ["h"], transB=1),
+             helper.make_node("Dropout", ["h", "ratio", "training"], ["output", "mask"], seed=5)]
+    graph = helper.make_graph(nodes, "linear_dropout", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                                                      ["batch", 4])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_training_model_with_a_seeded_dropout_advances_its_mask_per_step(tmp_path):
+    rng = np.random.default_rng(1)
+    x, target = rng.standard_normal((16, 4)).astype(np.float32), rng.standard_normal((16, 8)).astype(np.float32)
+    for runtime, (training, generate) in {"onnxruntime": (oc.ort_api(), oc.ort_training().artifacts),
+                                          "onnxtrain": (api, artifacts)}.items():
+        folder = tmp_path / runtime
+        folder.mkdir()
+        generate.generate_artifacts(linear_dropout(), requires_grad=["fc.weight", "fc.bias"],
+                                    loss=generate.LossType.MSELoss, artifact_directory=str(folder))
+
+        def losses(steps):
+            """The losses of ``steps`` train steps on one batch (no optimizer step) of a new Module."""
+            state = training.CheckpointState.load_checkpoint(str(folder / "checkpoint"))
+            module = training.Module(str(folder / "training_model.onnx"), state, str(folder / "eval_model.onnx"))
+            out = []
+            for _ in range(steps):
+                out.append(float(np.asarray(module(x, target)).reshape(-1)[0]))
+                module.lazy_reset_grad()
+            return out
+        first = losses(3)
+        assert len(set(first)) == 3, f"{runtime}: the steps drew the same mask: {first}"
+        assert losses(2) == first[:2], f"{runtime}: a new Module did not repeat the first steps' masks"
