@@ -33,8 +33,11 @@ def node_generator(seed):
 
 
 def draws(seed, generator):
-    """What a kernel draws from: its node's generator, else (called without a plan) one made from ``seed``."""
-    return generator if generator is not None else node_generator(seed) or unseeded()
+    """What a kernel draws from: its node's generator, else (called without a plan) one made from ``seed``, else
+    the shared unseeded one."""
+    if generator is None:
+        generator = node_generator(seed)
+    return unseeded() if generator is None else generator
 
 
 def _float_dtype(op: str, code: int):
