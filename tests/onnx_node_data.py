@@ -61,14 +61,22 @@ def _same(got, want, rtol, atol):
     return np.array_equal(got, want)
 
 
-def check_node_test(name, rtol=1e-3, atol=1e-7):
-    """Run every data set of node test ``name`` and compare all outputs (onnx's own default tolerances)."""
+def _untagged(value):
+    """A bit-pattern array as the plain uint8/uint16 array a caller would feed (without ir.dtypes' type tag)."""
+    return value.view(np.dtype(value.dtype.str)) if isinstance(value, np.ndarray) and value.dtype.metadata else value
+
+
+def check_node_test(name, rtol=1e-3, atol=1e-7, plain_bits=False):
+    """Run every data set of node test ``name`` and compare all outputs (onnx's own default tolerances).
+    ``plain_bits`` feeds bfloat16, float8 and 4-bit inputs as plain uint8/uint16 bit patterns."""
     d = os.path.join(NODE_DATA, name)
     m = onnx.load(os.path.join(d, "model.onnx"))
     session = Session(ir.load(m.SerializeToString()))
     for case in sorted(glob.glob(os.path.join(d, "test_data_set_*"))):
         feeds = {vi.name: _load(os.path.join(case, f"input_{i}.pb"), vi.type) for i, vi in enumerate(m.graph.input)
                  if os.path.exists(os.path.join(case, f"input_{i}.pb"))}
+        if plain_bits:
+            feeds = {k: _untagged(v) for k, v in feeds.items()}
         want = [_load(os.path.join(case, f"output_{i}.pb"), vi.type) for i, vi in enumerate(m.graph.output)]
         got = session.run(feeds)
         for i, (g, w) in enumerate(zip(got, want)):

@@ -224,3 +224,25 @@ def test_a_checkpoint_with_a_nan_learning_rate_is_refused_by_the_optimizer(run):
     with pytest.raises(ValueError, match=r"checkpoint property 'onnxtrain.learning_rate' must be a finite number "
                                          r">= 0, got nan"):
         ours.Optimizer(f["optimizer"], module)
+
+
+UNDECODABLE = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")   # its constructor takes 5 arguments
+
+
+def test_a_load_error_whose_type_takes_other_arguments_is_still_reworded(monkeypatch):
+    def load(source):
+        raise UNDECODABLE
+    monkeypatch.setattr(ours.module.ir, "load", load)
+    with pytest.raises(UnicodeError, match="cannot load the training model: 'utf-8' codec can't decode byte 0xff"):
+        ours.module.load_model(b"model", "training model")
+
+
+def test_a_csv_error_whose_type_takes_other_arguments_names_the_file(monkeypatch, tmp_path):
+    from onnxtrain.federated import model
+
+    def csv_inputs(data, types):
+        raise UNDECODABLE
+    monkeypatch.setattr(model, "csv_inputs", csv_inputs)
+    (tmp_path / "data.csv").write_bytes(b"x\n1\n")
+    with pytest.raises(UnicodeError, match=r"data\.csv: 'utf-8' codec can't decode byte 0xff"):
+        model.read_csv(str(tmp_path / "data.csv"), {})

@@ -99,6 +99,40 @@ def test_artifacts_as_bytes_and_errors():
         artifacts.generate_artifacts(model, requires_grad=oc.MLP_ALL, loss=artifacts.LossType.MSELoss)
 
 
+def test_loss_and_optimizer_by_name_train_in_onnxruntime_as_the_members_do(tmp_path):
+    # onnxruntime-training 1.19.2 refuses a name: it takes only its enums or Blocks
+    ort_artifacts = oc.ort_training().artifacts
+    with pytest.raises(RuntimeError, match="Unknown loss provided <class 'str'>"):
+        ort_artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=3, n_out=2), requires_grad=oc.MLP_ALL, loss="MSELoss",
+                                         artifact_directory=str(tmp_path / "ort"))
+    # onnxtrain takes the names the CLI and the page take, and builds what the members build
+    by_name, by_member = (artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=3, n_out=2), requires_grad=oc.MLP_ALL,
+                                                       loss=loss, optimizer=optimizer, artifact_directory=str(folder))
+                          for loss, optimizer, folder in [("CrossEntropyLoss", "AdamW", tmp_path / "name"),
+                                                          (artifacts.LossType.CrossEntropyLoss,
+                                                           artifacts.OptimType.AdamW, tmp_path / "member")])
+    files = {f.name: f.read_bytes() for f in (tmp_path / "name").iterdir()}
+    assert files == {f.name: f.read_bytes() for f in (tmp_path / "member").iterdir()}
+    paths = {"training": tmp_path / "name" / "training_model.onnx", "eval": tmp_path / "name" / "eval_model.onnx",
+             "optimizer": tmp_path / "name" / "optimizer_model.onnx", "checkpoint": tmp_path / "name" / "checkpoint"}
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    labels = np.array([0, 1, 1, 0, 1], np.int64)
+    losses, _, _ = train(oc.ort_api(), paths, [(x, labels)] * 3)
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("option, value, error, message", [
+    ("loss", "MSE", ValueError, r"unknown LossType 'MSE'; choose one of \['MSELoss', 'CrossEntropyLoss', "
+                                r"'BCEWithLogitsLoss', 'L1Loss'\]"),
+    ("optimizer", "Adam", ValueError, r"unknown OptimType 'Adam'; choose one of \['AdamW', 'SGD'\]"),
+    ("loss", 3, TypeError, r"loss must be one of \['MSELoss', .*\] \(a name or LossType member\) or an onnxblock "
+                           r"Block, not int 3"),
+])
+def test_an_unknown_loss_or_optimizer_names_the_choices(option, value, error, message):
+    with pytest.raises(error, match=message):
+        artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=3, n_out=2), requires_grad=oc.MLP_ALL, **{option: value})
+
+
 def test_weighted_cross_entropy_artifacts_train_alike_in_both(tmp_path):
     # ORT 1.19.2's own onnxblock CrossEntropyLoss fails on a numpy `weight` ("truth value of an array ... is
     # ambiguous"), so only onnxtrain can generate these; ORT still trains them.

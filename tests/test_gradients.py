@@ -45,7 +45,9 @@ def forward_output_shape(model, feeds):
     return Session(probe).run(feeds)[0].shape
 
 
-def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rtol=1e-6, atol=1e-8, ort_check=True):
+def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rtol=1e-6, atol=1e-8, ort_check=True,
+          fresh=False):
+    """``fresh``: each forward run in a new session (a seeded random op then draws its first values each time)."""
     attrs = attrs or {}
     wrt = wrt if wrt is not None else [i for i, v in enumerate(inputs) if v.dtype.kind == "f" and i not in consts]
     feeds = {f"x{i}": v for i, v in enumerate(inputs) if i not in consts}
@@ -56,7 +58,9 @@ def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rt
     grad_model = build_gradient_graph(ir.load(model.SerializeToString()), "loss", names)
     session = Session(grad_model)
     got = dict(zip(session.output_names, session.run(feeds)))
-    forward = Session(ir.load(model.SerializeToString()))
+    forward_model = ir.load(model.SerializeToString())
+    kept = Session(forward_model)
+    forward = (lambda: Session(forward_model).run(feeds)[0]) if fresh else (lambda: kept.run(feeds)[0])
     for name in names:
         x = feeds[name]
         numeric = np.zeros_like(x)
@@ -64,9 +68,9 @@ def check(op, inputs, attrs=None, wrt=None, consts=(), n_outputs=1, opset=17, rt
         for idx in np.ndindex(x.shape):
             saved = x[idx]
             x[idx] = saved + eps
-            up = forward.run(feeds)[0]
+            up = forward()
             x[idx] = saved - eps
-            down = forward.run(feeds)[0]
+            down = forward()
             x[idx] = saved
             numeric[idx] = (up - down) / (2 * eps)
         np.testing.assert_allclose(got[f"{name}_grad"], numeric, rtol=rtol, atol=atol, err_msg=f"{op} d/d{name}")
@@ -371,9 +375,10 @@ def test_docs_list_exactly_the_rule_table():
 
 
 def test_dropout_training_gradient_uses_the_mask():
-    # a seeded Dropout draws the same mask on every run, so finite differences see a fixed function;
-    # onnxruntime draws other masks, so it is not compared here
-    check("Dropout", [rnd(6, 5), np.array(0.3), np.array(True)], {"seed": 7}, consts=[1, 2], ort_check=False)
+    # a seeded Dropout draws its first mask in each new session, so finite differences (each run in a session of
+    # its own) see a fixed function; onnxruntime draws other masks, so it is not compared here
+    check("Dropout", [rnd(6, 5), np.array(0.3), np.array(True)], {"seed": 7}, consts=[1, 2], ort_check=False,
+          fresh=True)
 
 
 def test_max_and_min_share_ties_as_torch_does():

@@ -99,6 +99,16 @@ def test_wrong_feed_count_and_unknown_name():
         session.run({"x": np.ones((1, 4), np.float32), "labels": np.zeros(1)})
 
 
+@pytest.mark.parametrize("code, bits, value", [(17, np.array([0x2F], np.uint8), 0.46875),      # float8e4m3fn
+                                               (16, np.array([0x3FC0], np.uint16), 1.5),       # bfloat16
+                                               (22, np.array([0x0F], np.uint8), -1.0)],        # int4
+                         ids=["float8e4m3fn", "bfloat16", "int4"])
+def test_a_plain_array_fed_for_a_bit_pattern_input_is_its_bits(code, bits, value):
+    graph = Graph(name="g", nodes=[Node("Cast", ["x"], ["y"], attributes={"to": Attribute("to", AttrType.INT, FLOAT)})],
+                  inputs=[vi("x", code, [1])], outputs=[vi("y", FLOAT, [1])])
+    assert Session(Model(graph=graph, opset_imports={"": 21})).run([bits])[0].tolist() == [value]
+
+
 def test_undefined_value_is_a_graph_error():
     model, _, _ = mlp_model()
     model.graph.nodes[1].inputs[1] = "bias_missing"

@@ -40,6 +40,19 @@ _LOSSES = {LossType.MSELoss: onnxblock.loss.MSELoss, LossType.CrossEntropyLoss: 
 _OPTIMIZERS = {OptimType.AdamW: onnxblock.optim.AdamW, OptimType.SGD: onnxblock.optim.SGD}
 
 
+def _block(what: str, value, enum, table: dict):
+    """The onnxblock Block for ``value``: a name of ``enum`` (as the CLI and the page take), a member, or a
+    Block itself."""
+    if isinstance(value, str):
+        value = enum_member(enum, value)
+    if isinstance(value, enum):
+        return table[value]()
+    if callable(value):
+        return value
+    raise TypeError(f"{what} must be one of {[m.name for m in enum]} (a name or {enum.__name__} member) or an "
+                    f"onnxblock Block, not {type(value).__name__} {value!r}")
+
+
 def _as_model(model) -> Model:
     if isinstance(model, Model):
         return copy.deepcopy(model)
@@ -67,14 +80,15 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
     if optimizer is not None and not requires_grad:
         raise ValueError("an optimizer needs requires_grad: name the parameters to train")
     additional = list(additional_output_names or [])
+    loss_block = None if loss is None else _block("loss", loss, LossType, _LOSSES)
+    opt_block = None if optimizer is None else _block("optimizer", optimizer, OptimType, _OPTIMIZERS)
 
     forward_outputs = {v.name: v for v in base.graph.outputs}
     with building(base) as b:
-        if loss is None:
+        if loss_block is None:
             loss_name = base.graph.outputs[0].name
         else:
-            block = _LOSSES[loss]() if isinstance(loss, LossType) else loss
-            loss_name = block(*(loss_input_names or list(forward_outputs)))
+            loss_name = loss_block(*(loss_input_names or list(forward_outputs)))
         model = b.model
     missing = [n for n in additional if n not in forward_outputs]
     if missing:
@@ -84,8 +98,7 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
 
     opset = base.opset("") or 17
     out = {ort_names.TRAINING_MODEL: to_bytes(training), ort_names.EVAL_MODEL: to_bytes(eval_model)}
-    if optimizer is not None:
-        opt_block = _OPTIMIZERS[optimizer]() if isinstance(optimizer, OptimType) else optimizer
+    if opt_block is not None:
         with onnxblock.empty_base(opset) as opt_model:
             opt_model.opset_imports = {ort_names.MS_DOMAIN: 1, "": opset}
             opt_block((trainable_tensors, frozen_tensors))

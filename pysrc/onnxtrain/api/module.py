@@ -8,7 +8,7 @@ from ..ir.model import Model, TensorType
 from ..ir.ort_names import LAZY_RESET_GRAD, buffer_param, grad_buffer, is_grad_flag
 from ..runtime import Session
 from .checkpoint_state import CheckpointState, NominalStateError
-from .errors import ArtifactError
+from .errors import ArtifactError, reworded
 from .export import inference_model
 
 def load_model(source, what: str) -> Model:
@@ -18,7 +18,7 @@ def load_model(source, what: str) -> Model:
     try:
         return ir.load(source)
     except (OSError, ValueError) as e:
-        raise type(e)(f"cannot load the {what}: {e}") from e
+        raise reworded(e, f"cannot load the {what}: {e}") from e
 
 
 class Module:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import ir
 from ..api import CheckpointState, Module
+from ..api.errors import reworded
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..tasks.tabular import csv_inputs
 
@@ -48,7 +49,7 @@ def read_csv(path: str, types: dict) -> dict:
     try:
         return csv_inputs(data, types)
     except ValueError as e:
-        raise type(e)(f"{path}: {e}") from None
+        raise reworded(e, f"{path}: {e}") from None
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray):

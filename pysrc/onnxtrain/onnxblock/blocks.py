@@ -15,9 +15,6 @@ from .building import current
 class Block:
     """Subclass and implement ``build(self, *input_names)``; call the block to build it."""
 
-    def __init__(self):
-        self._building = None
-
     @property
     def base(self):
         """The model being built."""

@@ -7,7 +7,7 @@ from ..ir.ort_names import MS_DOMAIN
 from . import simd
 from .elementwise import Gelu
 from .matmul import matmul
-from .random import unseeded
+from .random import draws
 from .registry import kernel
 
 
@@ -113,14 +113,13 @@ def Hardmax(input, *, axis=-1):
 
 
 @kernel("Dropout", since=12)
-def Dropout(data, ratio=None, training_mode=None, *, seed=None, _outputs=(True, False)):
+def Dropout(data, ratio=None, training_mode=None, *, seed=None, _outputs=(True, False), _generator=None):
     p = 0.5 if ratio is None else float(np.asarray(ratio))
     training = training_mode is not None and bool(np.asarray(training_mode))
     want_mask = len(_outputs) > 1 and _outputs[1]
     if not training or p == 0.0:
         return data, (np.ones(data.shape, dtype=bool) if want_mask else None)
-    rng = np.random.default_rng(seed) if seed is not None else unseeded()
-    mask = rng.random(data.shape) >= p
+    mask = draws(seed, _generator).random(data.shape) >= p
     return (data * mask / data.dtype.type(1 - p)).astype(data.dtype, copy=False), mask
 
 

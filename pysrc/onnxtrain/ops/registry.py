@@ -3,12 +3,14 @@
 A kernel is a plain function named like the op.  Inputs come positionally
 (an omitted optional input is None), attributes as keyword arguments with the
 spec's defaults.  It returns one array or a tuple of outputs (the runtime
-takes as many as the node has).  Two keyword-only parameters are filled in
+takes as many as the node has).  Three keyword-only parameters are filled in
 by the runtime when a kernel declares them:
 
     _outputs        tuple of bools, which of the node's outputs are used
     _output_shapes  per output, the static shape from the graph's value_info
                     (a list of int | str | None), or None when unknown
+    _generator      the node's own random generator (random.node_generator of
+                    its seed), made once per plan and advanced by every run
 
 Kernels never modify their inputs, except where the op is in place by
 definition (InPlaceAccumulatorV2, the optimizers, InplaceClipGradNorm).

@@ -18,6 +18,23 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+def as_bit_patterns(name: str, code: int):
+    """A function that takes a uint8/uint16 array fed for input ``name`` of bit-pattern type ``code`` as
+    those bits (tagged with the type, as ir.dtypes holds them), so that no kernel computes on them as
+    integers; it refuses bits of another bit-pattern type, and a 4-bit value above 15."""
+    dtype = dtypes.to_numpy(code)
+
+    def tag(value):
+        fed = dtypes.from_numpy(value.dtype)
+        if fed != code and fed in dtypes.BIT_PATTERN_TYPES:
+            raise FeedError(f"input '{name}' is {dtypes.name(code)}, got {dtypes.name(fed)} bit patterns")
+        if code in dtypes.PACKED_4BIT and value.size and value.max() > 15:
+            raise FeedError(f"input '{name}' is {dtypes.name(code)}: feed one 4-bit pattern (0..15) per uint8 "
+                            f"element, got {int(value.max())}")
+        return value.view(dtype)
+    return tag
+
+
 def check_feed(value_info):
     """A function that validates one fed value for ``value_info`` and returns it."""
     name, typ = value_info.name, value_info.type
@@ -48,6 +65,7 @@ def check_feed(value_info):
     fixed = [] if shape is None else [i for i, d in enumerate(shape) if isinstance(d, int)]
     fixed_dims = itemgetter(*fixed) if fixed else None   # a tuple of the fixed dims (one int if one)
     want = fixed_dims(shape) if fixed else None
+    bits = as_bit_patterns(name, typ.elem_type) if typ.elem_type in dtypes.BIT_PATTERN_TYPES else None
 
     def check_tensor(value):
         if not isinstance(value, np.ndarray):
@@ -58,6 +76,8 @@ def check_feed(value_info):
         if value.dtype != dtype:
             raise FeedError(f"input '{name}' must have dtype {dtype.name}, got {value.dtype.name} "
                             f"(shape {list(value.shape)})")
+        if bits is not None:
+            value = bits(value)
         if rank is not None and (value.ndim != rank or (fixed_dims is not None and fixed_dims(value.shape) != want)):
             raise FeedError(f"input '{name}' must have shape {_shape_text(shape)}, got {list(value.shape)}")
         return value

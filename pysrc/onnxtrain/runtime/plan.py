@@ -22,6 +22,7 @@ from ..ir import ort_names
 from ..ir.model import Attribute, AttrType, Graph, Model, TensorType
 from ..ir.ort_names import MS_DOMAIN
 from ..ops import UnsupportedOpError, lookup
+from ..ops.random import node_generator
 from ..ops.registry import normalize_domain
 from .attributes import attribute_problem, kernel_attributes
 from .bit_patterns import bit_pattern_types
@@ -185,6 +186,7 @@ class Plan:
         self.graph = graph
         initializers = {t.name: t.data for t in graph.initializers}
         self.input_names = [v.name for v in graph.inputs]
+        self.input_set = frozenset(self.input_names)
         self.input_info = [v for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
         self.outer_names = [n for n in outer if n not in initializers and n not in self.input_names]
@@ -275,6 +277,8 @@ class Plan:
         params = inspect.signature(fn).parameters
         if "_outputs" in params:
             kwargs["_outputs"] = tuple(bool(o) and o in used for o in node.outputs)
+        if "_generator" in params:   # a random op's own generator, kept by this plan and advanced by every run
+            kwargs["_generator"] = node_generator(kwargs.get("seed"))
         if "_output_shapes" in params:
             kwargs["_output_shapes"] = [shapes.get(o) for o in node.outputs]
         bodies = {}

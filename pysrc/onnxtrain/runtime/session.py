@@ -29,7 +29,7 @@ class Session:
         plan = self.plan
         values = list(plan.template)
         if isinstance(feeds, dict):
-            unknown = [n for n in feeds if n not in plan.slot_of]
+            unknown = [n for n in feeds if n not in plan.input_set]
             if unknown:
                 raise FeedError(f"'{unknown[0]}' is not an input of the graph (inputs: {plan.input_names})")
             for i, (name, slot) in enumerate(zip(plan.input_names, plan.input_slots)):

@@ -176,9 +176,11 @@ class _Compiler:
         """A node that runs on the CPU during the step, with output shapes found by running it once on zeros
         of its inputs' shapes (or their known values)."""
         probe = [None if a is None else [_probe(t) for t in a] if isinstance(a, list) else _probe(a) for a in args]
+        # a random op's probe draws from a generator of its own, leaving the node's for the runs
+        kwargs = {**step.kwargs, "_generator": None} if "_generator" in step.kwargs else step.kwargs
         try:
             with np.errstate(all="ignore"):
-                result = step.fn(*probe, **step.kwargs)
+                result = step.fn(*probe, **kwargs)
         except Exception as e:
             raise WebGPUError(f"{describe_node(step.node)} runs on the CPU ({reason}), and its output shapes could "
                               f"not be found: {type(e).__name__}: {e}") from e
