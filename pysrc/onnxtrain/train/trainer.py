@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from ..api import CheckpointState
+from ..api import CheckpointState, _internal as api
 from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
 from ..api.lr_scheduler import linear_factor
 from ..api.optimizer import check_learning_rate
@@ -300,9 +300,7 @@ class Trainer:
         return total / n
 
     def _trainable(self) -> dict:
-        self.module._state._on_host()
-        entries = self.module._state._entries
-        return {n: entries[n].data for n in self.module._trainable_names}
+        return api.trainable_arrays(self.module)
 
     def end_epoch(self, validation_loss, metrics: dict = None) -> dict:
         """Record the finished epoch's validation loss (None without validation data) and metrics:
@@ -334,7 +332,7 @@ class Trainer:
         best = self.best
         if best.params is None:
             return None
-        data = self.module._state._to_data(False)
+        data = api.to_data(api.state_of(self.module), False)
         properties = dict(data.properties, epoch=best.best_epoch)
         properties[BEST_PROPERTY] = best.to_property()
         data = dataclasses.replace(data, trainable={n: best.params.get(n, a) for n, a in data.trainable.items()},
@@ -349,8 +347,8 @@ class Trainer:
         stored as JSON).  NonFiniteStateError, and nothing written, when a trainable parameter or optimizer state
         is not finite."""
         check_finite_state(self.module, self.optimizer)
-        state = self.module._state
-        props = state._properties
+        state = api.state_of(self.module)
+        props = api.properties(state)
         for key, value in (properties or {}).items():
             props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
                 else json.dumps(value)
@@ -366,14 +364,14 @@ class Trainer:
         epoch and its shuffling, so the steps that follow are those the run would have taken.  With ``best``, the
         bytes of its ``best_checkpoint()``, the best parameters too.  On any error nothing changes."""
         loaded = self.checked_checkpoint(data, "checkpoint")
-        props = loaded._properties
+        props = api.properties(loaded)
         epoch = epoch_property(props)
         tracker = BestEpoch.from_property(props[BEST_PROPERTY]) if BEST_PROPERTY in props else \
             BestEpoch(self.best.keep_best, self.best.patience)
         if best is not None:
             tracker.params = self._best_parameters(best, tracker)
         elif tracker.keep_best and tracker.best_epoch is not None and tracker.best_epoch == epoch:
-            tracker.params = {n: loaded._entries[n].data.copy() for n in self.module._trainable_names}
+            tracker.params = self._copied_parameters(loaded)
         where = self._where(props.get(PROPERTY), epoch)
         self._commit(loaded)
         self.epoch, self.steps, self.best = epoch, where["steps"], tracker
@@ -415,11 +413,16 @@ class Trainer:
 
     def _best_parameters(self, data, tracker: BestEpoch) -> dict:
         kept = self.checked_checkpoint(data, "best-epoch checkpoint")
-        epoch = epoch_property(kept._properties)
+        epoch = epoch_property(api.properties(kept))
         if tracker.best_epoch is None or epoch != tracker.best_epoch or not tracker.keep_best:
             raise ValueError(f"the best-epoch checkpoint is of epoch {epoch}, but the run's best epoch is "
                              f"{tracker.best_epoch} (keep_best {tracker.keep_best}): they are not from the same run")
-        return {n: kept._entries[n].data.copy() for n in self.module._trainable_names}
+        return self._copied_parameters(kept)
+
+    def _copied_parameters(self, loaded: CheckpointState) -> dict:
+        """Copies of a loaded checkpoint's values of this model's trainable parameters."""
+        arrays = api.arrays(loaded)
+        return {n: arrays[n].copy() for n in api.trainable_names(self.module)}
 
     def load_checkpoint(self, data) -> None:
         """Replace parameters and optimizer state with a checkpoint's (same model); the run's counters stay."""
@@ -430,26 +433,18 @@ class Trainer:
         loaded = CheckpointState.load_checkpoint(data)
         if loaded.is_nominal:
             raise ValueError(f"the {what} is nominal (it holds no parameter values)")
-        mine = {n: p.data for n, p in self.module._state.parameters}
+        mine = {n: p.data for n, p in api.state_of(self.module).parameters}
         theirs = {n: p.data for n, p in loaded.parameters}
         if {n: (a.shape, a.dtype) for n, a in mine.items()} != {n: (a.shape, a.dtype) for n, a in theirs.items()}:
             raise ValueError(f"the {what}'s parameters do not match this model's: "
                              f"{sorted(theirs)} vs {sorted(mine)}")
-        if LEARNING_RATE_PROPERTY in loaded._properties:
-            check_learning_rate(loaded._properties[LEARNING_RATE_PROPERTY],
-                                f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
-        if loaded._optimizer is not None:
-            check_learning_rate(loaded._optimizer.initial_learning_rate, f"{what}'s initial learning rate")
+        props, group = api.properties(loaded), api.optimizer_group(loaded)
+        if LEARNING_RATE_PROPERTY in props:
+            check_learning_rate(props[LEARNING_RATE_PROPERTY], f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
+        if group is not None:
+            check_learning_rate(group.initial_learning_rate, f"{what}'s initial learning rate")
         return loaded
 
     def _commit(self, loaded: CheckpointState) -> None:
-        state = self.module._state
-        mine = {n: p.data for n, p in state.parameters}
-        for name, p in loaded.parameters:
-            mine[name][...] = p.data
-        state._optimizer = loaded._optimizer
-        state._properties.clear()
-        state._properties.update(loaded._properties)
-        if self.optimizer is not None:
-            self.optimizer._load_state()
+        api.replace_state(self.module, self.optimizer, loaded)
         self._anchor_parameters()
