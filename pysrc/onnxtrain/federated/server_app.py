@@ -7,6 +7,7 @@ import math
 from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
+from ..train.settings import ROUND_SETTINGS, config_key
 from .bridge_client import BridgeClient, BridgeError
 from .polling_grid import PollingGrid
 from .strategies import make_strategy

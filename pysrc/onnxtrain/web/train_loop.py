@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..train.settings import OPTIONS as TRAIN_OPTIONS, camel
+from ..train.settings import OPTIONS as TRAIN_OPTIONS, camel  # noqa: F401  (the sessions' train() options)
 
 #: A Python name in camelCase (each record of each step has the same few keys: converted once).
 camel_key = functools.lru_cache(maxsize=None)(camel)
