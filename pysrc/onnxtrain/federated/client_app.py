@@ -8,7 +8,6 @@ from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
 from ..train import settings
-from ..train.settings import camel
 from .bridge_client import BridgeClient, BridgeError
 
 app = ClientApp()
@@ -16,7 +15,7 @@ app = ClientApp()
 
 def round_settings(config) -> dict:
     """The page's X-Config (camelCase) from the round's ConfigRecord (kebab-case; FedProx adds proximal-mu)."""
-    return {camel(name): value for name, value in settings.round_settings(config, settings.config_key).items()}
+    return {settings.camel(name): value for name, value in settings.round_settings(config, settings.config_key).items()}
 
 
 @app.train()
