@@ -14,7 +14,8 @@ import pytest
 
 import ort_cases as oc
 from onnxtrain import api
-from onnxtrain.tasks import tabular as tabular_task
+from onnxtrain.tasks import tabular_prep
+from onnxtrain.train.csv import parse_csv
 from onnxtrain.web.sessions import Registry
 from test_tabular import wine_csv
 from test_task_sessions import drain, tabular_handle, train
@@ -100,13 +101,13 @@ def exported_contract(data, label, task):
     train(registry, handle, {"epochs": 1})
     model = registry.call("export_model", handle, [])
     props = {p.key: p.value for p in onnx.load_from_string(model).metadata_props}
-    return model, json.loads(props[tabular_task.CONTRACT])
+    return model, json.loads(props[tabular_prep.CONTRACT])
 
 
 def test_the_exported_tabular_model_carries_its_input_contract_in_its_metadata():
     data = wine_csv()
     model, contract = exported_contract(data, "cultivar", "classification")
-    table = tabular_task.parse_csv(data)
+    table = parse_csv(data)
     header = table.header
     numeric = contract["inputs"]["numeric"]["columns"]
     assert numeric == [h for h in header if h not in ("region", "cultivar")]

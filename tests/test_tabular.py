@@ -11,6 +11,7 @@ from sklearn.datasets import load_wine
 
 from onnxtrain import api, artifacts, ir
 from onnxtrain.tasks import tabular as tabular_task
+from onnxtrain.train import csv as train_csv
 from onnxtrain.web import tabular
 from onnxtrain.web import signature
 
@@ -461,7 +462,7 @@ def test_classification_splits_are_stratified_and_seeded():
 def test_oversized_files_are_refused_with_the_cap(monkeypatch):
     with pytest.raises(tabular.DataError, match=r"the CSV file has 67,108,865 bytes; at most 67,108,864 \(64 MiB\)"):
         tabular.parse_csv(b"a" * (64 * 2**20 + 1))
-    monkeypatch.setattr(tabular_task, "MAX_CELLS", 100)
+    monkeypatch.setattr(train_csv, "MAX_CELLS", 100)
     with pytest.raises(tabular.DataError, match=r"data.csv has more than 100 cells \(rows × columns\)"):
         tabular.parse_csv(b"a,b\n" + b"1,2\n" * 50, "data.csv")
     assert len(tabular.parse_csv(b"a,b\n" + b"1,2\n" * 49).rows) == 49

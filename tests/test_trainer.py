@@ -7,7 +7,7 @@ import pytest
 import ort_cases as oc
 from onnxtrain import api
 from onnxtrain.train import DataError, NonFiniteStepError, Trainer
-from onnxtrain.train.trainer import PROPERTY
+from onnxtrain.train.resume import PROPERTY
 
 RTOL, ATOL = 1e-5, 1e-6  # float32 parity with ORT, as in test_parity_training
 

@@ -1,5 +1,5 @@
-"""The Trainer's proximal_mu (FedProx's proximal term as a proximal step after each optimizer step) against a
-hand-written numpy reference of SGD on a linear model with mean squared error."""
+"""The Trainer's proximal_mu (FedProx's proximal term as a proximal step after each optimizer step, an after-step
+hook) against a hand-written numpy reference of SGD on a linear model with mean squared error."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ from onnxtrain import artifacts
 from onnxtrain.api import CheckpointState, Module, Optimizer
 from onnxtrain.tasks.tabular import mlp_model
 from onnxtrain.train import Trainer
+from onnxtrain.train.proximal import ProximalTerm
 from onnxtrain.web.train_loop import TRAIN_OPTIONS
 
 N, D, K = 10, 3, 2
@@ -70,6 +71,39 @@ def test_proximal_step_matches_numpy(arts, mu):
     rw, rb = reference(w0, b0, 3, 4, 0.05, mu, 7)
     np.testing.assert_allclose(w, rw, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b, rb, rtol=1e-5, atol=1e-6)
+
+
+def test_the_proximal_term_is_a_hook_a_caller_can_pass(arts):
+    t = trainer(arts, epochs=3, batch_size=4, learning_rate=0.05, seed=7, keep_best=False,
+                hooks=[ProximalTerm(0.5)])
+    w0, b0 = parameters(t)
+    t.run()
+    rw, rb = reference(w0, b0, 3, 4, 0.05, 0.5, 7)
+    w, b = parameters(t)
+    np.testing.assert_allclose(w, rw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b, rb, rtol=1e-5, atol=1e-6)
+
+
+def test_hooks_run_after_each_step_and_start_with_the_run(arts):
+    class Seen:
+        def __init__(self):
+            self.events = []
+
+        def start(self, t):
+            self.events.append(("start", t.steps))
+
+        def after_step(self, t):
+            self.events.append(("step", t.steps))
+    seen = Seen()
+    t = trainer(arts, epochs=1, batch_size=4, hooks=[seen])
+    t.run()
+    assert seen.events == [("start", 0), ("step", 0), ("step", 1), ("step", 2)]
+    t.load_checkpoint(t.checkpoint())
+    assert seen.events[-1] == ("start", 3) and t.hooks == [seen]
+    t.configure(proximal_mu=1.0)
+    assert len(t.hooks) == 2 and isinstance(t.hooks[1], ProximalTerm)
+    t.configure(proximal_mu=0.0)
+    assert t.hooks == [seen]
 
 
 def test_a_strong_proximal_term_keeps_the_parameters_near_the_start(arts):

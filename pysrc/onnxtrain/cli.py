@@ -18,6 +18,7 @@ from .api import CheckpointState
 from .checkpoint import CheckpointError, read_checkpoint
 from .ir.model import SequenceType, TensorType
 from .tasks import DataError, images, tabular
+from .tasks.csv_table import TASKS
 from .tasks.checks import names_text, show
 from .tasks.training import trainer_run
 from .train import NonFiniteError
@@ -234,7 +235,7 @@ def _train_parser(sub) -> None:
     tr.add_argument("data", help="a CSV file with a header row, or a .npz file of images")
     tr.add_argument("--label", metavar="COLUMN", help="the CSV column to predict")
     tr.add_argument("--out", required=True, metavar="MODEL", help="where to write the exported ONNX model")
-    tr.add_argument("--task", choices=tabular.TASKS, help="for a CSV; by default from the label column's values")
+    tr.add_argument("--task", choices=TASKS, help="for a CSV; by default from the label column's values")
     tr.add_argument("--hidden", default="32", metavar="SIZES",
                     help="for a CSV: hidden layer sizes, such as 64,32 ('' for none); default 32")
     tr.add_argument("--epochs", type=int, default=30, metavar="N", help="default 30")

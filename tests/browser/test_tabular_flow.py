@@ -86,7 +86,7 @@ def check_try_it_pages(page, csv_path, model, pre):
     predicted = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(
         ["label"], {"numeric": num, "categorical": cat.astype(str)})[0]
     truth = [r[table.header.index("cultivar")] for r in table.rows]
-    known = [i for i, t in enumerate(truth) if not tabular._is_missing(t)]
+    known = [i for i, t in enumerate(truth) if not tabular.is_missing(t)]
     accuracy = np.mean([pre.classes[predicted[i]] == truth[i] for i in known])
     over = "all 178 rows" if len(known) == 178 else f"the {len(known)} labelled rows"
     assert f"accuracy over {over}: {100 * accuracy:.1f}%" in page.text_content("#csv-try-status")

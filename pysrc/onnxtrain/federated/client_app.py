@@ -7,15 +7,15 @@ import numpy as np
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from ..train import settings
 from .bridge_client import BridgeClient, BridgeError
 
 app = ClientApp()
 
 
 def round_settings(config) -> dict:
-    """The page's X-Config from the round's ConfigRecord (FedProx adds proximal-mu)."""
-    return {"epochs": int(config["local-epochs"]), "batchSize": int(config["batch-size"]),
-            "learningRate": float(config["learning-rate"]), "proximalMu": float(config.get("proximal-mu", 0.0))}
+    """The page's X-Config (camelCase) from the round's ConfigRecord (kebab-case; FedProx adds proximal-mu)."""
+    return {settings.camel(name): value for name, value in settings.round_settings(config, settings.config_key).items()}
 
 
 @app.train()

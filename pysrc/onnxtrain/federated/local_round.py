@@ -11,6 +11,7 @@ import numpy as np
 from ..api import Optimizer
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..train import Trainer
+from ..train.settings import camel, round_settings
 from .model import FederatedModel, accuracy, input_types, read_csv
 
 BACKENDS = ("onnxtrain", "onnxruntime")
@@ -32,9 +33,8 @@ def train_onnxtrain(folder: str, data_path: str, vector: np.ndarray, settings: d
     data = read_csv(data_path, model.types)
     before = model.evaluate(vector, data)  # leaves ``vector`` in the module
     optimizer = Optimizer(model.files[OPTIMIZER_MODEL], model.module)
-    trainer = Trainer(model.module, optimizer, data, epochs=int(settings["epochs"]),
-                      batch_size=int(settings["batchSize"]), learning_rate=float(settings["learningRate"]),
-                      seed=seed, keep_best=False, proximal_mu=float(settings.get("proximalMu", 0.0)))
+    trainer = Trainer(model.module, optimizer, data, seed=seed, keep_best=False,
+                      **round_settings(settings, camel))
     trainer.run()
     trained = model.module.get_contiguous_parameters(trainable_only=True).copy()
     after = model.evaluate(trained, data)
@@ -75,12 +75,13 @@ def train_onnxruntime(folder: str, data_path: str, vector: np.ndarray, settings:
 
     put(vector.astype(np.float32))
     before = evaluate()
-    rate, mu = float(settings["learningRate"]), float(settings.get("proximalMu", 0.0))
+    settings = round_settings(settings, camel)
+    rate, mu = settings["learning_rate"], settings["proximal_mu"]
     optimizer.set_learning_rate(rate)
     start, scale = get(), np.float32(rate * mu)
-    rng, n, size = np.random.default_rng(seed), len(arrays[0]), int(settings["batchSize"])
+    rng, n, size = np.random.default_rng(seed), len(arrays[0]), settings["batch_size"]
     module.train()
-    for _ in range(int(settings["epochs"])):
+    for _ in range(settings["epochs"]):
         order = rng.permutation(n)
         for i in range(0, n, size):
             rows = order[i:i + size]

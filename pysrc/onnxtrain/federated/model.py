@@ -12,7 +12,7 @@ from .. import ir
 from ..api import CheckpointState, Module
 from ..api.errors import reworded
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
-from ..tasks.tabular import csv_inputs
+from ..train.csv import csv_inputs
 
 ARTIFACT_FILES = (TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL, CHECKPOINT)
 
@@ -43,7 +43,7 @@ def input_types(training_model: bytes, names: list) -> dict:
 
 
 def read_csv(path: str, types: dict) -> dict:
-    """A CSV file of numbers as the training model's inputs (tasks.tabular.csv_inputs); errors name the file."""
+    """A CSV file of numbers as the training model's inputs (train.csv.csv_inputs); errors name the file."""
     with open(path, "rb") as f:
         data = f.read()
     try:

@@ -7,6 +7,7 @@ import math
 from flwr.app import ArrayRecord, ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
+from ..train.settings import ROUND_SETTINGS, config_key
 from .bridge_client import BridgeClient, BridgeError
 from .polling_grid import PollingGrid
 from .strategies import make_strategy
@@ -33,8 +34,8 @@ def main(grid: Grid, context: Context) -> None:
         strategy = make_strategy(str(cfg["strategy"]), initial.size, int(cfg["min-clients"]),
                                  float(cfg["proximal-mu"]), float(cfg["server-learning-rate"]),
                                  float(cfg["dp-noise"]), float(cfg["dp-clip"]), reporter=bridge)
-        train_config = ConfigRecord({"local-epochs": int(cfg["local-epochs"]), "batch-size": int(cfg["batch-size"]),
-                                     "learning-rate": float(cfg["learning-rate"])})
+        train_config = ConfigRecord({config_key(name): kind(cfg[config_key(name)])  # FedProx adds proximal-mu
+                                     for name, kind in ROUND_SETTINGS.items() if name != "proximal_mu"})
         strategy.start(grid=PollingGrid(grid), initial_arrays=ArrayRecord([initial]),
                        num_rounds=int(cfg["num-server-rounds"]), timeout=float(cfg["round-timeout"]),
                        train_config=train_config, evaluate_fn=evaluation(bridge))

@@ -1,19 +1,13 @@
-"""User values checked (whole numbers, the validation share) and user text quoted in messages."""
+"""User values checked (whole numbers, the validation share), and user names in messages and class names."""
 from __future__ import annotations
 
 import json
 import math
 import unicodedata
 
-from ..train.data import DataError
+from ..train.data import DataError, show  # noqa: F401  (show: the tasks quote user text with it)
 
 MAX_NAME = 40  # characters of a class name
-
-
-def show(text, limit: int = 60) -> str:
-    """User text quoted for a message, cut to ``limit`` characters."""
-    text = str(text)
-    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
 
 
 def names_text(names) -> str:

@@ -2,7 +2,8 @@
 from .best import BestEpoch
 from .data import DataError
 from .guard import NonFiniteError, NonFiniteStateError, NonFiniteStepError, StepGuard, bad_values
+from .settings import TrainSettings
 from .trainer import Trainer
 
 __all__ = ["BestEpoch", "DataError", "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "StepGuard",
-           "Trainer", "bad_values"]
+           "TrainSettings", "Trainer", "bad_values"]

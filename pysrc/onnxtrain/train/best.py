@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .settings import flag, patience as _patience
+
 #: Checkpoint property that holds the tracker's settings and counters (JSON), so a paused run resumes with them.
 PROPERTY = "onnxtrain.best"
 
@@ -26,19 +28,6 @@ def json_property(text, name: str) -> dict:
     return fields
 
 
-def _patience(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or \
-            (isinstance(value, float) and not value.is_integer()) or value < 0:
-        raise ValueError(f"patience must be an integer >= 0 (0: no early stop), got {value!r}")
-    return int(value)
-
-
-def _keep_best(value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"keep_best must be true or false, got {value!r}")
-    return bool(value)
-
-
 class BestEpoch:
     """Tracks the epoch with the lowest validation loss and counts the epochs since it.
 
@@ -46,7 +35,7 @@ class BestEpoch:
     without a lower loss make ``stop`` true; patience 0 never stops.  A loss that is not finite never improves."""
 
     def __init__(self, keep_best: bool = True, patience: int = 0):
-        self.keep_best, self.patience = _keep_best(keep_best), _patience(patience)
+        self.keep_best, self.patience = flag("keep_best", keep_best), _patience(patience)
         self.reset()
 
     def reset(self) -> None:
@@ -55,7 +44,7 @@ class BestEpoch:
         self.params = None  # name -> copy of the best epoch's trainable parameters
 
     def configure(self, keep_best: bool, patience: int) -> None:
-        keep_best, patience = _keep_best(keep_best), _patience(patience)
+        keep_best, patience = flag("keep_best", keep_best), _patience(patience)
         self.keep_best, self.patience = keep_best, patience
         if not keep_best:
             self.params = None

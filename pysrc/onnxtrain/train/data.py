@@ -1,6 +1,7 @@
 """Checks on the data a run trains on and the numbers that drive it, before anything changes."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,12 @@ from .guard import bad_values
 
 class DataError(ValueError):
     """The data cannot be used as it is; the message says what to change."""
+
+
+def show(text, limit: int = 60) -> str:
+    """User text quoted for a message, cut to ``limit`` characters."""
+    text = str(text)
+    return json.dumps(text if len(text) <= limit else text[:limit] + "…", ensure_ascii=False)
 
 
 def _number(value):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..api import _internal as api
 from ..ops import simd
 
 
@@ -76,7 +77,7 @@ class StepGuard:
 
     def step_number(self) -> int:
         """The 1-based number of the next step."""
-        return (self.optimizer._group.step if self.optimizer is not None else self._steps) + 1
+        return (api.step_count(self.optimizer) if self.optimizer is not None else self._steps) + 1
 
     def _snapshot(self, arrays: list) -> None:
         buffers = self._buffers
@@ -89,7 +90,7 @@ class StepGuard:
     def _undo(self, arrays: list, step_count: int) -> None:
         for buffer, (_, _, array) in zip(self._buffers, arrays):
             np.copyto(array, buffer)
-        self.optimizer._group.step = step_count
+        api.set_step_count(self.optimizer, step_count)
 
     def _error(self, number, epoch, what, parameter=None, array=None, loss=None) -> NonFiniteStepError:
         rate = self.optimizer.get_learning_rate() if self.optimizer is not None else None
@@ -97,10 +98,7 @@ class StepGuard:
         return NonFiniteStepError(number, epoch, what, parameter, rate, bad, size, loss)
 
     def _first_bad_gradient(self):
-        self.module._state._on_host()
-        entries = self.module._state._entries
-        for name in self.module._trainable_names:
-            grad = entries[name].grad
+        for name, grad in api.gradients(self.module).items():
             if grad is not None and bad_values(grad):
                 return name, grad
         return None, None
@@ -111,8 +109,8 @@ class StepGuard:
         module, optimizer = self.module, self.optimizer
         if not self.check:
             return self._plain_step(inputs)
-        if optimizer is not None and not module._state.is_nominal:
-            held = optimizer._device_guard()
+        if optimizer is not None and not api.state_of(module).is_nominal:
+            held = api.device_guard(optimizer)
             if held is not None:
                 return self._device_step(inputs, epoch, *held)
         number = self.step_number()
@@ -129,8 +127,8 @@ class StepGuard:
                     raise self._error(number, epoch, "gradient", name, grad)
                 self._steps += 1
                 return loss
-            arrays = optimizer._updated_arrays()
-            count = optimizer._group.step
+            arrays = api.updated_arrays(optimizer)
+            count = api.step_count(optimizer)
             self._snapshot(arrays)
             try:
                 with np.errstate(all="ignore"):
@@ -152,10 +150,10 @@ class StepGuard:
         undone from the snapshot (for a non-finite loss the optimizer ran, unlike on the CPU, and is undone)."""
         module, optimizer = self.module, self.optimizer
         number = self.step_number()
-        count = optimizer._group.step
+        count = api.step_count(optimizer)
         module.train()
         try:
-            outputs = module._train_step(inputs, defer=True)
+            outputs = api.train_step(module, inputs, defer=True)
             guard.snapshot(residents)
             optimizer.step()
             bad = guard.count_nonfinite(residents)
@@ -165,9 +163,9 @@ class StepGuard:
             if not math.isfinite(loss):
                 error = self._error(number, epoch, "loss", loss=loss)
             else:
-                error = self._diagnose(number, epoch, optimizer._updated_arrays(writing=False))
+                error = self._diagnose(number, epoch, api.updated_arrays(optimizer, writing=False))
             guard.restore(residents)
-            optimizer._group.step = count
+            api.set_step_count(optimizer, count)
             raise error
         finally:
             module.lazy_reset_grad()
@@ -194,12 +192,11 @@ class StepGuard:
 def check_finite_state(module, optimizer) -> None:
     """NonFiniteStateError naming the first trainable parameter or optimizer state that holds NaN or inf
     (frozen parameters are never trained, and may hold -inf on purpose, as masks do)."""
-    module._state._on_host()
-    entries = module._state._entries
-    arrays = [(n, "parameter", entries[n].data) for n in module._trainable_names]
+    parameters = api.trainable_arrays(module)
+    arrays = [(n, "parameter", a) for n, a in parameters.items()]
     if optimizer is not None:
-        states = optimizer._group.states
-        arrays += [(n, m, a) for n in module._trainable_names for m, a in states.get(n, {}).items()]
+        states = api.moments(optimizer)
+        arrays += [(n, m, a) for n in parameters for m, a in states.get(n, {}).items()]
     for name, what, array in arrays:
         bad = bad_values(array)
         if bad:

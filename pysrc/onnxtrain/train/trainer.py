@@ -1,5 +1,5 @@
 """Trainer: the epoch loop over a Module and its Optimizer, with batching, validation, the best epoch, a learning-rate
-schedule and checkpoints a run resumes from exactly.
+schedule, hooks after each step, and checkpoints a run resumes from exactly (resume.Checkpoints).
 
 Every step is guarded (guard.StepGuard): a step that fails, for bad data, for lack of memory or for a non-finite
 loss or update, leaves the run as it was, so the caller can change the batch size or the rate and go on.
@@ -7,24 +7,18 @@ loss or update, leaves the run as it was, so the caller can change the batch siz
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 
-from ..api import CheckpointState
-from ..api.checkpoint_state import LEARNING_RATE_PROPERTY
+from ..api import _internal as api
 from ..api.lr_scheduler import linear_factor
 from ..api.optimizer import check_learning_rate
-from ..checkpoint import write_checkpoint
 from . import data as checks
-from .best import PROPERTY as BEST_PROPERTY, BestEpoch, corrupt, json_property
-from .guard import StepGuard, check_finite_state
-
-#: Checkpoint property with where the run is: steps done, the position in the epoch and the shuffling state.
-PROPERTY = "onnxtrain.trainer"
-SCHEDULES = ("constant", "linear")
-SETTINGS = {"batch_size", "epochs", "learning_rate", "schedule", "warmup", "shuffle", "keep_best", "patience",
-            "evaluate", "check_finite", "evaluate_epochs", "proximal_mu"}
+from .best import BestEpoch
+from .guard import StepGuard
+from .proximal import ProximalTerm
+from .resume import Checkpoints
+from .settings import SETTINGS, TrainSettings
 
 
 def out_of_memory(error: BaseException) -> bool:
@@ -35,24 +29,6 @@ def out_of_memory(error: BaseException) -> bool:
             return True
         error = error.__cause__
     return False
-
-
-def epoch_property(properties: dict) -> int:
-    """The checkpoint's ``epoch`` property (0 when absent); ValueError naming it when it is not a count."""
-    value = properties.get("epoch", 0)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"the checkpoint's property 'epoch' must be an integer >= 0, got {value!r} "
-                         f"({type(value).__name__})")
-    return value
-
-
-def _epochs(value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)) or \
-            (isinstance(value, float) and not value.is_integer()) or value < 1:
-        raise ValueError(f"epochs must be a whole number >= 1, got {value!r}")
-    return int(value)
 
 
 def held_out(n: int, fraction: float) -> int:
@@ -71,91 +47,66 @@ def split(arrays: list, fraction: float, seed: int) -> tuple:
     return [a[train] for a in arrays], ([a[val] for a in arrays] if n_val else None)
 
 
-class Trainer:
+class Trainer(Checkpoints):
     """Trains ``module`` with ``optimizer`` on ``data`` (input name -> array, or a list in the training model's
-    input order, rows along axis 0).
+    input order, rows along axis 0), with ``settings`` (TrainSettings' fields, readable as the trainer's
+    attributes: ``trainer.epochs``).
 
     ``validation`` is data of the same form, or a fraction of ``data`` to hold out (seeded by ``seed``).
-    ``epochs=None`` trains until early stopping or the caller stops.  ``schedule="linear"`` is LinearLRScheduler's
-    rate over the run's ``epochs * steps_per_epoch`` steps, the first ``warmup`` fraction of them warming up.
-    ``evaluate(trainer) -> dict`` adds metrics at each epoch's end.  With ``evaluate_epochs=False`` the caller
-    ends epochs itself with ``end_epoch(validation_loss)`` (a page that computes its own metrics does).
 
-    ``proximal_mu`` > 0 adds FedProx's proximal term (mu/2)*||w - w_start||^2 as a proximal step: after each
-    optimizer step every trainable parameter becomes w - rate * mu * (w - w_start) (float32), where w_start are the
-    parameters the run started from (when the data was set, the setting was given, or a checkpoint was loaded).
+    ``hooks`` are objects with ``after_step(trainer)``, run after each step that was not undone, and
+    ``start(trainer)``, run when the run starts from the parameters as they are (the hook is added, the data is
+    set, a checkpoint is loaded).  The setting ``proximal_mu`` > 0 adds one: FedProx's ProximalTerm.
     """
 
-    def __init__(self, module, optimizer, data=None, *, validation=None, batch_size: int = 32, epochs=1,
-                 learning_rate=None, schedule: str = "constant", warmup: float = 0.0, shuffle: bool = True,
-                 seed: int = 0, keep_best: bool = True, patience: int = 0, evaluate=None,
-                 check_finite: bool = True, evaluate_epochs: bool = True, proximal_mu: float = 0.0):
+    def __init__(self, module, optimizer, data=None, *, validation=None, seed: int = 0, hooks=(), **settings):
         self.module, self.optimizer = module, optimizer
         self.names = module.train().input_names()
         self.guard = StepGuard(module, optimizer)
-        self.best = BestEpoch(keep_best, patience)
-        self.batch_size, self.epochs, self.learning_rate, self.schedule, self.warmup = 32, 1, None, "constant", 0.0
-        self.proximal_mu, self._anchor = 0.0, None
-        self.configure(batch_size=batch_size, epochs=epochs, learning_rate=learning_rate, schedule=schedule,
-                       warmup=warmup, shuffle=shuffle, evaluate=evaluate, check_finite=check_finite,
-                       evaluate_epochs=evaluate_epochs, proximal_mu=proximal_mu)
+        self.best = BestEpoch()
+        self.hooks, self._proximal = list(hooks), None
+        self.settings = TrainSettings()
+        self.configure(**{**vars(self.settings), **settings})
         self.train_data = self.validation_data = None
         self.set_data(data, validation, seed)
 
+    def __getattr__(self, name):
+        if name in SETTINGS and "settings" in self.__dict__:
+            return getattr(self.settings, name)
+        raise AttributeError(f"'Trainer' object has no attribute {name!r}")
+
     def configure(self, **settings) -> None:
-        """Change settings of the run (the constructor's keywords but the data's: batch_size, epochs,
-        learning_rate, schedule, warmup, shuffle, keep_best, patience, evaluate, check_finite, evaluate_epochs,
-        proximal_mu: setting it anchors the proximal term at the parameters as they are now);
-        they are all checked before any changes, and the run's counters stay (the linear schedule counts the run's
-        steps, so it decays over ``epochs`` at the batch size it has now)."""
+        """Change settings of the run (TrainSettings' fields; ``learning_rate=None`` keeps the rate;
+        ``proximal_mu`` anchors the proximal term at the parameters as they are now); they are all checked before
+        any changes, and the run's counters stay (the linear schedule counts the run's steps, so it decays over
+        ``epochs`` at the batch size it has now)."""
         unknown = sorted(set(settings) - SETTINGS)
         if unknown:
             raise TypeError(f"the trainer has no setting {unknown[0]!r}; the settings are {sorted(SETTINGS)}")
-        new = {"batch_size": self.batch_size, "epochs": self.epochs, "schedule": self.schedule,
-               "warmup": self.warmup, **settings}
-        batch_size, epochs = checks.batch_size(new["batch_size"]), _epochs(new["epochs"])
-        if new["schedule"] not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {list(SCHEDULES)}, got {new['schedule']!r}")
-        if new["schedule"] == "linear" and epochs is None:
-            raise ValueError("the linear schedule needs a number of epochs to decay over")
-        warmup = checks.fraction(new["warmup"], "warmup fraction")
-        mu = settings.get("proximal_mu", self.proximal_mu)
-        if isinstance(mu, bool) or not isinstance(mu, (int, float, np.floating, np.integer)) or \
-                not np.isfinite(mu) or mu < 0:
-            raise ValueError(f"proximal_mu must be a finite number >= 0, got {mu!r}")
-        for flag in ("shuffle", "check_finite", "evaluate_epochs"):
-            if not isinstance(settings.get(flag, False), (bool, np.bool_)):
-                raise ValueError(f"{flag} must be true or false, got {settings[flag]!r}")
-        rate = self.learning_rate
-        if settings.get("learning_rate") is not None:
-            rate = check_learning_rate(settings["learning_rate"])
-        elif rate is None and self.optimizer is not None:
-            rate = self.optimizer.get_learning_rate()
+        given = {k: v for k, v in settings.items() if not (k == "learning_rate" and v is None)}
+        new = dataclasses.replace(self.settings, **given)
+        if new.learning_rate is None and self.optimizer is not None:
+            new = dataclasses.replace(new, learning_rate=self.optimizer.get_learning_rate())
         if "keep_best" in settings or "patience" in settings:
-            self.best.configure(settings.get("keep_best", self.best.keep_best),
-                                settings.get("patience", self.best.patience))
-        self.batch_size, self.epochs, self.schedule, self.warmup = batch_size, epochs, new["schedule"], warmup
-        self.learning_rate = rate
-        if "shuffle" in settings:
-            self.shuffle = bool(settings["shuffle"])
+            self.best.configure(new.keep_best, new.patience)
         if "check_finite" in settings:
-            self.guard.check = bool(settings["check_finite"])
-        if "evaluate_epochs" in settings:
-            self.evaluate_epochs = bool(settings["evaluate_epochs"])
-        if "evaluate" in settings:
-            self.evaluate = settings["evaluate"]
+            self.guard.check = new.check_finite
+        self.settings = new
         if "proximal_mu" in settings:
-            self.proximal_mu = float(mu)
-            self._anchor_parameters()
+            self._set_proximal_term(new.proximal_mu)
 
-    def _anchor_parameters(self) -> None:
-        """w_start of the proximal term: a copy of the trainable parameters now (None without the term)."""
-        self._anchor = {n: a.copy() for n, a in self._trainable().items()} if self.proximal_mu else None
+    def _set_proximal_term(self, mu: float) -> None:
+        """The proximal_mu setting's hook in place of the one before, anchored at the parameters now."""
+        if self._proximal is not None:
+            self.hooks.remove(self._proximal)
+        self._proximal = ProximalTerm(mu) if mu else None
+        if self._proximal is not None:
+            self._proximal.start(self)
+            self.hooks.append(self._proximal)
 
-    def _proximal_step(self) -> None:
-        scale = np.float32(self.optimizer.get_learning_rate() * self.proximal_mu)
-        for name, w in self._trainable().items():
-            w -= scale * (w - self._anchor[name])
+    def _start_hooks(self) -> None:
+        for hook in self.hooks:
+            hook.start(self)
 
     # ---- data ------------------------------------------------------------------------------------------
 
@@ -196,7 +147,7 @@ class Trainer:
         self._epoch_rng = None  # the shuffling state the current epoch's order came from
         self.history = []
         self.best.reset()
-        self._anchor_parameters()
+        self._start_hooks()
 
     @property
     def rows(self) -> int:
@@ -204,11 +155,11 @@ class Trainer:
 
     @property
     def steps_per_epoch(self) -> int:
-        return -(-self.rows // self.batch_size)
+        return -(-self.rows // self.settings.batch_size)
 
     @property
     def done(self) -> bool:
-        return (self.epochs is not None and self.epoch >= self.epochs) or (
+        return (self.settings.epochs is not None and self.epoch >= self.settings.epochs) or (
             bool(self.history) and self.history[-1]["best"]["stop"])
 
     # ---- steps -----------------------------------------------------------------------------------------
@@ -216,15 +167,16 @@ class Trainer:
     def rate(self, step: int = None) -> float:
         """The scheduled learning rate of the run's step ``step`` (0-based; the next step by default)."""
         step = self.steps if step is None else step
-        if self.schedule == "constant" or self.learning_rate is None:
-            return self.learning_rate
-        total = self.epochs * self.steps_per_epoch
-        return self.learning_rate * linear_factor(step, int(round(self.warmup * total)), total)
+        settings = self.settings
+        if settings.schedule == "constant" or settings.learning_rate is None:
+            return settings.learning_rate
+        total = settings.epochs * self.steps_per_epoch
+        return settings.learning_rate * linear_factor(step, int(round(settings.warmup * total)), total)
 
     def step(self, batch_size: int = None, learning_rate: float = None) -> dict:
         """One batch; ``batch_size`` and ``learning_rate`` override the run's for this step.  On an epoch's last
         batch the epoch ends (validation, metrics, best epoch) unless epochs are ended by the caller."""
-        size = self.batch_size if batch_size is None else checks.batch_size(batch_size)
+        size = self.settings.batch_size if batch_size is None else checks.batch_size(batch_size)
         rate = self.rate() if learning_rate is None else check_learning_rate(learning_rate)
         if self.train_data is None:
             raise checks.DataError("there is no training data: give it to Trainer() or set_data first")
@@ -232,7 +184,7 @@ class Trainer:
         order, position, epoch_rng, drawn = self.order, self.position, self._epoch_rng, False
         if order is None:  # a new epoch's order, drawn from the shuffling state that a checkpoint then keeps
             epoch_rng, drawn = self.rng.bit_generator.state, True
-            order, position = (self.rng.permutation(n) if self.shuffle else np.arange(n)), 0
+            order, position = (self.rng.permutation(n) if self.settings.shuffle else np.arange(n)), 0
         rows = order[position:position + size]
         previous_rate = None if self.optimizer is None else self.optimizer.get_learning_rate()
         if self.optimizer is not None and rate is not None:
@@ -248,8 +200,8 @@ class Trainer:
                 raise MemoryError(f"ran out of memory training a batch of {len(rows)} rows: choose a smaller batch "
                                   f"size (nothing was changed, training can go on)") from e
             raise
-        if self._anchor is not None and self.optimizer is not None:
-            self._proximal_step()
+        for hook in self.hooks:
+            hook.after_step(self)
         self.order, self.position, self._epoch_rng = order, position + len(rows), epoch_rng
         self.steps += 1
         epoch_done = self.position >= n
@@ -259,15 +211,16 @@ class Trainer:
         record = {"epoch": self.epoch, "step": self.steps, "steps_per_epoch": -(-n // size), "epochs": self.epochs,
                   "loss": loss, "learning_rate": rate, "examples": len(rows), "epoch_done": epoch_done,
                   "progress": self.epoch + self.position / n}
-        if epoch_done and self.evaluate_epochs:
-            record.update(self.end_epoch(self.validation_loss(), self.evaluate(self) if self.evaluate else None))
+        evaluate = self.settings.evaluate
+        if epoch_done and self.settings.evaluate_epochs:
+            record.update(self.end_epoch(self.validation_loss(), evaluate(self) if evaluate else None))
         record["done"] = self.done
         return record
 
     def run(self, on_progress=None, should_stop=None) -> list:
         """Steps until ``done`` or ``should_stop()``; ``on_progress(record)`` after each step.  Returns the
         records of the epochs that ended in this call."""
-        if self.epochs is None:
+        if self.settings.epochs is None:
             raise ValueError("run() needs a number of epochs; with epochs=None call step() yourself")
         ended = []
         while not self.done and not (should_stop is not None and should_stop()):
@@ -300,9 +253,7 @@ class Trainer:
         return total / n
 
     def _trainable(self) -> dict:
-        self.module._state._on_host()
-        entries = self.module._state._entries
-        return {n: entries[n].data for n in self.module._trainable_names}
+        return api.trainable_arrays(self.module)
 
     def end_epoch(self, validation_loss, metrics: dict = None) -> dict:
         """Record the finished epoch's validation loss (None without validation data) and metrics:
@@ -328,128 +279,3 @@ class Trainer:
             return best.best_epoch
         current = best.best_epoch == self.epoch and self.order is None
         return best.best_epoch if current else None
-
-    def best_checkpoint(self):
-        """A checkpoint (no optimizer state) of the kept best parameters, its ``epoch`` the best epoch, or None."""
-        best = self.best
-        if best.params is None:
-            return None
-        data = self.module._state._to_data(False)
-        properties = dict(data.properties, epoch=best.best_epoch)
-        properties[BEST_PROPERTY] = best.to_property()
-        data = dataclasses.replace(data, trainable={n: best.params.get(n, a) for n, a in data.trainable.items()},
-                                   properties=properties)
-        return write_checkpoint(data, None, layout="runtime")
-
-    # ---- checkpoints -----------------------------------------------------------------------------------
-
-    def checkpoint(self, properties: dict = None) -> bytes:
-        """The run so far: parameters, optimizer state, the finished epochs (property ``epoch``), where in the
-        epoch the run is, the best-epoch counters and ``properties`` (values that are not int, float or str are
-        stored as JSON).  NonFiniteStateError, and nothing written, when a trainable parameter or optimizer state
-        is not finite."""
-        check_finite_state(self.module, self.optimizer)
-        state = self.module._state
-        props = state._properties
-        for key, value in (properties or {}).items():
-            props[key] = value if isinstance(value, (int, float, str)) and not isinstance(value, bool) \
-                else json.dumps(value)
-        props["epoch"] = self.epoch
-        props[BEST_PROPERTY] = self.best.to_property()
-        props[PROPERTY] = json.dumps({"steps": self.steps, "position": self.position,
-                                      "shuffle": self._epoch_rng if self.order is not None
-                                      else self.rng.bit_generator.state})
-        return CheckpointState.save_checkpoint(state, None, include_optimizer_state=True)
-
-    def restore(self, data, best=None) -> int:
-        """Continue a run saved by ``checkpoint`` (same model and data) where it was: its state, its place in the
-        epoch and its shuffling, so the steps that follow are those the run would have taken.  With ``best``, the
-        bytes of its ``best_checkpoint()``, the best parameters too.  On any error nothing changes."""
-        loaded = self.checked_checkpoint(data, "checkpoint")
-        props = loaded._properties
-        epoch = epoch_property(props)
-        tracker = BestEpoch.from_property(props[BEST_PROPERTY]) if BEST_PROPERTY in props else \
-            BestEpoch(self.best.keep_best, self.best.patience)
-        if best is not None:
-            tracker.params = self._best_parameters(best, tracker)
-        elif tracker.keep_best and tracker.best_epoch is not None and tracker.best_epoch == epoch:
-            tracker.params = {n: loaded._entries[n].data.copy() for n in self.module._trainable_names}
-        where = self._where(props.get(PROPERTY), epoch)
-        self._commit(loaded)
-        self.epoch, self.steps, self.best = epoch, where["steps"], tracker
-        self.history = [h for h in self.history if h["epoch"] <= epoch]
-        self.position, self.order, self._epoch_rng = where["position"], None, None
-        if where["shuffle"] is not None:
-            self.rng.bit_generator.state = where["shuffle"]
-        if self.position:  # mid-epoch: draw the epoch's order again, from the state it was drawn from
-            self._epoch_rng = where["shuffle"]
-            self.order = self.rng.permutation(self.rows) if self.shuffle else np.arange(self.rows)
-        return self.epoch
-
-    def _where(self, text, epoch: int) -> dict:
-        """The trainer property's fields, checked; a checkpoint without it resumes at the start of an epoch."""
-        if text is None:
-            return {"steps": epoch * self.steps_per_epoch, "position": 0, "shuffle": None}
-
-        bad = corrupt(PROPERTY)
-        fields = json_property(text, PROPERTY)
-        for key in ("steps", "position"):
-            value = fields.get(key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise bad(f"'{key}' must be an integer >= 0, got {value!r}")
-        if fields["position"] and fields["position"] >= self.rows:
-            raise bad(f"it is {fields['position']} rows into an epoch, but the data has {self.rows} rows: "
-                      f"it is not from a run on this data")
-        shuffle = fields.get("shuffle")
-        try:
-            np.random.default_rng().bit_generator.state = shuffle
-        except (TypeError, ValueError, KeyError) as e:
-            raise bad(f"'shuffle' is not a generator state ({e})") from None
-        return {"steps": fields["steps"], "position": fields["position"], "shuffle": shuffle}
-
-    def restore_best(self, best) -> int:
-        """After ``restore(data)``, the best parameters from the bytes of the run's ``best_checkpoint()``; returns
-        the best epoch.  On an error nothing changes."""
-        self.best.params = self._best_parameters(best, self.best)
-        return self.best.best_epoch
-
-    def _best_parameters(self, data, tracker: BestEpoch) -> dict:
-        kept = self.checked_checkpoint(data, "best-epoch checkpoint")
-        epoch = epoch_property(kept._properties)
-        if tracker.best_epoch is None or epoch != tracker.best_epoch or not tracker.keep_best:
-            raise ValueError(f"the best-epoch checkpoint is of epoch {epoch}, but the run's best epoch is "
-                             f"{tracker.best_epoch} (keep_best {tracker.keep_best}): they are not from the same run")
-        return {n: kept._entries[n].data.copy() for n in self.module._trainable_names}
-
-    def load_checkpoint(self, data) -> None:
-        """Replace parameters and optimizer state with a checkpoint's (same model); the run's counters stay."""
-        self._commit(self.checked_checkpoint(data, "checkpoint"))
-
-    def checked_checkpoint(self, data, what: str) -> CheckpointState:
-        """A checkpoint's state (from a path or bytes), checked to fit this model before it is used."""
-        loaded = CheckpointState.load_checkpoint(data)
-        if loaded.is_nominal:
-            raise ValueError(f"the {what} is nominal (it holds no parameter values)")
-        mine = {n: p.data for n, p in self.module._state.parameters}
-        theirs = {n: p.data for n, p in loaded.parameters}
-        if {n: (a.shape, a.dtype) for n, a in mine.items()} != {n: (a.shape, a.dtype) for n, a in theirs.items()}:
-            raise ValueError(f"the {what}'s parameters do not match this model's: "
-                             f"{sorted(theirs)} vs {sorted(mine)}")
-        if LEARNING_RATE_PROPERTY in loaded._properties:
-            check_learning_rate(loaded._properties[LEARNING_RATE_PROPERTY],
-                                f"{what}'s property '{LEARNING_RATE_PROPERTY}'")
-        if loaded._optimizer is not None:
-            check_learning_rate(loaded._optimizer.initial_learning_rate, f"{what}'s initial learning rate")
-        return loaded
-
-    def _commit(self, loaded: CheckpointState) -> None:
-        state = self.module._state
-        mine = {n: p.data for n, p in state.parameters}
-        for name, p in loaded.parameters:
-            mine[name][...] = p.data
-        state._optimizer = loaded._optimizer
-        state._properties.clear()
-        state._properties.update(loaded._properties)
-        if self.optimizer is not None:
-            self.optimizer._load_state()
-        self._anchor_parameters()

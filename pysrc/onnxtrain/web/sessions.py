@@ -265,7 +265,7 @@ class Session(Training):
         names = list(self.train_inputs)
         data = _bytes(data)
         if str(name).lower().endswith(".csv"):
-            from ..tasks.tabular import csv_inputs  # the tasks are not modules the engine's start imports
+            from ..train.csv import csv_inputs  # not a module the engine's start imports
 
             arrays = csv_inputs(data, self.run.input_types())
         else:

@@ -6,8 +6,12 @@ import functools
 
 from ..api.module import provider_for
 from ..tasks import tabular
-from ..tasks.tabular import (  # noqa: F401  (the names tools and tests reach through this module)
-    DataError, _is_missing, describe, detect_task, mlp_model, parse_csv, prepare, stratified_split, with_preprocessing)
+from ..tasks.csv_table import describe, detect_task  # noqa: F401  (the names tools and tests reach through this module)
+from ..tasks.split import stratified_split  # noqa: F401
+from ..tasks.tabular import mlp_model  # noqa: F401
+from ..tasks.tabular_prep import prepare, with_preprocessing  # noqa: F401
+from ..train.csv import csv_inputs as read_csv_inputs, is_missing, parse_csv  # noqa: F401
+from ..train.data import DataError  # noqa: F401
 from .bridge import TrainingSession, _buffer, _bytes
 from .train_loop import camel_keys
 
@@ -28,7 +32,7 @@ def run_on(providers) -> tuple:
 
 
 def csv_inputs(data, inputs) -> dict:
-    return tabular.csv_inputs(_bytes(data), _buffer(inputs))
+    return read_csv_inputs(_bytes(data), _buffer(inputs))
 
 
 class TabularSession(tabular.TabularSession):

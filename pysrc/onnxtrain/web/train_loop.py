@@ -3,22 +3,14 @@ and abort between chunks.  Used by every kind of session of the registry (sessio
 from __future__ import annotations
 
 import functools
-import re
 import time
 
 import numpy as np
 
-#: train()'s options (camelCase, as JavaScript names them) -> Trainer's keyword arguments
-TRAIN_OPTIONS = {"epochs": "epochs", "batchSize": "batch_size", "learningRate": "learning_rate",
-                 "schedule": "schedule", "warmup": "warmup", "shuffle": "shuffle", "seed": "seed",
-                 "validation": "validation", "keepBest": "keep_best", "patience": "patience",
-                 "checkFinite": "check_finite", "proximalMu": "proximal_mu"}
+from ..train.settings import OPTIONS as TRAIN_OPTIONS, camel  # noqa: F401  (the sessions' train() options)
 
-
-@functools.lru_cache(maxsize=None)
-def camel_key(key: str) -> str:
-    """A Python name in camelCase (each record of each step has the same few keys: converted once)."""
-    return re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+#: A Python name in camelCase (each record of each step has the same few keys: converted once).
+camel_key = functools.lru_cache(maxsize=None)(camel)
 
 
 def camel_keys(record: dict) -> dict:
