@@ -7,7 +7,7 @@ import numpy as np
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
-from ..train import settings
+from ..train import settings as train_settings
 from .bridge_client import BridgeClient, BridgeError
 
 app = ClientApp()
@@ -15,7 +15,8 @@ app = ClientApp()
 
 def round_settings(config) -> dict:
     """The page's X-Config (camelCase) from the round's ConfigRecord (kebab-case; FedProx adds proximal-mu)."""
-    return {settings.camel(name): value for name, value in settings.round_settings(config, settings.config_key).items()}
+    return {train_settings.camel(name): value
+            for name, value in train_settings.round_settings(config, train_settings.config_key).items()}
 
 
 @app.train()
