@@ -39,6 +39,9 @@ simd.load(path)
 """
 
 
+# A whole pytest session in the page: far longer than Page.call's default for one request.
+RUN_INSIDE_TIMEOUT = 900_000
+
 # What the marked modules of tests/webgpu/ import from their folder.
 WEBGPU_SUPPORT = ("conftest.py", "gpu_cases.py")
 
@@ -78,7 +81,7 @@ def run_inside(page, site_url, modules, folder="/tmp/unit", targets=()):
     values = {"FILES": repr(json.dumps(modules)), "WHEELS": repr(json.dumps(urls)),
               "TARGETS": repr(json.dumps(list(targets))), "FOLDER": repr(folder)}
     code = re.sub(r"\b(FILES|WHEELS|TARGETS|FOLDER)\b", lambda m: values[m.group(1)], RUNNER)  # in one pass
-    status, output = page.call("runPython", {"code": code})
+    status, output = page.call("runPython", {"code": code}, timeout=RUN_INSIDE_TIMEOUT)
     assert status == 0, output
     assert re.search(r"\d+ passed", output), output
     assert "failed" not in output and "error" not in output.lower(), output
