@@ -11,10 +11,10 @@ import onnx
 from backend_exclusions import EXPECTED
 from onnxtrain.ops import registered_ops
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 DATA = Path(onnx.__file__).resolve().parent / "backend" / "test" / "data"
 # Test files whose checks run the op in onnxruntime (or onnxruntime-training) and in onnxtrain.
-ORT_COMPARISONS = sorted(TESTS.glob("test_ops_*.py")) + [TESTS / "test_gradients.py"]
+ORT_COMPARISONS = sorted((TESTS / "ops").glob("test_ops_*.py")) + [TESTS / "autodiff" / "test_gradients.py"]
 
 
 def _ops_of(graph, found: set) -> None:
@@ -69,4 +69,4 @@ def kernel_list(ops=None) -> str:
 def test_readme_lists_exactly_the_kernel_table():
     text = (TESTS.parent / "README.md").read_text()
     listed = text.split("<!-- kernels -->\n")[1].split("<!-- /kernels -->")[0].strip()
-    assert listed == kernel_list(), "regenerate README's kernel list with tests/test_kernel_coverage.py::kernel_list"
+    assert listed == kernel_list(), "regenerate README's kernel list with tests/ops/test_kernel_coverage.py::kernel_list"
