@@ -14,7 +14,7 @@ import pytest
 
 # The light models' test data is written under ONNX_HOME when the tests run: keep it in the repo's
 # ignored cache, not in $HOME.
-os.environ["ONNX_HOME"] = str(Path(__file__).resolve().parents[1] / ".cache" / "onnx")
+os.environ["ONNX_HOME"] = str(Path(__file__).resolve().parents[2] / ".cache" / "onnx")
 
 import onnx.backend.test  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
