@@ -13,7 +13,7 @@ from onnx import numpy_helper
 
 import ort_cases as oc
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE_ARTIFACTS = ROOT / "site" / "artifacts"
 BACKBONE = SITE_ARTIFACTS / "efficientnet_lite0" / "backbone.onnx"
 # onnxtrain's runtime against onnxruntime on the backbone, as a fraction of each output's largest magnitude: both
