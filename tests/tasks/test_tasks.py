@@ -24,7 +24,7 @@ from onnxtrain.web.train_loop import camel_keys
 from test_images import synthetic
 from test_tabular import wine_csv
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "pysrc" / "onnxtrain" / "tasks"
 
 
