@@ -132,7 +132,7 @@ def test_the_exported_tabular_model_carries_its_input_contract_in_its_metadata()
 
 def load_build():
     import importlib.util
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location("build_under_test", root / "build.py")
     build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build)
