@@ -23,7 +23,7 @@ from onnxtrain.federated.local_round import train_onnxtrain
 from onnxtrain.federated.model import ARTIFACT_FILES, FederatedModel, read_csv
 from onnxtrain.federated.processes import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SITE_DATA = ROOT / "site" / "artifacts" / "federated_digits"
 ROUNDS, ROUND_TIMEOUT, PAGE_TIMEOUT = 3, 120, 10
 SETTINGS = ["--local-epochs", "5", "--learning-rate", "0.5", "--batch-size", "32"]
