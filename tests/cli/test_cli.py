@@ -7,7 +7,7 @@ from pathlib import Path
 import ort_cases as oc
 from onnxtrain import api
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args):
