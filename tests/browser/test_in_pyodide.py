@@ -46,17 +46,19 @@ RUN_INSIDE_TIMEOUT = 900_000
 WEBGPU_SUPPORT = ("conftest.py", "gpu_cases.py")
 
 
-def marked(folder: Path) -> list:
-    return [p for p in sorted(folder.glob("test_*.py")) if MARK.search(p.read_text())]
+def marked(paths) -> list:
+    return [p for p in sorted(paths) if MARK.search(p.read_text())]
 
 
 def pyodide_modules():
-    return {p.name: p.read_text() for p in marked(TESTS) + sorted((TESTS / "pyodide").glob("test_*.py"))}
+    """The marked modules of the layer folders (tests/ir, tests/ops, ...), and tests/pyodide's, by name."""
+    layers = [p for p in TESTS.glob("*/test_*.py") if p.parent.name not in ("browser", "webgpu", "pyodide")]
+    return {p.name: p.read_text() for p in marked(layers) + sorted((TESTS / "pyodide").glob("test_*.py"))}
 
 
 def webgpu_modules():
     """The marked WGSL kernel test modules of tests/webgpu/, by name."""
-    return {p.name: p.read_text() for p in marked(TESTS / "webgpu")}
+    return {p.name: p.read_text() for p in marked((TESTS / "webgpu").glob("test_*.py"))}
 
 
 def webgpu_support():
@@ -65,7 +67,8 @@ def webgpu_support():
 
 def test_marked_modules_exist_and_import_no_reference_packages():
     modules = pyodide_modules()
-    assert {"test_runtime.py", "test_pure_modules.py", "test_simd_kernels.py"} <= set(modules)
+    assert {"test_runtime.py", "test_ir_pure.py", "test_checkpoint_pure.py", "test_kernels_pure.py",
+            "test_simd_kernels.py"} <= set(modules)
     gpu = webgpu_modules()
     assert {"test_elementwise.py", "test_matrix.py", "test_reduce.py", "test_layout.py", "test_conv_pool.py",
             "test_norm_resize.py", "test_loss_training.py", "test_program.py"} <= set(gpu)
