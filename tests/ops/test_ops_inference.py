@@ -1,5 +1,6 @@
-"""Kernels for the ops exported detection, segmentation and RNN models use (indexing, vision, quantization,
-recurrent), against onnxruntime and onnx's backend node test data."""
+"""The inference op families that exported detection, segmentation, RNN and classic-ML models use (indexing, vision,
+quantization, recurrent, strings, ai.onnx.ml, random, ImageDecoder, signal processing), against onnxruntime and
+onnx's backend node test data."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,5 @@
-"""Kernel fixes of issue 11 checked against onnx's helpers, onnx's backend node data and onnxruntime:
-bit-pattern types (bfloat16, float8, int4), Cast and CastLike, Resize, ConvTranspose, empty reductions,
-old-opset and added elementwise and pooling kernels."""
+"""Bit-pattern types (bfloat16, float8, int4), Cast and CastLike, Resize, ConvTranspose, empty reductions, and
+old-opset, pooling and bitwise kernels, checked against onnx's helpers, onnx's backend node data and onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
