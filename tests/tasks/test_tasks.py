@@ -21,8 +21,8 @@ from onnxtrain.tasks import handwriting, images, tabular
 from onnxtrain.tasks.training import trainer_run
 from onnxtrain.web import tabular as web_tabular
 from onnxtrain.web.train_loop import camel_keys
-from test_images import synthetic
-from test_tabular import wine_csv
+from web.test_images import synthetic
+from web.test_tabular import wine_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "pysrc" / "onnxtrain" / "tasks"

@@ -183,7 +183,7 @@ def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     """The "personalize" kind: the page's RGBA bytes in, the same losses and export as tasks.personalize with a
     Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""
     from onnxtrain.tasks.personalize import PersonalizeSession
-    from test_personalize import BACKBONE, crops, photos, rgba
+    from tasks.test_personalize import BACKBONE, crops, photos, rgba
     if not BACKBONE.exists():
         pytest.fail(f"{BACKBONE} is missing: build the site first (`python3 build.py site`)")
     backbone = BACKBONE.read_bytes()

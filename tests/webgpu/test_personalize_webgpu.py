@@ -5,7 +5,7 @@ import numpy as np
 
 from onnxtrain.tasks.backbone import Backbone
 from onnxtrain.tasks.personalize import PersonalizeSession
-from test_personalize import BACKBONE, crops, photos
+from tasks.test_personalize import BACKBONE, crops, photos
 
 
 def test_embeddings_and_head_training_equal_the_cpu():
