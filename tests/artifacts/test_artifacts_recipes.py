@@ -13,6 +13,9 @@ from onnx import numpy_helper
 
 import ort_cases as oc
 
+# the site's artifacts, as build.py site makes them
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE_ARTIFACTS = ROOT / "site" / "artifacts"
 BACKBONE = SITE_ARTIFACTS / "efficientnet_lite0" / "backbone.onnx"

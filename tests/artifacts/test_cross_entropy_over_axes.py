@@ -55,6 +55,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_labels_are_the_scores_shape_without_the_class_axis_and_training_matches_torch(case):
     make, inputs, labels, label_shape = CASES[case]
@@ -121,6 +122,7 @@ def train_losses(api_, folder, x, y, steps=3, lr=0.1):
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WEIGHTED_CASES))
 def test_ignore_index_and_class_weights_train_as_torch(case, tmp_path):
     from onnxtrain import onnxblock

@@ -169,6 +169,7 @@ def export(module, example, dynamic_batch=False, opset=17):
     return ir.load(buf.getvalue())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opset", [17, 14, 18])
 @pytest.mark.parametrize("name", MODELS)
 def test_parameter_gradients_match_torch(name, opset):
@@ -202,6 +203,7 @@ def test_parameter_gradients_match_torch(name, opset):
                                    err_msg=name_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_artifacts_train_alike_in_onnxtrain_and_onnxruntime(name, tmp_path):
     """generate_artifacts on the exported model (float32, batch axis named, MSE to a random target):

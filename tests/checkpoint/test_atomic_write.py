@@ -61,6 +61,7 @@ def unnamed_supported(folder) -> bool:
     return _files._unnamed_works.get(os.stat(folder).st_dev, False)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="O_TMPFILE is Linux's")
 def test_a_killed_save_leaves_no_partial_temporary_file(tmp_path):
     """The file has no name while it is written.  Linux cannot rename an unnamed file over the target, so it gets
@@ -80,6 +81,7 @@ def test_a_killed_save_leaves_no_partial_temporary_file(tmp_path):
             assert sorted(os.listdir(tmp_path)) == ["model.onnx"]
 
 
+@pytest.mark.slow
 def test_temporary_files_of_killed_named_saves_are_removed_by_the_next_save(tmp_path):
     rng = random.Random(1)
     target = tmp_path / "ck"

@@ -186,6 +186,7 @@ FLOODS = {  # the smallest messages of each kind, repeated: the most objects per
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(FLOODS))
 def test_decoding_memory_is_bounded_by_the_file_size(kind):
     """The stated bound: the decoded objects take at most OBJECT_BYTES_PER_FILE_BYTE (100) times the
@@ -198,6 +199,7 @@ def test_decoding_memory_is_bounded_by_the_file_size(kind):
     assert peak <= OBJECT_BYTES_PER_FILE_BYTE * len(data) + (2 << 20), (kind, peak / len(data))
 
 
+@pytest.mark.slow
 def test_subgraph_and_function_floods_are_refused():
     for kind in ("subgraphs", "functions"):
         with pytest.raises(ModelDecodeError, match="more than 100 times its"):

@@ -586,6 +586,7 @@ def test_the_backend_suites_are_all_there():
     assert sum(len(suite_models(s)) for s in SUITES) >= 1431  # onnx 1.16.2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", SUITES)
 def test_every_backend_model_re_encodes_byte_for_byte(suite):
     differ = []
@@ -614,6 +615,7 @@ def tensor_files(suite):
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", SUITES)
 def test_every_backend_tensor_re_encodes_byte_for_byte(suite):
     files = tensor_files(suite)
@@ -874,6 +876,7 @@ def test_edits_to_a_decoded_model_are_encoded():
     assert plain(ir.decode_model(back.SerializeToString())) == plain(ours)
 
 
+@pytest.mark.slow
 def test_mutated_models_that_decode_encode_to_the_same_model():
     """Random byte changes to real models: whatever decodes encodes, and the result decodes to the same
     content and re-encodes to itself."""

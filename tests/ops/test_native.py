@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -39,6 +41,7 @@ def available_in(site: Path, **env) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_native_wheel_installs_kernels_that_onnxtrain_loads(tmp_path):
     build = build_py()
     build.build_native()

@@ -51,6 +51,7 @@ def test_float8_decode_all_patterns_as_onnx(code):
     assert np.array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(ref[~np.isnan(ref)]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("saturate", [True, False])
 @pytest.mark.parametrize("code", list(_FLOAT8))
 def test_float8_encode_as_onnx_helper(code, saturate):
@@ -262,6 +263,7 @@ def test_resize_as_onnxruntime(mode, ctm, nearest, aa, ex):
         _close(_ours(model, x), _ort(model, x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,ctm,nearest,aa,ex", [c for c in _RESIZE_COMBOS if c[1] != "half_pixel_symmetric"])
 def test_resize_as_onnx_reference(mode, ctm, nearest, aa, ex):
     """Fractional scales and sizes, as onnx's reference (which makes the backend data).  Not

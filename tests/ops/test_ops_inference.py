@@ -315,6 +315,7 @@ def test_col2im(image, block, attrs):
         np.testing.assert_allclose((got * v).sum(), (x * im2col.reshape(x.shape)).sum(), rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attrs,with_mask,with_bias", [
     ({}, False, False), ({"pads": [1, 1, 1, 1], "strides": [2, 1]}, True, True),
     ({"group": 2, "offset_group": 2, "dilations": [2, 1]}, True, False)])

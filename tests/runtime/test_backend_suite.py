@@ -23,6 +23,8 @@ from backend_exclusions import EXPECTED, network_rule  # noqa: E402
 from onnxtrain import backend  # noqa: E402
 
 LIGHT_PREFIX = "onnx/backend/test/data/light/"
+# whole models (ResNet-50, VGG-19, ...), seconds each: the node tests check the same kernels quickly
+SLOW_CASES = {"OnnxBackendRealModelTest"}
 
 
 def remote_real_tests() -> list:
@@ -74,7 +76,7 @@ def _collect(test_cases: dict) -> set:
             rules = [r for p, r in RULES.items() if r.kind in ("fails", "either") and re.search(p, name)]
             if rules:
                 setattr(case, name, expect_failure(getattr(case, name), rules))
-        globals()[case_name] = case
+        globals()[case_name] = case if case_name not in SLOW_CASES else pytest.mark.slow(case)
     return names
 
 

@@ -24,6 +24,9 @@ from onnxtrain.tasks.preprocess import preprocess_model
 from onnxtrain.tasks.training import inference_model, make_artifacts
 from onnxtrain.train.data import DataError
 
+# the site's pretrained backbone, as build.py site makes it
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BACKBONE = ROOT / "site" / "artifacts" / "efficientnet_lite0" / "backbone.onnx"
 ACCURACY_BAR = 0.85  # held-out crops (other half of each photo) of three photos, 4 training crops per class; chance 1/3

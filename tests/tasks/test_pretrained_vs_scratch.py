@@ -11,6 +11,9 @@ from onnxtrain.tasks.personalize import PersonalizeSession
 from photo_scenes import scenes
 from test_personalize import backbone_bytes  # noqa: F401  (the fixture)
 
+# the site's pretrained backbone (build.py site), and two trainings on real photos
+pytestmark = pytest.mark.slow
+
 PER_CLASS = 10       # the folder: 10 photos of each of 4 objects, 2 of them held out for validation by the flow
 EPOCHS = 30
 PRETRAINED_BAR = 0.9  # of 4 classes on new backgrounds

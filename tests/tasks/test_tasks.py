@@ -172,6 +172,7 @@ def test_cli_export_equals_the_tasks_api_with_the_same_settings(cancer):
     assert session.export_model() == (folder / "model.onnx").read_bytes()
 
 
+@pytest.mark.slow
 def test_cli_checkpoints_each_epoch_and_resumes_exactly(tmp_path):
     cancer_csv(tmp_path / "data.csv")
     (tmp_path / "run").mkdir()
@@ -194,6 +195,7 @@ def test_cli_checkpoints_each_epoch_and_resumes_exactly(tmp_path):
     assert not (tmp_path / "other.onnx").exists()
 
 
+@pytest.mark.slow
 def test_cli_trains_images_from_an_npz(tmp_path):
     pixels, labels = synthetic()
     np.savez(tmp_path / "images.npz", images=pixels, labels=labels, classes=np.array(["red", "blue", "green"]))
@@ -222,6 +224,7 @@ def a_file(name: str, data: bytes):
     return make
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make, extra, message", [
     (lambda d: d / "nope.csv", ["--label", "x"], r"^error: cannot read \S+nope.csv: No such file or directory$"),
     (cancer_file, ["--label", "Diagnosis"],

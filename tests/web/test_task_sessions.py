@@ -179,6 +179,7 @@ def test_a_paused_session_run_goes_on_with_resume_as_if_never_paused():
         registry.call("train_begin", fresh, [data, {"resume": True}])
 
 
+@pytest.mark.slow
 def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     """The "personalize" kind: the page's RGBA bytes in, the same losses and export as tasks.personalize with a
     Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""
