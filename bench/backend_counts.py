@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["ONNX_HOME"] = str(ROOT / ".cache" / "onnx")
-sys.path[:0] = [str(ROOT / "pysrc"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "pysrc"), str(ROOT / "tests"), str(ROOT / "tests" / "runtime")]
 
 import onnx.backend.test  # noqa: E402
 

@@ -4,7 +4,7 @@ next to native CPython clients in the same run of the bench.
 For each model (--models: the MLP and the CNN of artifacts/federated_digits/) and each number of clients
 (--clients, e.g. 4 and 8), two federations run one after the other, each started by `python -m onnxtrain federate`
 (--record-requests, free ports, --rounds rounds, --min-clients = the number of clients, FedAvg, each client 5
-local epochs of SGD with batches of 32 and a rate of 0.5 per round, as tests/test_federation.py trains, unless
+local epochs of SGD with batches of 32 and a rate of 0.5 per round, as tests/federated/test_federation.py trains, unless
 given here; the server's other defaults):
 
 - browser: that many pages of one headless Chromium (Debian's, driven by Playwright; one browser context per page),

@@ -1,4 +1,4 @@
-"""A long mutation-fuzzing campaign over every reader of user files (the CI test, tests/test_fuzz.py,
+"""A long mutation-fuzzing campaign over every reader of user files (the CI test, tests/ir/test_fuzz.py,
 runs a fixed budget of the same targets).
 
     .venv/bin/python bench/fuzz.py --seconds 120 [--targets decode,checkpoint] [--seed 0]

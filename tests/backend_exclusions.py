@@ -1,4 +1,4 @@
-"""The onnx backend tests (tests/test_backend_suite.py) that onnxtrain does not pass, each with its reason.
+"""The onnx backend tests (tests/runtime/test_backend_suite.py) that onnxtrain does not pass, each with its reason.
 
 This is the one list.  A key is a regular expression searched in the test's name as onnx's runner
 gives it (``test_<case>_cpu``).  A value is ``fails(reason, error)`` or ``cannot_run(reason)``:

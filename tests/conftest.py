@@ -1,6 +1,7 @@
 import os
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,10 @@ from onnxtrain.ops import simd
 # tests/pyodide: the SIMD kernels against numpy, run inside Pyodide by tests/browser/test_in_pyodide.py, and here
 # when the host build of the same kernels (build.py native) is loaded
 collect_ignore = [] if simd.available() else ["pyodide"]
+TESTS = Path(__file__).resolve().parent
+# Marked `browser` by folder, so that `-m "not browser"` (build.py test --quick) leaves out every test that needs
+# the built site, Chromium or the page's kernels.
+BROWSER_FOLDERS = [TESTS / "browser", TESTS / "pyodide"]
 # the Pythons the tests start (the CLI, federation clients) use the same kernels as this one
 os.environ["ONNXTRAIN_NATIVE"] = simd.native_library() if simd.available() else "0"
 
@@ -29,3 +34,9 @@ def kernels(request):
     simd.use(request.param == "native")
     yield request.param
     simd.use(on)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if any(item.path.resolve().is_relative_to(folder) for folder in BROWSER_FOLDERS):
+            item.add_marker(pytest.mark.browser)

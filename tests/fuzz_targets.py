@@ -1,5 +1,5 @@
 """Mutation fuzzing of everything that reads a user's file: the seeds (real files), the mutations, the
-targets, and the check that a run was clean.  Used by tests/test_fuzz.py (Hypothesis, a fixed budget)
+targets, and the check that a run was clean.  Used by tests/ir/test_fuzz.py (Hypothesis, a fixed budget)
 and bench/fuzz.py (a long random campaign).
 
 Clean means: the target returned, or raised an exception class defined in onnxtrain, within the

@@ -58,8 +58,12 @@ class Page:
         page.on("console", lambda m: self.console.append(m.text))
 
     def call(self, type_, args=None, timeout=120_000):
-        return self.page.evaluate(
-            "([t, a]) => window.onnxtrain.call(t, a)", [type_, args or {}])
+        """The engine's answer to the request ``type_`` (window.onnxtrain.call); an error, naming the request, when
+        none comes within ``timeout`` milliseconds."""
+        return self.page.evaluate("""([t, a, ms]) => new Promise((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error(`the engine did not answer ${t} within ${ms} ms`)), ms);
+            window.onnxtrain.call(t, a).then(resolve, reject).finally(() => clearTimeout(timer));
+        })""", [type_, args or {}, timeout])
 
     def task_call(self, flow: str, method: str, *args):
         """A method of the app's current task (or session) of ``flow`` ("csv", "images", "digits", "own")."""

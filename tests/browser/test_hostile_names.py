@@ -10,7 +10,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from browser.test_images_flow import DROP, png
-from test_images import synthetic
+from web.test_images import synthetic
 
 IMG = '<img src="/hostile-img" onerror="window.hostile=1">'
 META = '<meta http-equiv="refresh" content="1;url=http://example.invalid/">'

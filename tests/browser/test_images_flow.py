@@ -12,7 +12,7 @@ import onnxruntime as ort
 import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 from photo_scenes import scenes
-from test_images import synthetic
+from web.test_images import synthetic
 
 
 def png(rgba: np.ndarray) -> bytes:

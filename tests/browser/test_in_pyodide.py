@@ -39,21 +39,26 @@ simd.load(path)
 """
 
 
+# A whole pytest session in the page: far longer than Page.call's default for one request.
+RUN_INSIDE_TIMEOUT = 900_000
+
 # What the marked modules of tests/webgpu/ import from their folder.
 WEBGPU_SUPPORT = ("conftest.py", "gpu_cases.py")
 
 
-def marked(folder: Path) -> list:
-    return [p for p in sorted(folder.glob("test_*.py")) if MARK.search(p.read_text())]
+def marked(paths) -> list:
+    return [p for p in sorted(paths) if MARK.search(p.read_text())]
 
 
 def pyodide_modules():
-    return {p.name: p.read_text() for p in marked(TESTS) + sorted((TESTS / "pyodide").glob("test_*.py"))}
+    """The marked modules of the layer folders (tests/ir, tests/ops, ...), and tests/pyodide's, by name."""
+    layers = [p for p in TESTS.glob("*/test_*.py") if p.parent.name not in ("browser", "webgpu", "pyodide")]
+    return {p.name: p.read_text() for p in marked(layers) + sorted((TESTS / "pyodide").glob("test_*.py"))}
 
 
 def webgpu_modules():
     """The marked WGSL kernel test modules of tests/webgpu/, by name."""
-    return {p.name: p.read_text() for p in marked(TESTS / "webgpu")}
+    return {p.name: p.read_text() for p in marked((TESTS / "webgpu").glob("test_*.py"))}
 
 
 def webgpu_support():
@@ -62,7 +67,8 @@ def webgpu_support():
 
 def test_marked_modules_exist_and_import_no_reference_packages():
     modules = pyodide_modules()
-    assert {"test_runtime.py", "test_pure_modules.py", "test_simd_kernels.py"} <= set(modules)
+    assert {"test_runtime.py", "test_ir_pure.py", "test_checkpoint_pure.py", "test_kernels_pure.py",
+            "test_simd_kernels.py"} <= set(modules)
     gpu = webgpu_modules()
     assert {"test_elementwise.py", "test_matrix.py", "test_reduce.py", "test_layout.py", "test_conv_pool.py",
             "test_norm_resize.py", "test_loss_training.py", "test_program.py"} <= set(gpu)
@@ -78,7 +84,7 @@ def run_inside(page, site_url, modules, folder="/tmp/unit", targets=()):
     values = {"FILES": repr(json.dumps(modules)), "WHEELS": repr(json.dumps(urls)),
               "TARGETS": repr(json.dumps(list(targets))), "FOLDER": repr(folder)}
     code = re.sub(r"\b(FILES|WHEELS|TARGETS|FOLDER)\b", lambda m: values[m.group(1)], RUNNER)  # in one pass
-    status, output = page.call("runPython", {"code": code})
+    status, output = page.call("runPython", {"code": code}, timeout=RUN_INSIDE_TIMEOUT)
     assert status == 0, output
     assert re.search(r"\d+ passed", output), output
     assert "failed" not in output and "error" not in output.lower(), output

@@ -445,7 +445,7 @@ def test_the_onnxruntime_web_step_loop_is_one_request_a_step_with_the_same_resul
     np.testing.assert_allclose(params_of(got["params"]), params[-1], rtol=1e-5, atol=1e-6)
 
 
-# What the engine's start leaves unimported (tests/test_start_imports.py checks it in CPython), and that it made no
+# What the engine's start leaves unimported (tests/web/test_start_imports.py checks it in CPython), and that it made no
 # random generator: so neither is in its memory snapshot.
 UNSTARTED = """import sys
 from onnxtrain.ops import random

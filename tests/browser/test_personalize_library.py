@@ -15,7 +15,7 @@ import build
 from browser.conftest import Page
 from onnxtrain import ir
 from onnxtrain.tasks.preprocess import preprocess_model, read_preprocess
-from test_personalize import ACCURACY_BAR, crops, photos, rgba
+from tasks.test_personalize import ACCURACY_BAR, crops, photos, rgba
 
 BACKBONE_URL = "artifacts/efficientnet_lite0/backbone.onnx"
 LIBRARY = "./onnxtrain/onnxtrain.mjs"

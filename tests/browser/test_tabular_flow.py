@@ -14,7 +14,7 @@ import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.web import tabular
-from test_tabular import wine_csv
+from web.test_tabular import wine_csv
 
 # Training stopped (its button enabled again) with a run to resume
 RESUMABLE = ("() => !document.getElementById('csv-train').disabled"

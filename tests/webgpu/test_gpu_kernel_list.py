@@ -8,7 +8,7 @@ from onnxtrain.ops import registered_ops
 from onnxtrain.webgpu import gpu_ops
 from onnxtrain.webgpu.kernels.elementwise import UNARY
 from onnxtrain.webgpu.kernels.reduce import REDUCTIONS
-from test_kernel_coverage import kernel_list
+from ops.test_kernel_coverage import kernel_list
 
 HERE = Path(__file__).resolve().parent
 

@@ -2,12 +2,14 @@
 graph, every node on the GPU) equal the CPU's, and so does the head's training on the same embeddings.  Lavapipe
 embeds an image in seconds, so two classes of one sample each."""
 import numpy as np
+import pytest
 
 from onnxtrain.tasks.backbone import Backbone
 from onnxtrain.tasks.personalize import PersonalizeSession
-from test_personalize import BACKBONE, crops, photos
+from tasks.test_personalize import BACKBONE, crops, photos
 
 
+@pytest.mark.slow
 def test_embeddings_and_head_training_equal_the_cpu():
     data = BACKBONE.read_bytes()
     sessions = {}

@@ -6,7 +6,7 @@ import numpy as np
 
 from onnxtrain.tasks import tabular
 from onnxtrain.tasks.training import trainer_run
-from test_tabular import wine_csv
+from web.test_tabular import wine_csv
 
 
 def run(device: str):

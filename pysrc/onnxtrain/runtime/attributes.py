@@ -2,7 +2,7 @@
 
 A kernel's attributes are its keyword-only parameters.  A default of int, float or str gives the type
 (INT, FLOAT, STRING); for the rest (no default, or None) the ONNX name gives it: the spec uses each of
-these names with one type across the ops onnxtrain runs (tests/test_hostile_files.py checks the
+these names with one type across the ops onnxtrain runs (tests/ir/test_hostile_files.py checks the
 result against onnx's op schemas).  A kernel whose attribute shares a name with another type
 (ai.onnx.ml's legacy tree ensembles) declares it in ``fn.attribute_types``.
 """
