@@ -63,13 +63,14 @@ def test_the_issues_24_images_split_alike_per_class():
     pixels, labels = synthetic(n_per_class=8)
     session = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
     assert session.info["validationPerClass"] == [2, 2, 2] and session.info["trainPerClass"] == [6, 6, 6]
-    x_val, y_val = session.training.validation_data
-    assert np.bincount(y_val).tolist() == [2, 2, 2] and np.bincount(session.training.train_data[1]).tolist() == [6] * 3
+    x_val, y_val = session.training.trainer.validation_data
+    y_train = session.training.trainer.train_data[1]
+    assert np.bincount(y_val).tolist() == [2, 2, 2] and np.bincount(y_train).tolist() == [6] * 3
     assert y_val.dtype == np.int64
     again = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
-    np.testing.assert_array_equal(again.training.validation_data[0], x_val)
+    np.testing.assert_array_equal(again.training.trainer.validation_data[0], x_val)
     other = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"], seed=1)
-    assert not np.array_equal(other.training.validation_data[0], x_val)
+    assert not np.array_equal(other.training.trainer.validation_data[0], x_val)
     # uneven classes: round per class, and a class of one image trains
     keep = np.r_[0:8, 8:13, 16:17]
     uneven = ImageSession(pixels[keep].tobytes(), [len(keep), 16], labels[keep].tolist(), ["red", "blue", "green"])

@@ -18,7 +18,7 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from onnxtrain import api, ir
 from onnxtrain.runtime import Session
 from onnxtrain.tasks import handwriting, images, tabular
-from onnxtrain.tasks.training import trainer_run
+from onnxtrain.tasks.training import Run
 from onnxtrain.web import tabular as web_tabular
 from onnxtrain.web.train_loop import camel_keys
 from test_images import synthetic
@@ -164,10 +164,10 @@ def test_cli_trains_a_csv_and_its_export_takes_the_raw_rows(cancer):
 def test_cli_export_equals_the_tasks_api_with_the_same_settings(cancer):
     folder, _, r = cancer
     assert r.returncode == 0, r.stderr
-    run = functools.partial(trainer_run, epochs=20, batch_size=32, learning_rate=0.01)
+    run = functools.partial(Run, epochs=20, batch_size=32, learning_rate=0.01)
     session = tabular.TabularSession((folder / "data.csv").read_bytes(), run=run)
     session.setup("diagnosis", "classification", "32")
-    session.training.run()
+    session.training.trainer.run()
     assert session.epoch == 20
     assert session.export_model() == (folder / "model.onnx").read_bytes()
 

@@ -15,13 +15,13 @@ from ..train.data import DataError
 from .checks import class_name, show, whole
 from .head import classes_doc, with_head
 from .tabular import mlp_model
-from .training import make_artifacts, probabilities, trainer_run, with_weights
+from .training import Run, make_artifacts, probabilities, with_weights
 
 HEAD = ("fc2.weight", "fc2.bias")
 MAX_CLASSES = 50
 
 
-def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0, run=trainer_run) -> bytes:
+def pretrain(x: np.ndarray, y: np.ndarray, epochs: int = 30, seed: int = 0, run=Run) -> bytes:
     """A 64-32-10 MLP trained with onnxtrain on digits ``x`` [n, 64] (0..16), ``y`` [n]; the forward model."""
     forward = mlp_model(64, [32], 10, seed)
     training = run(make_artifacts(forward, "CrossEntropyLoss"), [(x / 16).astype(np.float32), y.astype(np.int64)],
@@ -51,7 +51,7 @@ class DigitsSession:
     0..1 and ``y``) are original digits mixed into fine-tuning; ``run`` makes the training run (see
     tasks.training)."""
 
-    def __init__(self, model: bytes, replay: bytes = None, classes=None, run=trainer_run):
+    def __init__(self, model: bytes, replay: bytes = None, classes=None, run=Run):
         self.model = ir_load(model)
         self.classes = [str(c) for c in classes] if classes is not None else [str(i) for i in range(10)]
         head = {t.name: t.data.shape for t in self.model.graph.initializers}.get(HEAD[1])

@@ -11,7 +11,7 @@ from ..train.data import DataError
 from .checks import check_validation, check_whole, show, whole
 from .head import classes_doc, with_head
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
+from .training import Run, classification_metrics, inference_model, make_artifacts, predict, probabilities
 
 MIN_SIZE, MAX_SIZE = 8, 128  # two 2x2 poolings need 4 px at least; 8 leaves a 2x2 map for the classifier
 
@@ -105,7 +105,7 @@ class ImageSession:
     and the names of the classes; a stratified split, a CNN and its run (``run``: see tasks.training)."""
 
     def __init__(self, images, labels, classes, validation: float = 0.2, seed: int = 0, optimizer: str = "AdamW",
-                 run=trainer_run):
+                 run=Run):
         images = check_images(images)
         seed = check_whole(seed, "seed", 0, None)
         n, size = images.shape[:2]

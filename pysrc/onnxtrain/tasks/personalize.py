@@ -23,7 +23,7 @@ from .checks import check_validation, class_name, show, whole
 from .head import classes_doc, with_head
 from .preprocess import check_pixels
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
+from .training import Run, classification_metrics, inference_model, make_artifacts, predict, probabilities
 
 MAX_CLASSES = 50
 SNAPSHOT_VERSION = 1
@@ -42,7 +42,7 @@ class PersonalizeSession:
     def __init__(self, backbone: bytes, run=None, device: str = "cpu"):
         self.device = device
         self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone, device=device)
-        self.make_run = run if run is not None else functools.partial(trainer_run, device=device)
+        self.make_run = run if run is not None else functools.partial(Run, device=device)
         self.names = []          # class names, in label order
         self.samples = {}        # sample id -> class index, in the order added
         self.store = {}          # sample id -> (features, block): the samples' and the run's

@@ -19,7 +19,7 @@ from ..train.data import DataError
 from .checks import check_validation, check_whole, names_text, show, whole
 from .head import classes_doc, with_head
 from .split import random_split, stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, trainer_run
+from .training import Run, classification_metrics, inference_model, make_artifacts, predict
 
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
 MAX_CATEGORIES = 50
@@ -488,7 +488,7 @@ class TabularSession:
     """The CSV flow: load, set up, train batch by batch, evaluate, export, try on another CSV.  ``run`` makes the
     training run (see tasks.training), by default a Trainer."""
 
-    def __init__(self, data: bytes, name: str = "the CSV file", run=trainer_run):
+    def __init__(self, data: bytes, name: str = "the CSV file", run=Run):
         self.table = parse_csv(data, name)
         self.make_run = run
         self.prep = self.training = self.settings = None
