@@ -41,7 +41,7 @@ def test_a_tabular_task_trains_in_the_registry_as_the_cpython_task_does():
 
     reference = tabular_task.TabularSession(data, "wine.csv")
     reference.setup("cultivar", "classification", [16])
-    trainer = reference.training
+    trainer = reference.training.trainer
     trainer.configure(epochs=3, batch_size=32, learning_rate=0.01, schedule="linear", warmup=0.1, keep_best=True,
                       patience=10, evaluate=lambda _t: reference.evaluate())
     expected = []

@@ -19,7 +19,7 @@ from onnxtrain import api, ir
 from onnxtrain.runtime import Session
 from onnxtrain.tasks import handwriting, images, tabular
 from onnxtrain.tasks.training import Run
-from onnxtrain.web import tabular as web_tabular
+from onnxtrain.web.sessions import Registry
 from onnxtrain.web.train_loop import camel_keys
 from test_images import synthetic
 from test_tabular import wine_csv
@@ -82,17 +82,22 @@ def test_the_tasks_run_in_cpython_without_the_browser_bridge():
         assert not re.search(r"^\s*(from|import)\s+(\.\.web|onnxtrain\.web)\b", path.read_text(), re.M), path
 
 
-def test_the_cpython_run_and_the_pages_run_train_the_same_model():
+def test_the_pages_task_is_the_cpython_task_with_camelcase_results():
+    """The page's task is the CPython task itself, its buffers made bytes at the registry: the same run, steps and
+    export, and its own results' keys in camelCase."""
     data = wine_csv()
-    ours, page = tabular.TabularSession(data), web_tabular.TabularSession(memoryview(data))
+    ours, registry = tabular.TabularSession(data), Registry()
+    handle = registry.call("create_task", None, ["tabular", [memoryview(data), "the CSV file"]])["handle"]
     setup = ours.setup("cultivar", "classification", [16])
-    assert camel_keys(setup) == page.setup("cultivar", "classification", [16])  # the page's keys are camelCase
+    assert camel_keys(setup) == registry.call("setup", handle, ["cultivar", "classification", [16]])
+    page = registry.sessions[handle].task
+    assert type(page) is type(ours) and type(page.training) is type(ours.training)
     for _ in range(30):
         a, b = ours.step(32, 0.01), page.step(32, 0.01)
         assert a["loss"] == b["loss"] and a["epoch_done"] == b["epoch_done"]
     assert ours.epoch == page.epoch == 30 // -(-setup["train_rows"] // 32)
-    assert ours.evaluate() == page.evaluate()
-    assert ours.export_model() == page.export_model()
+    assert ours.evaluate() == registry.call("evaluate", handle, [])
+    assert ours.export_model() == registry.call("export_model", handle, [])
 
 
 def test_one_export_head_for_every_task():

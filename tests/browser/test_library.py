@@ -477,7 +477,7 @@ from onnxtrain.ops import random
 
 
 TASK_MODULES = """import sys
-["onnxtrain.web.tabular" in sys.modules, "onnxtrain.web.images" in sys.modules]"""
+["onnxtrain.tasks.tabular" in sys.modules, "onnxtrain.tasks.images" in sys.modules]"""
 
 
 def test_start_tasks_imports_their_code_into_a_snapshot_of_their_own(browser, library_url):

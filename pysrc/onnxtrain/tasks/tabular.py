@@ -19,7 +19,7 @@ from ..train.data import DataError
 from .checks import check_validation, check_whole, names_text, show, whole
 from .head import classes_doc, with_head
 from .split import random_split, stratified_split
-from .training import Run, classification_metrics, inference_model, make_artifacts, predict
+from .training import classification_metrics, inference_model, make_artifacts, predict, run_factory
 
 MISSING = {"", "na", "nan", "null", "none", "?", "n/a"}
 MAX_CATEGORIES = 50
@@ -486,11 +486,11 @@ def csv_inputs(data, inputs: dict) -> dict:
 
 class TabularSession:
     """The CSV flow: load, set up, train batch by batch, evaluate, export, try on another CSV.  ``run`` makes the
-    training run (see tasks.training), by default a Trainer."""
+    training run (see tasks.training), by default a Run on ``device``."""
 
-    def __init__(self, data: bytes, name: str = "the CSV file", run=Run):
+    def __init__(self, data: bytes, name: str = "the CSV file", run=None, device: str = "cpu"):
         self.table = parse_csv(data, name)
-        self.make_run = run
+        self.make_run = run_factory(run, device)
         self.prep = self.training = self.settings = None
         self._predicted = None  # (key, all rows' predictions) of the last file tried
 

@@ -1,11 +1,13 @@
 """What the tasks share to train: the artifacts of a forward model, a run over them (``Run``: a Trainer and the
 artifacts' bytes), the trained weights, predictions and classification metrics.
 
-A task makes its run with a factory ``run(artifacts, train, validation, seed)``, by default ``Run`` (the page's
-``functools.partial(Run, device=...)``); what it uses of the run is ``module``, ``optimizer``, ``epoch``,
+A task makes its run with a factory ``run(artifacts, train, validation, seed)``, by default ``Run`` on the task's
+``device`` (``run_factory``); what it uses of the run is ``module``, ``optimizer``, ``epoch``,
 ``step(batch_size, learning_rate)``, ``validation_loss(chunk)``, ``checkpoint(properties)`` and ``restore(data)``.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -79,6 +81,11 @@ class Run:
     def artifacts_zip(self) -> bytes:
         """The artifacts with the run's state as their checkpoint, as .zip bytes, to go on training elsewhere."""
         return artifacts_zip(self.artifacts, self.checkpoint(), self.epoch)
+
+
+def run_factory(run=None, device: str = "cpu"):
+    """A task's factory of runs: ``run``, or else Run on ``device``."""
+    return run if run is not None else functools.partial(Run, device=device)
 
 
 def inference_model(module, output: str = "output") -> Model:
