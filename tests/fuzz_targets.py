@@ -88,7 +88,7 @@ def cnn_artifacts() -> dict:
     AdamW state after two steps."""
     from onnxtrain import artifacts
     from onnxtrain.api import CheckpointState, Module, Optimizer
-    from onnxtrain.web.images import cnn_model
+    from onnxtrain.tasks.images import cnn_model
     forward = cnn_model(8, 3, channels=(4,))
     arts = artifacts.generate_artifacts(forward, requires_grad=[t.name for t in forward.graph.initializers],
                                         loss=artifacts.LossType.CrossEntropyLoss,
@@ -197,7 +197,7 @@ def artifacts_target(arts: dict):
 
 
 def csv_target(data: bytes):
-    from onnxtrain.web import tabular
+    from onnxtrain.tasks import tabular
     table = tabular.parse_csv(data, "fuzz.csv")
     tabular.describe(table)
     if table.header:
@@ -206,19 +206,20 @@ def csv_target(data: bytes):
 
 
 def npz_target(data: bytes):
-    from onnxtrain.web.bridge import TrainingSession
-    session = TrainingSession.from_artifacts(site_artifacts())
-    session.set_npz(data)
+    from onnxtrain.tasks.training import Run
+    from onnxtrain.train.npz import load_npz
+    run = Run(site_artifacts(), None)
+    run.trainer.set_data(load_npz(data, run.trainer.names), 0.1)
 
 
 def image_target(data: bytes):
-    from onnxtrain.web.images import ImageSession
+    from onnxtrain.tasks.images import ImageSession
     head = np.frombuffer(data[:16].ljust(16, b"\0"), "<i8")
     n, size = int(head[0]), int(head[1])
     rest = data[16:]
     n_labels = max(0, min(n, len(rest) // 4, 1 << 16))
     labels = np.frombuffer(rest[:4 * n_labels], np.int32).tolist()
-    ImageSession(rest[4 * n_labels:], [n, size, size, 4], labels, ["cats", "dogs"])
+    ImageSession.from_rgba(rest[4 * n_labels:], [n, size, size, 4], labels, ["cats", "dogs"])
 
 
 # ---- running one input ---------------------------------------------------------------------------

@@ -101,7 +101,7 @@ import gc as _gc, json as _json
 from onnxtrain.web.sessions import Registry as _Registry
 _s = next(o for o in _gc.get_objects() if type(o) is _Registry and ${handle} in o.sessions).sessions[${handle}]
 _r = _s.module.device_report()
-_o = _s.run.optimizer._session
+_o = _s.optimizer._session
 _r["optimizer_dispatches"] = None if getattr(_o, "last_program", None) is None else _o.last_program.dispatch_count
 _r["optimizer_fallbacks"] = list(getattr(_o, "fallbacks", []))
 from onnxtrain.webgpu.page import open_page_device as _open

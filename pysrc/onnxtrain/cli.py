@@ -20,7 +20,7 @@ from .ir.model import SequenceType, TensorType
 from .tasks import DataError, images, tabular
 from .tasks.csv_table import TASKS
 from .tasks.checks import names_text, show
-from .tasks.training import trainer_run
+from .tasks.training import Run
 from .train import NonFiniteError
 
 TRAIN_HELP = """Trains a model in this process and writes its inference model (ONNX) to --out.
@@ -130,8 +130,8 @@ def _confusion_text(metrics: dict, classes: list) -> str:
     return "\n".join(lines)
 
 
-def _fit(run, on_epoch) -> list:
-    """The training loop: the run's epochs; ``on_epoch(record, mean training loss)`` after each."""
+def _fit(trainer, on_epoch) -> list:
+    """The training loop: the trainer's epochs; ``on_epoch(record, mean training loss)`` after each."""
     seen = {"loss": 0.0, "examples": 0}
 
     def progress(record):
@@ -140,7 +140,7 @@ def _fit(run, on_epoch) -> list:
         if record["epoch_done"]:
             on_epoch(record, seen["loss"] / seen["examples"])
             seen.update(loss=0.0, examples=0)
-    return run.run(on_progress=progress)
+    return trainer.run(on_progress=progress)
 
 
 def _resume(session, path: str, identity: dict, out) -> None:
@@ -195,7 +195,7 @@ def train(args, out=sys.stdout) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise DataError(f"cannot write {args.out}: the folder {folder} does not exist")
-    run = functools.partial(trainer_run, epochs=args.epochs, batch_size=args.batch_size,
+    run = functools.partial(Run, epochs=args.epochs, batch_size=args.batch_size,
                             learning_rate=args.learning_rate, evaluate=lambda trainer: session.metrics())
     identity = {"data": hashlib.sha256(data).hexdigest(), "validation": args.validation, "seed": args.seed,
                 "optimizer": args.optimizer}
@@ -215,7 +215,7 @@ def train(args, out=sys.stdout) -> int:
         if checkpoint:
             atomic_write(checkpoint, session.checkpoint({"onnxtrain.cli": identity}))
     try:
-        _fit(session.training, on_epoch)
+        _fit(session.training.trainer, on_epoch)
     except KeyboardInterrupt:
         print(f"stopped after epoch {session.epoch}; nothing written to {args.out}", file=out)
         return 130

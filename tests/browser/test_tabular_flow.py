@@ -13,7 +13,7 @@ from onnx import numpy_helper
 import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 from onnxtrain.checkpoint import read_checkpoint
-from onnxtrain.web import tabular
+from onnxtrain.tasks import tabular
 from web.test_tabular import wine_csv
 
 # Training stopped (its button enabled again) with a run to resume

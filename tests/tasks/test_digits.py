@@ -8,8 +8,8 @@ import pytest
 from sklearn.datasets import load_digits
 
 from onnxtrain import ir
+from onnxtrain.tasks import DataError
 from onnxtrain.tasks.handwriting import DigitsSession, pretrain
-from onnxtrain.web.tabular import DataError
 
 
 @pytest.fixture(scope="module")

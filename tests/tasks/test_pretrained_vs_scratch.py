@@ -25,9 +25,9 @@ def _ort(model: bytes) -> ort.InferenceSession:
 
 
 def _train(session, batch_size=8, learning_rate=1e-3):
-    session.training.configure(epochs=EPOCHS, batch_size=batch_size, learning_rate=learning_rate)
-    session.training.run()
-    session.training.use_best()
+    session.training.trainer.configure(epochs=EPOCHS, batch_size=batch_size, learning_rate=learning_rate)
+    session.training.trainer.run()
+    session.training.trainer.use_best()
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from onnxtrain import api, ir
 from onnxtrain.runtime import Session
 from onnxtrain.tasks import handwriting, images, tabular
-from onnxtrain.tasks.training import trainer_run
-from onnxtrain.web import tabular as web_tabular
+from onnxtrain.tasks.training import Run
+from onnxtrain.web.sessions import Registry
 from onnxtrain.web.train_loop import camel_keys
 from web.test_images import synthetic
 from web.test_tabular import wine_csv
@@ -82,17 +82,22 @@ def test_the_tasks_run_in_cpython_without_the_browser_bridge():
         assert not re.search(r"^\s*(from|import)\s+(\.\.web|onnxtrain\.web)\b", path.read_text(), re.M), path
 
 
-def test_the_cpython_run_and_the_pages_run_train_the_same_model():
+def test_the_pages_task_is_the_cpython_task_with_camelcase_results():
+    """The page's task is the CPython task itself, its buffers made bytes at the registry: the same run, steps and
+    export, and its own results' keys in camelCase."""
     data = wine_csv()
-    ours, page = tabular.TabularSession(data), web_tabular.TabularSession(memoryview(data))
+    ours, registry = tabular.TabularSession(data), Registry()
+    handle = registry.call("create_task", None, ["tabular", [memoryview(data), "the CSV file"]])["handle"]
     setup = ours.setup("cultivar", "classification", [16])
-    assert camel_keys(setup) == page.setup("cultivar", "classification", [16])  # the page's keys are camelCase
+    assert camel_keys(setup) == registry.call("setup", handle, ["cultivar", "classification", [16]])
+    page = registry.sessions[handle].task
+    assert type(page) is type(ours) and type(page.training) is type(ours.training)
     for _ in range(30):
         a, b = ours.step(32, 0.01), page.step(32, 0.01)
         assert a["loss"] == b["loss"] and a["epoch_done"] == b["epoch_done"]
     assert ours.epoch == page.epoch == 30 // -(-setup["train_rows"] // 32)
-    assert ours.evaluate() == page.evaluate()
-    assert ours.export_model() == page.export_model()
+    assert ours.evaluate() == registry.call("evaluate", handle, [])
+    assert ours.export_model() == registry.call("export_model", handle, [])
 
 
 def test_one_export_head_for_every_task():
@@ -116,8 +121,7 @@ def test_one_export_head_for_every_task():
         assert "onnxtrain.classes" in model.metadata_props and model.producer_name == "onnxtrain", name
         ort.InferenceSession(ir.to_bytes(model), providers=["CPUExecutionProvider"])  # each is a valid model
     # the head is written once: no other task or bridge module builds these nodes
-    sources = list(TASKS.glob("*.py")) + [ROOT / "pysrc" / "onnxtrain" / "web" / f"{m}.py"
-                                          for m in ("tabular", "images", "digits")]
+    sources = list(TASKS.glob("*.py")) + list((ROOT / "pysrc" / "onnxtrain" / "web").glob("*.py"))
     builders = sorted(p.name for p in sources if re.search(r'Node\("(Softmax|ArgMax)"', p.read_text()))
     assert builders == ["head.py"]
 
@@ -164,10 +168,10 @@ def test_cli_trains_a_csv_and_its_export_takes_the_raw_rows(cancer):
 def test_cli_export_equals_the_tasks_api_with_the_same_settings(cancer):
     folder, _, r = cancer
     assert r.returncode == 0, r.stderr
-    run = functools.partial(trainer_run, epochs=20, batch_size=32, learning_rate=0.01)
+    run = functools.partial(Run, epochs=20, batch_size=32, learning_rate=0.01)
     session = tabular.TabularSession((folder / "data.csv").read_bytes(), run=run)
     session.setup("diagnosis", "classification", "32")
-    session.training.run()
+    session.training.trainer.run()
     assert session.epoch == 20
     assert session.export_model() == (folder / "model.onnx").read_bytes()
 

@@ -5,17 +5,16 @@ import numpy as np
 import pytest
 
 import ort_cases as oc
+from onnxtrain import api
 from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.train import NonFiniteStateError
 from onnxtrain.train.best import PROPERTY
-from onnxtrain.web import TrainingSession
+from test_web_bridge import run
 
-# ---- in the bridge's TrainingSession ---------------------------------------------------------------------
+# ---- in a task's Run, its epochs ended by the caller ----------------------------------------------------------
 
 def session():
-    f = oc.files("mlp_ce_adamw")
-    return TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(), f["eval"].read_bytes(),
-                           f["optimizer"].read_bytes())
+    return run(evaluate_epochs=False)
 
 
 def overfitting_data():
@@ -34,7 +33,7 @@ def overfitting_data():
 def train_epoch(s):
     while not s.step(4, 0.01)["epoch_done"]:
         pass
-    return s.end_epoch(s.validation_loss())
+    return s.trainer.end_epoch(s.validation_loss())["best"]
 
 
 def trainable(s):
@@ -43,8 +42,8 @@ def trainable(s):
 
 def test_an_overfitting_run_stops_early_and_gives_back_its_best_epoch():
     s = session()
-    s.set_data(*overfitting_data())
-    s.set_early_stopping(keep_best=True, patience=5)
+    s.trainer.set_data(*overfitting_data())
+    s.trainer.best.configure(keep_best=True, patience=5)
     losses, params, results = {}, {}, []
     while True:
         results.append(train_epoch(s))
@@ -60,7 +59,7 @@ def test_an_overfitting_run_stops_early_and_gives_back_its_best_epoch():
     assert losses[s.epoch] > losses[best] * 1.05  # it was overfitting
     step = s.optimizer._group.step
     moments = {n: {m: a.copy() for m, a in d.items()} for n, d in s.state._optimizer.states.items()}
-    assert s.use_best() == best
+    assert s.trainer.use_best() == best
     for name, array in trainable(s).items():
         np.testing.assert_array_equal(array, params[best][name], err_msg=name)
     assert s.validation_loss() == losses[best] and s.epoch == best + 5 and s.optimizer._group.step == step
@@ -71,26 +70,26 @@ def test_an_overfitting_run_stops_early_and_gives_back_its_best_epoch():
 
 def test_a_paused_run_resumes_with_its_best_epoch_and_patience(tmp_path):
     a = session()
-    a.set_data(*overfitting_data())
-    a.set_early_stopping(True, 5)
-    while a.epoch < 3 or a.best.since == 0:  # paused with a best epoch behind it
+    a.trainer.set_data(*overfitting_data())
+    a.trainer.best.configure(True, 5)
+    while a.epoch < 3 or a.trainer.best.since == 0:  # paused with a best epoch behind it
         train_epoch(a)
-    saved, best = a.checkpoint(), a.best_checkpoint()
-    best_params, at_pause = {n: p.copy() for n, p in a.best.params.items()}, a.best.summary()
+    saved, best = a.checkpoint(), a.trainer.best_checkpoint()
+    best_params, at_pause = {n: p.copy() for n, p in a.trainer.best.params.items()}, a.trainer.best.summary()
     b = session()
-    b.set_data(*overfitting_data())
+    b.trainer.set_data(*overfitting_data())
     assert b.restore(saved, best) == a.epoch
-    assert b.best.summary() == at_pause and (b.best.keep_best, b.best.patience) == (True, 5)
+    assert b.trainer.best.summary() == at_pause and (b.trainer.best.keep_best, b.trainer.best.patience) == (True, 5)
     for name, array in best_params.items():
-        np.testing.assert_array_equal(b.best.params[name], array)
+        np.testing.assert_array_equal(b.trainer.best.params[name], array)
     c = session()  # restored in two calls, as the worker does behind a TabularSession's restore
-    c.set_data(*overfitting_data())
+    c.trainer.set_data(*overfitting_data())
     c.restore(saved)
     assert c.restore_best(best) == at_pause["best_epoch"]
     a.rng, b.rng, c.rng = (np.random.default_rng(5) for _ in range(3))  # the same shuffles from here on
     for _ in range(4):
         assert train_epoch(a) == train_epoch(b) == train_epoch(c)
-    assert a.use_best() == b.use_best() == c.use_best() is not None
+    assert a.trainer.use_best() == b.trainer.use_best() == c.trainer.use_best() is not None
     for name, array in trainable(a).items():
         np.testing.assert_array_equal(trainable(b)[name], array)
         np.testing.assert_array_equal(trainable(c)[name], array)
@@ -105,32 +104,32 @@ def test_a_paused_run_resumes_with_its_best_epoch_and_patience(tmp_path):
 
 def test_restore_without_the_best_checkpoint_keeps_the_counts_but_not_the_parameters():
     a = session()
-    a.set_data(*overfitting_data())
-    a.set_early_stopping(True, 5)
-    while a.epoch < 3 or a.best.since == 0:
+    a.trainer.set_data(*overfitting_data())
+    a.trainer.best.configure(True, 5)
+    while a.epoch < 3 or a.trainer.best.since == 0:
         train_epoch(a)
     b = session()
-    b.set_data(*overfitting_data())
+    b.trainer.set_data(*overfitting_data())
     b.restore(a.checkpoint())
-    assert b.best.summary() == a.best.summary() and b.best.params is None
+    assert b.trainer.best.summary() == a.trainer.best.summary() and b.trainer.best.params is None
     before = trainable(b)
-    assert b.use_best() is None  # nothing to put back: the page must not say the best epoch is in use
+    assert b.trainer.use_best() is None  # nothing to put back: the page must not say the best epoch is in use
     for name, array in trainable(b).items():
         np.testing.assert_array_equal(array, before[name])
     # saved at its best epoch, the current parameters are the best ones
     c = session()
-    c.set_data(*overfitting_data())
-    c.set_early_stopping(True, 5)
+    c.trainer.set_data(*overfitting_data())
+    c.trainer.best.configure(True, 5)
     train_epoch(c)
     d = session()
     d.restore(c.checkpoint())
-    assert d.best.best_epoch == 1 and d.use_best() == 1
+    assert d.trainer.best.best_epoch == 1 and d.trainer.use_best() == 1
     for name, array in trainable(c).items():
-        np.testing.assert_array_equal(d.best.params[name], array)
+        np.testing.assert_array_equal(d.trainer.best.params[name], array)
 
 
 def state_of(s):
-    return (trainable(s), s.epoch, s.optimizer._group.step, s.best.to_property(), dict(s.state._properties))
+    return (trainable(s), s.epoch, s.optimizer._group.step, s.trainer.best.to_property(), dict(s.state._properties))
 
 
 def assert_state(s, before):
@@ -143,11 +142,11 @@ def assert_state(s, before):
 @pytest.mark.parametrize("epoch", ["three", -1, 2.5])
 def test_a_corrupt_epoch_property_is_named_and_changes_nothing(epoch):
     a = session()
-    a.set_data(*overfitting_data())
+    a.trainer.set_data(*overfitting_data())
     train_epoch(a)
     other = session()
     other.state.properties["epoch"] = epoch
-    corrupt = other.save_checkpoint(True)
+    corrupt = api.CheckpointState.save_checkpoint(other.state, None, include_optimizer_state=True)
     before = state_of(a)
     with pytest.raises(ValueError, match=f"the checkpoint's property 'epoch' must be an integer >= 0, got "
                                          f"{epoch!r} \\({type(epoch).__name__}\\)"):
@@ -157,15 +156,15 @@ def test_a_corrupt_epoch_property_is_named_and_changes_nothing(epoch):
 
 def test_a_best_checkpoint_of_another_epoch_is_refused_and_changes_nothing():
     a = session()
-    a.set_data(*overfitting_data())
-    a.set_early_stopping(True, 5)
+    a.trainer.set_data(*overfitting_data())
+    a.trainer.best.configure(True, 5)
     train_epoch(a)
-    early_best = a.best_checkpoint()
-    while a.best.best_epoch == 1:
+    early_best = a.trainer.best_checkpoint()
+    while a.trainer.best.best_epoch == 1:
         train_epoch(a)
     saved = a.checkpoint()
     b = session()
-    b.set_data(*overfitting_data())
+    b.trainer.set_data(*overfitting_data())
     before = state_of(b)
     with pytest.raises(ValueError, match=r"the best-epoch checkpoint is of epoch 1, but the run's best epoch is \d+"):
         b.restore(saved, early_best)
@@ -177,7 +176,7 @@ def test_a_best_checkpoint_of_another_epoch_is_refused_and_changes_nothing():
 
 def test_checkpoint_refuses_a_non_finite_state():
     s = session()
-    s.set_data(*overfitting_data())
+    s.trainer.set_data(*overfitting_data())
     train_epoch(s)
     good = s.checkpoint()
     s.trainer.epoch = 2
@@ -197,11 +196,11 @@ def test_checkpoint_refuses_a_non_finite_state():
 def test_end_epoch_needs_a_finished_epoch_and_new_data_starts_over():
     s = session()
     with pytest.raises(ValueError, match="no epoch has finished yet"):
-        s.end_epoch(1.0)
-    s.set_data(*overfitting_data())
+        s.trainer.end_epoch(1.0)["best"]
+    s.trainer.set_data(*overfitting_data())
     train_epoch(s)
-    assert s.best.best_epoch == 1
+    assert s.trainer.best.best_epoch == 1
     with pytest.raises(ValueError, match="keep_best must be true or false"):
-        s.set_early_stopping("no", 3)
-    s.set_data(*overfitting_data())
-    assert s.best.best_epoch is None and s.best.params is None and s.best_checkpoint() is None
+        s.trainer.best.configure("no", 3)
+    s.trainer.set_data(*overfitting_data())
+    assert s.trainer.best.best_epoch is None and s.trainer.best.params is None and s.trainer.best_checkpoint() is None

@@ -3,8 +3,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from onnxtrain.web.images import ImageSession
-from onnxtrain.web.tabular import DataError
+from onnxtrain.tasks import DataError
+from onnxtrain.tasks.images import ImageSession
 
 
 def synthetic(n_per_class=20, size=16, seed=0):
@@ -28,7 +28,7 @@ def synthetic(n_per_class=20, size=16, seed=0):
 
 def test_cnn_learns_and_the_export_takes_rgb():
     pixels, labels = synthetic()
-    session = ImageSession(memoryview(pixels.tobytes()), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
+    session = ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
     while session.epoch < 8:
         session.step(16, 0.01)
     metrics = session.evaluate()
@@ -43,17 +43,17 @@ def test_cnn_learns_and_the_export_takes_rgb():
 def test_a_folder_with_one_class_is_refused():
     pixels, labels = synthetic(n_per_class=3)
     with pytest.raises(DataError, match="at least two class subfolders"):
-        ImageSession(pixels.tobytes(), list(pixels.shape), [0] * len(labels), ["only", "empty"])
+        ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), [0] * len(labels), ["only", "empty"])
 
 
 def test_a_saved_run_resumes_with_its_weights_and_epoch():
     pixels, labels = synthetic()
-    args = (memoryview(pixels.tobytes()), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
-    a = ImageSession(*args)
+    args = (pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
+    a = ImageSession.from_rgba(*args)
     while a.epoch < 2:
         a.step(16, 0.01)
     saved = a.checkpoint()
-    b = ImageSession(*args)
+    b = ImageSession.from_rgba(*args)
     assert b.restore(saved) == 2
     assert b.evaluate() == a.evaluate()
     assert b.predict(pixels[0].tobytes()) == a.predict(pixels[0].tobytes())
@@ -61,31 +61,34 @@ def test_a_saved_run_resumes_with_its_weights_and_epoch():
 
 def test_the_issues_24_images_split_alike_per_class():
     pixels, labels = synthetic(n_per_class=8)
-    session = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
-    assert session.info["validationPerClass"] == [2, 2, 2] and session.info["trainPerClass"] == [6, 6, 6]
-    x_val, y_val = session.training.validation_data
-    assert np.bincount(y_val).tolist() == [2, 2, 2] and np.bincount(session.training.train_data[1]).tolist() == [6] * 3
+    session = ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
+    assert session.info["validation_per_class"] == [2, 2, 2] and session.info["train_per_class"] == [6, 6, 6]
+    x_val, y_val = session.training.trainer.validation_data
+    y_train = session.training.trainer.train_data[1]
+    assert np.bincount(y_val).tolist() == [2, 2, 2] and np.bincount(y_train).tolist() == [6] * 3
     assert y_val.dtype == np.int64
-    again = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
-    np.testing.assert_array_equal(again.training.validation_data[0], x_val)
-    other = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"], seed=1)
-    assert not np.array_equal(other.training.validation_data[0], x_val)
+    again = ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"])
+    np.testing.assert_array_equal(again.training.trainer.validation_data[0], x_val)
+    other = ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), labels.tolist(), ["red", "blue", "green"],
+                                   seed=1)
+    assert not np.array_equal(other.training.trainer.validation_data[0], x_val)
     # uneven classes: round per class, and a class of one image trains
     keep = np.r_[0:8, 8:13, 16:17]
-    uneven = ImageSession(pixels[keep].tobytes(), [len(keep), 16], labels[keep].tolist(), ["red", "blue", "green"])
-    assert uneven.info["validationPerClass"] == [2, 1, 0] and uneven.info["trainPerClass"] == [6, 4, 1]
+    uneven = ImageSession.from_rgba(pixels[keep].tobytes(), [len(keep), 16], labels[keep].tolist(),
+                                    ["red", "blue", "green"])
+    assert uneven.info["validation_per_class"] == [2, 1, 0] and uneven.info["train_per_class"] == [6, 4, 1]
 
 
 @pytest.mark.parametrize("size", [1, 4, 7, 129, 4096])
 def test_an_image_size_outside_the_range_is_refused(size):
     pixels = np.zeros((6, size, size, 4), np.uint8) if size < 200 else np.zeros(6 * 4, np.uint8)
     with pytest.raises(DataError, match=f"^an image size of {size} px is not possible; choose from 8 to 128 px$"):
-        ImageSession(pixels.tobytes(), [6, size], [0, 1, 2] * 2, ["a", "b", "c"])
+        ImageSession.from_rgba(pixels.tobytes(), [6, size], [0, 1, 2] * 2, ["a", "b", "c"])
 
 
 def test_the_smallest_size_trains():
     pixels, labels = synthetic(n_per_class=4, size=8)
-    session = ImageSession(pixels.tobytes(), [12, 8], labels.tolist(), ["a", "b", "c"])
+    session = ImageSession.from_rgba(pixels.tobytes(), [12, 8], labels.tolist(), ["a", "b", "c"])
     assert np.isfinite(session.step(4, 0.01)["loss"]) and len(session.predict(pixels[0].tobytes())) == 3
 
 
@@ -111,7 +114,7 @@ def test_mismatched_pixels_labels_and_classes_are_refused(change, message):
     args = dict(pixels=pixels.tobytes(), shape=[6, 16], labels=[0, 0, 1, 1, 2, 2], classes=["a", "b", "c"])
     args.update(change)
     with pytest.raises(DataError, match=message):
-        ImageSession(**args)
+        ImageSession.from_rgba(**args)
 
 
 def test_class_names_stay_as_given_and_the_export_quotes_them():
@@ -120,7 +123,7 @@ def test_class_names_stay_as_given_and_the_export_quotes_them():
     from onnxtrain.web import signature
     names = ['<img src=x onerror="1">', "a; b, c", "line\nbreak"]
     pixels, labels = synthetic(n_per_class=3)
-    session = ImageSession(pixels.tobytes(), list(pixels.shape), labels.tolist(), names)
+    session = ImageSession.from_rgba(pixels.tobytes(), list(pixels.shape), labels.tolist(), names)
     assert session.classes == names and session.info["classes"] == names
     with pytest.raises(DataError, match=r"^the image: the pixel buffer has 12 bytes, but 1 RGBA image of 16×16 px "
                                         r"take 1,024$"):

@@ -82,14 +82,14 @@ def test_start_tasks_import_their_kinds_modules_and_make_no_generator():
     no random generator at import."""
     loaded = started(build.START_IMPORTS + "; from onnxtrain.web import task_sessions; "
                      "task_sessions.import_tasks(['personalize', 'handwriting', 'images', 'tabular', 'images'])")
-    assert {"onnxtrain.web.digits", "onnxtrain.web.images", "onnxtrain.web.personalize", "onnxtrain.web.tabular",
-            "onnxtrain.tasks.handwriting"} <= set(loaded["modules"])
+    assert {"onnxtrain.tasks.handwriting", "onnxtrain.tasks.images", "onnxtrain.tasks.tabular",
+            "onnxtrain.web.personalize"} <= set(loaded["modules"])
     assert loaded["generators"] == []
 
 
 def test_start_tasks_are_imported_by_kind_and_checked():
     from onnxtrain.web import task_sessions
-    assert task_sessions.import_tasks(["handwriting", "handwriting"]) == ["onnxtrain.web.digits"]
+    assert task_sessions.import_tasks(["handwriting", "handwriting"]) == ["onnxtrain.tasks.handwriting"]
     assert task_sessions.import_tasks([]) == []
     with pytest.raises(ValueError, match=r"start's tasks: unknown kind of task 'handwritting'; the kinds are "
                                          r"\['handwriting', 'images', 'personalize', 'tabular'\]"):

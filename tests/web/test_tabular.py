@@ -11,8 +11,8 @@ from sklearn.datasets import load_wine
 
 from onnxtrain import api, artifacts, ir
 from onnxtrain.tasks import tabular as tabular_task
+from onnxtrain.tasks import tabular
 from onnxtrain.train import csv as train_csv
-from onnxtrain.web import tabular
 from onnxtrain.web import signature
 
 
@@ -130,19 +130,19 @@ def test_one_class_label_is_refused():
         tabular.prepare(table, "y", "classification")
 
 
-def test_tabular_session_as_the_worker_drives_it():
-    session = tabular.TabularSession(memoryview(wine_csv()))
+def test_tabular_session_trains_evaluates_and_exports():
+    session = tabular.TabularSession(wine_csv())
     info = session.describe()
     assert info["task"] == "classification"
     setup = session.setup("cultivar", "classification", [16])
-    assert setup["classes"] == ["class_0", "class_1", "class_2"] and setup["missingCells"] > 0
+    assert setup["classes"] == ["class_0", "class_1", "class_2"] and setup["missing_cells"] > 0
     epochs = 0
     while epochs < 15:
         r = session.step(32, 0.01)
         epochs += r["epoch_done"]
     metrics = session.evaluate()
     assert metrics["accuracy"] > metrics["baseline"] + 0.3
-    assert sum(map(sum, metrics["confusion"])) == setup["validationRows"]
+    assert sum(map(sum, metrics["confusion"])) == setup["validation_rows"]
     model = session.export_model()
     pre = session.prep["preprocessing"]
     num, cat = pre.raw_inputs(session.table, session.prep["val_rows"])
@@ -290,28 +290,27 @@ def test_try_it_caps_the_rows(monkeypatch):
 
 def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz():
     import ort_cases as oc
-    from onnxtrain.web import TrainingSession
+    from onnxtrain.web.sessions import Registry
     f = oc.files("mlp_ce_adamw")
-    make = lambda: TrainingSession(f["training"].read_bytes(), f["checkpoint"].read_bytes(),  # noqa: E731
-                                   f["eval"].read_bytes(), f["optimizer"].read_bytes())
+    registry = Registry()
+    handle = registry.call("create", None, [f[k].read_bytes() for k in ("checkpoint", "training", "eval",
+                                                                           "optimizer")])["handle"]
     rng = np.random.default_rng(0)
     x = np.round(rng.standard_normal((40, 20)), 3).astype(np.float32)
     y = np.argmax(x[:, :5], axis=1)
     header = [f"x{i}" for i in range(10)] + ["labels"] + [f"x{i}" for i in range(10, 20)]
     rows = [[f"{v:.3f}" for v in r[:10]] + [str(label)] + [f"{v:.3f}" for v in r[10:]] for r, label in zip(x.tolist(), y)]
     text = "\n".join(",".join(r) for r in [header] + rows).encode()
-    from_csv, from_npz = make(), make()
-    inputs = tabular.csv_inputs(text, from_csv.input_types())
+    types = registry.sessions[handle].train_inputs
+    inputs = tabular.csv_inputs(text, types)
     np.testing.assert_array_equal(inputs["input"], x)
     assert inputs["labels"].dtype == np.int64 and inputs["input"].dtype == np.float32
-    from_csv.set_named(inputs)
     buffer = io.BytesIO()
     np.savez(buffer, input=x, labels=y.astype(np.int64))
-    from_npz.set_npz(buffer.getvalue())
-    for _ in range(5):
-        assert from_csv.step(8, 0.01)["loss"] == from_npz.step(8, 0.01)["loss"]
+    from_csv = registry.call("read_dataset", handle, [text, "data.csv"])
+    assert from_csv == registry.call("read_dataset", handle, [buffer.getvalue(), "data.npz"])
+    assert from_csv["dataset"]["input"]["data"] == x.tobytes() and from_csv["rows"] == 40
 
-    types = from_csv.input_types()
     bad = {"text": b"a,labels\nx,1\n", "gap": b"a,labels\n,1\n1,0\n", "narrow": b"a,b,labels\n1,2,0\n",
            "fraction": ("\n".join([",".join(header)] + [",".join(["0.5"] * 21)])).encode()}
     bad["inf"] = b"a,labels\n1,0\n\n-inf,1\n"
@@ -427,7 +426,7 @@ def test_non_finite_cells_are_missing_and_reported():
     np.testing.assert_allclose(pre.mean[pre.numeric.index("b")], np.mean(fitted), rtol=1e-6)
     session = tabular.TabularSession(text)
     setup = session.setup("y", "regression", [4], validation=0.25)
-    assert setup["nonfiniteCells"] == 4 and setup["missingCells"] == 6  # 2 in a, the 4 in b
+    assert setup["nonfinite_cells"] == 4 and setup["missing_cells"] == 6  # 2 in a, the 4 in b
     assert all(np.isfinite(session.step(4, 0.01)["loss"]) for _ in range(5))
     # the exported model imputes them as it does a missing value
     out = ort_outputs(session.export_model(), session.prep["preprocessing"], table)[0]

@@ -41,7 +41,7 @@ def test_a_tabular_task_trains_in_the_registry_as_the_cpython_task_does():
 
     reference = tabular_task.TabularSession(data, "wine.csv")
     reference.setup("cultivar", "classification", [16])
-    trainer = reference.training
+    trainer = reference.training.trainer
     trainer.configure(epochs=3, batch_size=32, learning_rate=0.01, schedule="linear", warmup=0.1, keep_best=True,
                       patience=10, evaluate=lambda _t: reference.evaluate())
     expected = []
@@ -205,9 +205,9 @@ def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     _, records, summary = train(registry, handle, {"epochs": 4, "batchSize": 2, "learningRate": 0.003,
                                                    "keepBest": False})
     expected = []
-    reference.training.configure(epochs=4, batch_size=2, learning_rate=0.003, keep_best=False,
-                                 evaluate=lambda _t: reference.evaluate())
-    reference.training.run(on_progress=expected.append)
+    reference.training.trainer.configure(epochs=4, batch_size=2, learning_rate=0.003, keep_best=False,
+                                         evaluate=lambda _t: reference.evaluate())
+    reference.training.trainer.run(on_progress=expected.append)
     assert [r["loss"] for r in records] == [r["loss"] for r in expected]
     assert summary["metrics"] == reference.evaluate() and summary["metrics"]["on"] == "validation"
     assert registry.call("export_model", handle, []) == reference.export_model()

@@ -5,12 +5,12 @@ import functools
 import numpy as np
 
 from onnxtrain.tasks import tabular
-from onnxtrain.tasks.training import trainer_run
+from onnxtrain.tasks.training import Run
 from web.test_tabular import wine_csv
 
 
 def run(device: str):
-    session = tabular.TabularSession(wine_csv(), run=functools.partial(trainer_run, device=device))
+    session = tabular.TabularSession(wine_csv(), run=functools.partial(Run, device=device))
     session.setup("cultivar", "classification", [16])
     losses = []
     for _ in range(12):

@@ -5,6 +5,8 @@ import json
 import math
 import unicodedata
 
+import numpy as np
+
 from ..train.data import DataError, show  # noqa: F401  (show: the tasks quote user text with it)
 
 MAX_NAME = 40  # characters of a class name
@@ -62,3 +64,12 @@ def class_name(name, taken) -> str:
     if same:
         raise DataError(f"the class name {show(name)} is taken (by {show(same[0])}); choose another")
     return name
+
+
+def rgba(data: bytes, n: int, height: int, width: int, what: str) -> np.ndarray:
+    """``n`` RGBA images of ``width`` x ``height`` px as uint8 bytes (a page's pixels) as [n, height, width, 4]."""
+    need = n * height * width * 4
+    if len(data) != need:
+        raise DataError(f"{what}: the pixel buffer has {len(data):,} bytes, but {n} RGBA image{'s' * (n != 1)} of "
+                        f"{width}×{height} px take {need:,}")
+    return np.frombuffer(data, np.uint8).reshape(n, height, width, 4)

@@ -8,10 +8,10 @@ from ..ir import to_bytes
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from ..train.data import DataError
-from .checks import check_validation, check_whole, show, whole
+from .checks import check_validation, check_whole, rgba, show, whole
 from .head import classes_doc, with_head
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
+from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
 
 MIN_SIZE, MAX_SIZE = 8, 128  # two 2x2 poolings need 4 px at least; 8 leaves a 2x2 map for the classifier
 
@@ -102,10 +102,11 @@ def rgb(images: np.ndarray) -> np.ndarray:
 
 class ImageSession:
     """The image-folder flow: ``images`` uint8 [n, size, size, 3 or 4] with a class index per image in ``labels``
-    and the names of the classes; a stratified split, a CNN and its run (``run``: see tasks.training)."""
+    and the names of the classes; a stratified split, a CNN and its run (``run``: see tasks.training; by default a
+    Run on ``device``)."""
 
     def __init__(self, images, labels, classes, validation: float = 0.2, seed: int = 0, optimizer: str = "AdamW",
-                 run=trainer_run):
+                 run=None, device: str = "cpu"):
         images = check_images(images)
         seed = check_whole(seed, "seed", 0, None)
         n, size = images.shape[:2]
@@ -123,12 +124,24 @@ class ImageSession:
         self.size = size
         self.validation = (norm[val], y[val])
         forward = cnn_model(size, len(self.classes), seed=seed)
-        self.training = run(make_artifacts(forward, "CrossEntropyLoss", optimizer), [norm[train], y[train]],
-                            [norm[val], y[val]], seed)
+        self.training = run_factory(run, device)(make_artifacts(forward, "CrossEntropyLoss", optimizer),
+                                                 [norm[train], y[train]], [norm[val], y[val]], seed)
         per_class = lambda rows: np.bincount(y[rows].astype(np.intp), minlength=len(self.classes)).tolist()  # noqa
         self.info = {"images": n, "train": len(train), "validation": len(val), "classes": self.classes,
                      "train_per_class": per_class(train), "validation_per_class": per_class(val),
                      "size": size, "parameters": self.training.module.get_parameters_size(True)}
+
+    @classmethod
+    def from_rgba(cls, pixels: bytes, shape, labels, classes, validation: float = 0.2, seed: int = 0,
+                  optimizer: str = "AdamW", **options) -> "ImageSession":
+        """The session of a page's images: ``pixels`` the RGBA bytes of ``shape`` [count, size] square images
+        (``options`` go to the constructor)."""
+        dims = list(shape)
+        n, size = [whole(d, 0) for d in dims[:2]] if len(dims) >= 2 else (None, None)
+        if n is None or size is None:
+            raise DataError(f"the image shape {str(dims)[:60]} is not [count, size] in whole numbers")
+        check_size(n, size)
+        return cls(rgba(pixels, n, size, size, "the images"), labels, classes, validation, seed, optimizer, **options)
 
     def _normalize(self, x: np.ndarray) -> np.ndarray:
         return (x - self.mean[None, :, None, None]) / self.std[None, :, None, None]
@@ -150,8 +163,8 @@ class ImageSession:
         return {"loss": self.training.validation_loss(chunk=256), **self.metrics()}
 
     def predict(self, image) -> list:
-        """Class probabilities for one image of the session's size (uint8 [size, size, 3 or 4])."""
-        image = np.asarray(image)
+        """Class probabilities for one image of the session's size (uint8 [size, size, 3 or 4], or its RGBA bytes)."""
+        image = rgba(image, 1, self.size, self.size, "the image")[0] if isinstance(image, bytes) else np.asarray(image)
         if image.dtype != np.uint8 or image.shape[:2] != (self.size, self.size) or image.ndim != 3 \
                 or image.shape[2] not in (3, 4):
             raise DataError(f"the image is {image.dtype.name} {list(image.shape)}; it must be uint8 "

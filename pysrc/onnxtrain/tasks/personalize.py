@@ -4,7 +4,6 @@ on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, sta
 and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -23,7 +22,7 @@ from .checks import check_validation, class_name, show, whole
 from .head import classes_doc, with_head
 from .preprocess import check_pixels
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, trainer_run
+from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
 
 MAX_CLASSES = 50
 SNAPSHOT_VERSION = 1
@@ -42,7 +41,7 @@ class PersonalizeSession:
     def __init__(self, backbone: bytes, run=None, device: str = "cpu"):
         self.device = device
         self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone, device=device)
-        self.make_run = run if run is not None else functools.partial(trainer_run, device=device)
+        self.make_run = run_factory(run, device)
         self.names = []          # class names, in label order
         self.samples = {}        # sample id -> class index, in the order added
         self.store = {}          # sample id -> (features, block): the samples' and the run's
@@ -51,6 +50,12 @@ class PersonalizeSession:
         self.settings = None     # that run's setup: fine_tune, validation, seed, optimizer, ids, labels
         self.validation = None   # that run's validation rows (inputs, labels), or None
         self._head_cache = None  # (the run's module and parameters' digest, its inference Session)
+
+    def info(self) -> dict:
+        """The backbone: its input size, features, block shape, bytes, SHA-256 and source."""
+        b = self.backbone
+        return {"input_size": b.preprocess["size"], "features": b.features, "block_shape": b.block_shape,
+                "backbone_bytes": b.bytes, "backbone_sha256": b.sha256, "source": b.source}
 
     # ---- classes ----------------------------------------------------------------------------------------
 

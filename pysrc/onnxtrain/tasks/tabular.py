@@ -17,7 +17,7 @@ from ..train.data import DataError
 from .checks import check_validation, check_whole, names_text, show, whole
 from .csv_table import describe, detect_task
 from .tabular_prep import prepare, with_preprocessing
-from .training import classification_metrics, inference_model, make_artifacts, predict, trainer_run
+from .training import classification_metrics, inference_model, make_artifacts, predict, run_factory
 
 MAX_PREDICT_ROWS = 100_000
 MAX_PAGE_ROWS = 1000
@@ -76,11 +76,11 @@ def check_hidden(hidden, n_in: int, n_out: int) -> list:
 
 class TabularSession:
     """The CSV flow: load, set up, train batch by batch, evaluate, export, try on another CSV.  ``run`` makes the
-    training run (see tasks.training), by default a Trainer."""
+    training run (see tasks.training), by default a Run on ``device``."""
 
-    def __init__(self, data: bytes, name: str = "the CSV file", run=trainer_run):
+    def __init__(self, data: bytes, name: str = "the CSV file", run=None, device: str = "cpu"):
         self.table = parse_csv(data, name)
-        self.make_run = run
+        self.make_run = run_factory(run, device)
         self.prep = self.training = self.settings = None
         self._predicted = None  # (key, all rows' predictions) of the last file tried
 

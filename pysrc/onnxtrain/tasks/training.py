@@ -1,11 +1,13 @@
-"""What the tasks share to train: the artifacts of a forward model, a run over them (a Trainer), the trained
-weights, predictions and classification metrics.
+"""What the tasks share to train: the artifacts of a forward model, a run over them (``Run``: a Trainer and the
+artifacts' bytes), the trained weights, predictions and classification metrics.
 
-A task session makes its run with a factory ``run(artifacts, train, validation, seed)``, by default
-``trainer_run``; what it uses of the run is ``module``, ``optimizer``, ``epoch``, ``step(batch_size,
-learning_rate)``, ``validation_loss(chunk)``, ``checkpoint(properties)`` and ``restore(data)``.
+A task makes its run with a factory ``run(artifacts, train, validation, seed)``, by default ``Run`` on the task's
+``device`` (``run_factory``); what it uses of the run is ``module``, ``optimizer``, ``epoch``,
+``step(batch_size, learning_rate)``, ``validation_loss(chunk)``, ``checkpoint(properties)`` and ``restore(data)``.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from ..ir.model import Model, Tensor
 from ..ir.ort_names import CHECKPOINT, EVAL_MODEL, OPTIMIZER_MODEL, TRAINING_MODEL
 from ..runtime import Session
 from ..train import Trainer
+from ..train.archive import artifacts_zip
 
 
 def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None, extra_outputs=None) -> dict:
@@ -31,15 +34,58 @@ def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainabl
                                         additional_output_names=extra_outputs)
 
 
-def trainer_run(arts: dict, train: list, validation=None, seed: int = 0, device: str = "cpu", **options) -> Trainer:
-    """A Trainer over ``make_artifacts``' artifacts and the data (arrays in the training model's input order), on
-    ``device`` ("cpu" or "webgpu"; a task takes ``run=functools.partial(trainer_run, device="webgpu")``);
-    ``options`` are the Trainer's (epochs, batch_size, learning_rate, evaluate, ...), epochs None by default."""
-    state = CheckpointState.load_checkpoint(arts[CHECKPOINT])
-    module = Module(arts[TRAINING_MODEL], state, arts[EVAL_MODEL], device=device)
-    optimizer = Optimizer(arts[OPTIMIZER_MODEL], module)
-    options.setdefault("epochs", None)
-    return Trainer(module, optimizer, train, validation=validation, seed=seed, **options)
+class Run:
+    """One training run over ``make_artifacts``' artifacts (``arts``): the Trainer of its Module and Optimizer on the
+    data (arrays in the training model's input order), on ``device`` ("cpu" or "webgpu"; a task takes
+    ``run=functools.partial(Run, device="webgpu")``), and the artifacts' bytes, for ``artifacts_zip``.  ``options``
+    are the Trainer's (epochs, batch_size, learning_rate, evaluate, ...), epochs None by default."""
+
+    def __init__(self, arts: dict, train, validation=None, seed: int = 0, device: str = "cpu", **options):
+        self.artifacts = arts
+        self.state = CheckpointState.load_checkpoint(arts[CHECKPOINT])
+        module = Module(arts[TRAINING_MODEL], self.state, arts.get(EVAL_MODEL), device=device)
+        optimizer = Optimizer(arts[OPTIMIZER_MODEL], module)
+        options.setdefault("epochs", None)
+        self.trainer = Trainer(module, optimizer, train, validation=validation, seed=seed, **options)
+
+    @property
+    def module(self):
+        return self.trainer.module
+
+    @property
+    def optimizer(self):
+        return self.trainer.optimizer
+
+    @property
+    def epoch(self) -> int:
+        return self.trainer.epoch
+
+    def step(self, batch_size: int = None, learning_rate: float = None) -> dict:
+        """One batch (Trainer.step): its record."""
+        return self.trainer.step(batch_size, learning_rate)
+
+    def validation_loss(self, chunk: int = None):
+        return self.trainer.validation_loss(chunk)
+
+    def checkpoint(self, properties: dict = None) -> bytes:
+        """The run so far (Trainer.checkpoint)."""
+        return self.trainer.checkpoint(properties)
+
+    def restore(self, data, best=None) -> int:
+        """Continue a run saved by ``checkpoint``; with ``best``, the bytes of its ``best_checkpoint()``."""
+        return self.trainer.restore(data, best)
+
+    def restore_best(self, best) -> int:
+        return self.trainer.restore_best(best)
+
+    def artifacts_zip(self) -> bytes:
+        """The artifacts with the run's state as their checkpoint, as .zip bytes, to go on training elsewhere."""
+        return artifacts_zip(self.artifacts, self.checkpoint(), self.epoch)
+
+
+def run_factory(run=None, device: str = "cpu"):
+    """A task's factory of runs: ``run``, or else Run on ``device``."""
+    return run if run is not None else functools.partial(Run, device=device)
 
 
 def inference_model(module, output: str = "output") -> Model:

@@ -4,7 +4,8 @@ The library's worker sends every request as ``call(method, handle, args)``: ``cr
 its handle, every other method acts on the session of that handle.  Methods follow onnxruntime-web 1.19.2's
 TrainingSession (``run_train_step`` is ``runTrainStep``: forward and backward only, no optimizer step).
 Tensors cross the boundary as numpy arrays in and {"type", "dims", "data": bytes} dicts out, so the module runs
-(and is tested) in CPython.  A failed call changes nothing the caller can see: the session stays usable.
+(and is tested) in CPython; ``Registry.call`` turns a request's buffers into bytes once (bridge.plain), so nothing
+below it sees a JavaScript value.  A failed call changes nothing the caller can see: the session stays usable.
 """
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
-from ..api import LinearLRScheduler
+from ..api import CheckpointState, LinearLRScheduler, Module, Optimizer
+from ..api.module import PROVIDERS, provider_for
+from ..api.optimizer import check_learning_rate
 from ..ir import ort_names
 from ..train import Trainer, data as checks
+from ..train.archive import artifacts_zip
 from ..train.npz import load_npz
 from ..train.trainer import held_out
-from .bridge import TrainingSession, _buffer, _bytes, describe_model, signature
+from .bridge import describe_model, plain, signature
 from .task_sessions import COMMON, TASK_METHODS, TaskSession
 from .train_loop import TRAIN_OPTIONS, Training, camel_key, camel_keys
 
@@ -71,10 +75,10 @@ def _check_feeds(what: str, feeds: dict, signature: dict) -> list:
 
 def _check_dataset(what: str, data, signature: dict) -> dict:
     """A dataset (input name -> array, rows along axis 0) checked like feeds, its first axis free."""
-    if not isinstance(_buffer(data), dict):
+    if not isinstance(data, dict):
         raise TypeError(f"the {what} must map each training input name to its array, got {type(data).__name__}")
     rows = {n: (dtype, None if shape is None else [None, *shape[1:]]) for n, (dtype, shape) in signature.items()}
-    return dict(zip(rows, _check_feeds(what, dict(_buffer(data)), rows)))
+    return dict(zip(rows, _check_feeds(what, data, rows)))
 
 
 def _fetch(outputs: dict, fetches) -> dict:
@@ -82,7 +86,7 @@ def _fetch(outputs: dict, fetches) -> dict:
     if fetches is None:
         names = list(outputs)
     else:
-        names = [str(n) for n in _buffer(fetches)]
+        names = [str(n) for n in fetches]
         unknown = [n for n in names if n not in outputs]
         if unknown:
             raise ValueError(f"no outputs named {unknown}; the outputs are {list(outputs)}")
@@ -104,18 +108,18 @@ def generate_artifacts(model, options=None) -> dict:
     additionalOutputNames."""
     from .. import artifacts  # with onnxblock: not a module the engine's start imports
 
-    options = dict(_buffer(options) or {})
+    options = dict(options or {})
     known = {"requiresGrad", "frozenParams", "loss", "optimizer", "additionalOutputNames"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"generateArtifacts has no option {unknown[0]!r}; the options are {sorted(known)}")
     names = {key: options.get(key) for key in ("requiresGrad", "frozenParams", "additionalOutputNames")}
     for key, value in names.items():
-        if value is not None and (isinstance(value, str) or not hasattr(_buffer(value), "__iter__")):
+        if value is not None and (isinstance(value, str) or not hasattr(value, "__iter__")):
             raise TypeError(f"generateArtifacts' option {key} must be a list of names, got {value!r}")
     loss, optimizer = options.get("loss", "CrossEntropyLoss"), options.get("optimizer", "AdamW")
     made = artifacts.generate_artifacts(
-        _bytes(model), requires_grad=_names(names["requiresGrad"]), frozen_params=_names(names["frozenParams"]),
+        model, requires_grad=_names(names["requiresGrad"]), frozen_params=_names(names["frozenParams"]),
         loss=None if loss is None else artifacts.enum_member(artifacts.LossType, loss),
         optimizer=None if optimizer is None else artifacts.enum_member(artifacts.OptimType, optimizer),
         additional_output_names=_names(names["additionalOutputNames"]))
@@ -123,7 +127,7 @@ def generate_artifacts(model, options=None) -> dict:
 
 
 def _names(value):
-    return None if value is None else [str(n) for n in _buffer(value)]
+    return None if value is None else [str(n) for n in value]
 
 
 def _same_setting(given, used) -> bool:
@@ -138,30 +142,32 @@ def _same_setting(given, used) -> bool:
 
 
 class Session(Training):
-    """One TrainingSession of the library: the bridge's session (its checkpoint, export and learning-rate logic)
-    stepped the way onnxruntime-web steps it."""
+    """One TrainingSession of the library: the Module and Optimizer over a checkpoint's state, built from the
+    artifacts' bytes, stepped the way onnxruntime-web steps them, and the Trainer of its runs (train() starts a new
+    one; until then one without data, which checks and writes the session's checkpoints)."""
 
     def __init__(self, checkpoint, train_model, eval_model=None, optimizer_model=None, providers=None):
-        self.run = TrainingSession(train_model, checkpoint, eval_model, optimizer_model, providers)
-        module = self.run.module
-        self.train_inputs = _signature(self.run._training_model, module.train().input_names())
+        self.models = {ort_names.TRAINING_MODEL: train_model, ort_names.EVAL_MODEL: eval_model,
+                       ort_names.OPTIMIZER_MODEL: optimizer_model}
+        self.state = CheckpointState.load_checkpoint(checkpoint)
+        self.provider = provider_for(None if providers is None else [str(p) for p in providers])
+        module = self.module = Module(train_model, self.state, eval_model, device=PROVIDERS[self.provider])
+        self.optimizer = None if optimizer_model is None else Optimizer(optimizer_model, module)
+        self.trainer = Trainer(module, self.optimizer, epochs=None, evaluate_epochs=False)
+        self.train_inputs = _signature(train_model, module.train().input_names())
         self.train_outputs = module.output_names()
         self.eval_inputs = self.eval_outputs = None
-        if self.run._eval_model is not None:
-            self.eval_inputs = _signature(self.run._eval_model, module.eval().input_names())
+        if eval_model is not None:
+            self.eval_inputs = _signature(eval_model, module.eval().input_names())
             self.eval_outputs = module.output_names()
         module.train()
         self.schedulers = {}  # id -> [(warmup, total, initial rate), its optimizer, LinearLRScheduler]
         self.data_settings = {}  # the validation and seed the last train() split its data with
 
-    @property
-    def module(self):
-        return self.run.module
-
     def names(self) -> dict:
         return {"trainingInputNames": list(self.train_inputs), "trainingOutputNames": list(self.train_outputs),
                 "evalInputNames": list(self.eval_inputs or []), "evalOutputNames": list(self.eval_outputs or []),
-                "executionProvider": self.run.provider, "optimizer": self.run.optimizer is not None}
+                "executionProvider": self.provider, "optimizer": self.optimizer is not None}
 
     def _step(self, training: bool, feeds: dict, fetches):
         names = self.train_outputs if training else self.eval_outputs
@@ -179,9 +185,9 @@ class Session(Training):
         return self._step(False, feeds, fetches)
 
     def _optimizer(self):
-        if self.run.optimizer is None:
+        if self.optimizer is None:
             raise ValueError("this session has no optimizer model: pass optimizerModel to TrainingSession.create")
-        return self.run.optimizer
+        return self.optimizer
 
     def run_optimizer_step(self) -> None:
         self._optimizer().step()
@@ -196,7 +202,7 @@ class Session(Training):
         return tensor(self.module.get_contiguous_parameters(bool(trainable_only)))
 
     def load_parameters_buffer(self, buffer, trainable_only: bool = True) -> None:
-        data = _bytes(buffer)
+        data = bytes(buffer)
         size = self.get_parameters_size(trainable_only)
         if len(data) != 4 * size:
             raise ValueError(f"the parameter buffer has {len(data)} bytes, but the model has {size} "
@@ -204,29 +210,30 @@ class Session(Training):
         self.module.copy_buffer_to_parameters(np.frombuffer(data, np.float32), bool(trainable_only))
 
     def export_model_for_inferencing(self, output_names) -> bytes:
-        return self.run.export_model(output_names)
+        return self.module.export_model_for_inferencing(None, [str(n) for n in output_names])
 
     def save_checkpoint(self, include_optimizer_state: bool = True) -> bytes:
-        return self.run.save_checkpoint(bool(include_optimizer_state))
+        return CheckpointState.save_checkpoint(self.state, None, include_optimizer_state=bool(include_optimizer_state))
 
     def load_checkpoint(self, data) -> None:
-        self.run.load_checkpoint(data)
+        """Replace parameters and optimizer state with a checkpoint's (same model); the run's counters stay."""
+        self.trainer.load_checkpoint(data)
 
     def get_properties(self) -> dict:
         """The user's properties of the checkpoint state (saved with it): name -> int, float or str.  The library's
         own (named ``onnxtrain.*``: the learning rate, the run's counters) stay in the checkpoint but not here."""
-        return {k: v for k, v in self.run.state.properties.items() if not str(k).startswith(LIBRARY_PROPERTIES)}
+        return {k: v for k, v in self.state.properties.items() if not str(k).startswith(LIBRARY_PROPERTIES)}
 
     def set_property(self, name: str, value) -> None:
         """A property saved with the next checkpoint; JavaScript's whole numbers arrive as ints."""
         if str(name).startswith(LIBRARY_PROPERTIES):
             raise ValueError(f"the property name {name!r} is the library's own: names starting with "
                              f"{LIBRARY_PROPERTIES!r} are reserved")
-        self.run.state.properties[name] = value
+        self.state.properties[name] = value
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        self._optimizer()
-        self.run.set_learning_rate(learning_rate)
+        """ValueError naming the rate when it is NaN, infinite or negative; the rate stays as it was."""
+        self._optimizer().set_learning_rate(check_learning_rate(learning_rate))
 
     def get_learning_rate(self) -> float:
         return float(self._optimizer().get_learning_rate())
@@ -252,10 +259,9 @@ class Session(Training):
         entry[2].step()
         return float(optimizer.get_learning_rate())
 
-
     def artifacts_zip(self) -> bytes:
-        """The artifacts with the run's state as their checkpoint, as a .zip (bridge.TrainingSession's)."""
-        return self.run.artifacts_zip()
+        """The artifacts with the run's state as their checkpoint, as a .zip, to go on training elsewhere."""
+        return artifacts_zip(self.models, self.trainer.checkpoint(), self.trainer.epoch)
 
     def read_dataset(self, data, name: str = "data.npz", validation: float = 0.0) -> dict:
         """A data file for train(): a .npz with one array per training input (named like them) or, for a model
@@ -263,11 +269,11 @@ class Session(Training):
         "rows", "validationRows" (those train() holds out for the ``validation`` fraction), "inputs": input name
         -> [dims, type]}; checked against the training model's inputs."""
         names = list(self.train_inputs)
-        data = _bytes(data)
+        data = bytes(data)
         if str(name).lower().endswith(".csv"):
             from ..train.csv import csv_inputs  # not a module the engine's start imports
 
-            arrays = csv_inputs(data, self.run.input_types())
+            arrays = csv_inputs(data, self.train_inputs)
         else:
             arrays = load_npz(data, names)
         checked = _check_dataset("data file", arrays, self.train_inputs)
@@ -285,7 +291,7 @@ class Session(Training):
         Nothing changes when the data or an option is wrong."""
         if self.loop is not None:
             raise RuntimeError("this session is already training: wait for train() to end, or abort it")
-        options = dict(_buffer(options) or {})
+        options = dict(options or {})
         checkpoints, resume = bool(options.pop("checkpoints", False)), options.pop("resumeFrom", None)
         resume_best, going_on = options.pop("resumeBest", None), bool(options.pop("resume", False))
         unknown = sorted(set(options) - set(TRAIN_OPTIONS))
@@ -296,27 +302,26 @@ class Session(Training):
         if going_on:
             return self._go_on(dataset, kwargs, checkpoints)
         validation = kwargs.get("validation")
-        if isinstance(validation, bool) or (validation is not None and not isinstance(validation, (int, float))
-                                            and not isinstance(_buffer(validation), dict)):
+        if isinstance(validation, bool) or (validation is not None and not isinstance(validation, (int, float, dict))):
             raise TypeError(f"train's validation must be a fraction of the rows in [0, 1) or a dataset (input name "
                             f"-> tensor), got {validation!r}")
-        if isinstance(_buffer(validation), dict):
+        if isinstance(validation, dict):
             kwargs["validation"] = _check_dataset("validation data", validation, self.train_inputs)
         data = _check_dataset("training data", dataset, self.train_inputs)
         self._optimizer()
-        trainer = Trainer(self.module, self.run.optimizer, data, **kwargs)
+        trainer = Trainer(self.module, self.optimizer, data, **kwargs)
         self.data_settings = {"validation": kwargs.get("validation"), "seed": kwargs.get("seed", 0)}
         if resume is not None:
-            trainer.restore(_bytes(resume), None if resume_best is None else _bytes(resume_best))
+            trainer.restore(bytes(resume), None if resume_best is None else bytes(resume_best))
         return self._start(trainer, checkpoints)
 
     def _go_on(self, dataset, settings: dict, checkpoints: bool) -> dict:
         """train(..., {resume: true}): the run the last train() left (paused, aborted or finished) goes on, on the
         same data, to ``epochs`` in all; only the settings that do not change the data may change."""
-        trainer = self.run.trainer
+        trainer = self.trainer
         if trainer.train_data is None:
             raise ValueError("there is no run to resume: the session has not trained with train() yet")
-        if isinstance(_buffer(settings.get("validation")), dict):
+        if isinstance(settings.get("validation"), dict):
             settings["validation"] = _check_dataset("validation data", settings["validation"], self.train_inputs)
         changed = [k for k in ("validation", "seed") if k in settings
                    and not _same_setting(settings.pop(k), self.data_settings.get(k))]
@@ -333,7 +338,7 @@ class Session(Training):
         return self._start(trainer, checkpoints)
 
     def _start(self, trainer: Trainer, checkpoints: bool) -> dict:
-        self.run.trainer = trainer  # the session's run now: its checkpoints and artifacts_zip tell its epoch
+        self.trainer = trainer  # the session's run now: its checkpoints and artifacts_zip tell its epoch
         self.module.train()
         return self.begun(trainer, trainer.checkpoint if checkpoints else None)
 
@@ -360,10 +365,10 @@ class Registry:
         return handle
 
     def call(self, method: str, handle, args):
-        args = list(_buffer(args) or [])
+        args = plain(args or [])
         if method == "deferred_then":  # [steps the page deferred, then a request]: one round trip for them all
             steps, method, args = args
-            for step in _buffer(steps):
+            for step in steps:
                 if step not in DEFERRABLE:
                     raise ValueError(f"{step!r} cannot be deferred; only {sorted(DEFERRABLE)}")
                 self.call(step, handle, [])
@@ -373,7 +378,7 @@ class Registry:
             return {"handle": self._add(session), **session.names()}
         if method == "create_task":
             task = TaskSession(*args)
-            return {"handle": self._add(task), "executionProvider": task.task.provider}
+            return {"handle": self._add(task), "executionProvider": task.provider}
         if method in FUNCTIONS:
             return FUNCTIONS[method](*args)
         if method not in KNOWN:

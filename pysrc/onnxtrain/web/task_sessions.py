@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import importlib
 
-from .bridge import _buffer, signature
-from .train_loop import TRAIN_OPTIONS, Training
+from ..api.module import PROVIDERS, provider_for
+from .bridge import signature
+from .train_loop import TRAIN_OPTIONS, Training, camel_keys
 
-#: kind -> how a page makes one: a module of onnxtrain.web and the factory's name there (imported with the first
-#: task of its kind, so that the engine's start imports no task)
-FACTORIES = {"tabular": ("tabular", "TabularSession"), "images": ("images", "ImageSession"),
-             "handwriting": ("digits", "DigitsSession"), "handwriting_snapshot": ("digits", "DigitsSession.restore"),
-             "personalize": ("personalize", "PersonalizeSession"),
-             "personalize_snapshot": ("personalize", "PersonalizeSession.from_snapshot")}
+#: kind -> how a page makes one: a module (of onnxtrain), the factory's name there and how many of the page's
+#: arguments are the factory's (the one after them, if any, is onnxruntime-web's executionProviders).  Each module is
+#: imported with the first task of its kind, so that the engine's start imports no task.
+FACTORIES = {"tabular": ("tasks.tabular", "TabularSession", 2),
+             "images": ("tasks.images", "ImageSession.from_rgba", 7),
+             "handwriting": ("tasks.handwriting", "DigitsSession", 3),
+             "handwriting_snapshot": ("tasks.handwriting", "DigitsSession.restore", 2),
+             "personalize": ("web.personalize", "PersonalizeSession", 1),
+             "personalize_snapshot": ("web.personalize", "PersonalizeSession.from_snapshot", 2)}
 #: kind -> the task's own methods (and attributes) a page may call
 TASK_METHODS = {
     "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
@@ -24,6 +28,17 @@ TASK_METHODS = {
     "personalize": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class",
                     "add_samples", "remove_sample", "setup", "evaluate", "predict", "snapshot"},
 }
+#: (kind, method) -> (the TaskSession, the task's result) -> the result as JavaScript takes it, where that is not
+#: the task's own: keys in camelCase (the task's own names; the user's names inside stay), with the provider that
+#: runs the task, or (a fine-tuning's losses being unknown when train() drove it) only what stays true
+RESULTS = {("tabular", "describe"): lambda _, result: camel_keys(result),
+           ("tabular", "setup"): lambda _, result: camel_keys(result),
+           ("images", "info"): lambda _, result: camel_keys(result),
+           ("handwriting", "finish_fine_tune"): lambda _, result: {"examples": result["examples"]},
+           ("personalize", "info"): lambda session, result: {**camel_keys(result),
+                                                             "executionProvider": session.provider},
+           ("personalize", "setup"): lambda _, result: camel_keys(result),
+           ("personalize", "predict"): lambda _, result: [camel_keys(image) for image in result]}
 #: what every task has: its run's checkpoints and artifacts, the export, and train()
 COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature", "train_begin", "train_continue",
           "train_end"}
@@ -39,24 +54,31 @@ def import_tasks(kinds) -> list[str]:
     unknown = [kind for kind in kinds if kind not in TASK_METHODS]
     if unknown:
         raise ValueError(f"start's tasks: unknown kind of task {unknown[0]!r}; the kinds are {sorted(TASK_METHODS)}")
-    modules = sorted({f"{__package__}.{FACTORIES[kind][0]}" for kind in kinds})
+    modules = sorted({f"onnxtrain.{FACTORIES[kind][0]}" for kind in kinds})
     for module in modules:
         importlib.import_module(module)
     return modules
 
 
 class TaskSession(Training):
-    """One task of kind ``kind`` made from ``args``; ``call(method, args)`` runs one of its kind's methods."""
+    """One task of kind ``kind`` made from ``args`` (the factory's, then executionProviders: its training, and a
+    personalization's embeddings, run on the first of them that is here); ``call(method, args)`` runs one of its
+    kind's methods."""
 
-    def __init__(self, kind: str, args):
+    def __init__(self, kind: str, args: list):
         if kind not in FACTORIES:
             raise ValueError(f"unknown kind of task {kind!r}; the kinds are {sorted(FACTORIES)}")
         self.kind = kind.removesuffix("_snapshot")
-        module, name = FACTORIES[kind]
-        factory = importlib.import_module(f"{__package__}.{module}")
+        module, name, count = FACTORIES[kind]
+        args = list(args or [])
+        if len(args) > count + 1:
+            raise TypeError(f"a {self.kind} task takes {count} arguments and executionProviders, not {len(args)}")
+        providers = args[count] if len(args) > count else None
+        self.provider = provider_for(None if providers is None else [str(p) for p in providers])
+        factory = importlib.import_module(f"onnxtrain.{module}")
         for attribute in name.split("."):
             factory = getattr(factory, attribute)
-        self.task = factory(*list(_buffer(args) or []))
+        self.task = factory(*args[:count], device=PROVIDERS[self.provider])
         self.methods = TASK_METHODS[self.kind] | COMMON
 
     def call(self, method: str, args: list):
@@ -66,12 +88,14 @@ class TaskSession(Training):
         if own is not None:
             return own(*args)
         value = getattr(self.task, method)
-        return value(*args) if callable(value) else value
+        result = value(*args) if callable(value) else value
+        shape = RESULTS.get((self.kind, method))
+        return result if shape is None else shape(self, result)
 
     # ---- the run: the task's own, or (handwriting) the last fine-tuning's ----------------------------------
 
     def _training(self):
-        """The task's bridge TrainingSession."""
+        """The task's run (tasks.training.Run)."""
         training = self.task.training
         if training is None:
             raise ValueError("set the task up first: it has no run yet")
@@ -105,7 +129,7 @@ class TaskSession(Training):
         epoch's end the record's metrics are the task's ``evaluate()`` where it has one."""
         if self.loop is not None:
             raise RuntimeError("this task is already training: wait for train() to end, or abort it")
-        options = dict(_buffer(options) or {})
+        options = dict(options or {})
         checkpoints = bool(options.pop("checkpoints", False))
         unknown = sorted(set(options) - set(TASK_TRAIN_OPTIONS))
         if unknown:
