@@ -56,8 +56,10 @@ def actual_imports() -> dict[str, dict[str, list[str]]]:
         for name, line in imported_modules(path):
             target = name.split(".")[1]
             if target in known and target != source:
+                places = edges.setdefault(source, {}).setdefault(target, [])
                 place = f"{path.relative_to(ROOT)}:{line}"
-                edges.setdefault(source, {}).setdefault(target, []).append(place)
+                if place not in places:
+                    places.append(place)
     return edges
 
 
