@@ -14,7 +14,7 @@ from onnx import numpy_helper
 import ort_cases as oc
 
 # the site's artifacts, as build.py site makes them
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.site]
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE_ARTIFACTS = ROOT / "site" / "artifacts"

@@ -14,7 +14,7 @@ import ort_cases as oc
 from browser.conftest import reload_and_resume, screenshot
 from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.tasks import tabular
-from web.test_tabular import wine_csv
+from tasks.test_tabular import wine_csv
 
 # Training stopped (its button enabled again) with a run to resume
 RESUMABLE = ("() => !document.getElementById('csv-train').disabled"

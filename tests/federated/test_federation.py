@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE_DATA = ROOT / "site" / "artifacts" / "federated_digits"
 ROUNDS, ROUND_TIMEOUT, PAGE_TIMEOUT = 3, 120, 10
 # real Flower processes for minutes; tests/federated/test_federation_units.py checks the parts quickly
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.site]
 
 SETTINGS = ["--local-epochs", "5", "--learning-rate", "0.5", "--batch-size", "32"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import fuzz_targets as F
 
 # a minute and more of mutations, some of the site's artifacts (build.py site)
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.site]
 
 BUDGET = {"decode": 2000, "checkpoint": 2000, "artifacts": 400, "csv": 600, "npz": 300, "images": 200}
 

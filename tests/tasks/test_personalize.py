@@ -25,7 +25,7 @@ from onnxtrain.tasks.training import inference_model, make_artifacts
 from onnxtrain.train.data import DataError
 
 # the site's pretrained backbone, as build.py site makes it
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.site]
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKBONE = ROOT / "site" / "artifacts" / "efficientnet_lite0" / "backbone.onnx"

@@ -12,7 +12,7 @@ from photo_scenes import scenes
 from test_personalize import backbone_bytes  # noqa: F401  (the fixture)
 
 # the site's pretrained backbone (build.py site), and two trainings on real photos
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.site]
 
 PER_CLASS = 10       # the folder: 10 photos of each of 4 objects, 2 of them held out for validation by the flow
 EPOCHS = 30

@@ -22,7 +22,7 @@ from onnxtrain.tasks.training import Run
 from onnxtrain.web.sessions import Registry
 from onnxtrain.web.train_loop import camel_keys
 from web.test_images import synthetic
-from web.test_tabular import wine_csv
+from tasks.test_tabular import wine_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "pysrc" / "onnxtrain" / "tasks"

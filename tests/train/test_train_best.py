@@ -9,7 +9,7 @@ from onnxtrain import api
 from onnxtrain.checkpoint import read_checkpoint
 from onnxtrain.train import NonFiniteStateError
 from onnxtrain.train.best import PROPERTY
-from test_web_bridge import run
+from web.test_web_bridge import run
 
 # ---- in a task's Run, its epochs ended by the caller ----------------------------------------------------------
 

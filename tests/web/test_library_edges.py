@@ -17,7 +17,7 @@ from onnxtrain import api
 from onnxtrain.tasks import tabular_prep
 from onnxtrain.train.csv import parse_csv
 from onnxtrain.web.sessions import Registry
-from test_tabular import wine_csv
+from tasks.test_tabular import wine_csv
 from test_task_sessions import drain, tabular_handle, train
 
 

@@ -9,7 +9,7 @@ import ort_cases as oc
 from onnxtrain import api
 from onnxtrain.tasks import tabular as tabular_task
 from onnxtrain.web.sessions import Registry
-from test_tabular import wine_csv
+from tasks.test_tabular import wine_csv
 
 OPTIONS = {"epochs": 3, "batchSize": 32, "learningRate": 0.01, "schedule": "linear", "warmup": 0.1,
            "keepBest": True, "patience": 10}
@@ -180,6 +180,7 @@ def test_a_paused_session_run_goes_on_with_resume_as_if_never_paused():
 
 
 @pytest.mark.slow
+@pytest.mark.site
 def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     """The "personalize" kind: the page's RGBA bytes in, the same losses and export as tasks.personalize with a
     Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""

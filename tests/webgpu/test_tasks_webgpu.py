@@ -6,7 +6,7 @@ import numpy as np
 
 from onnxtrain.tasks import tabular
 from onnxtrain.tasks.training import Run
-from web.test_tabular import wine_csv
+from tasks.test_tabular import wine_csv
 
 
 def run(device: str):

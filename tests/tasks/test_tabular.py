@@ -10,8 +10,8 @@ import pytest
 from sklearn.datasets import load_wine
 
 from onnxtrain import api, artifacts, ir
-from onnxtrain.tasks import tabular as tabular_task
 from onnxtrain.tasks import tabular
+from onnxtrain.tasks.split import stratified_split
 from onnxtrain.train import csv as train_csv
 from onnxtrain.web import signature
 
@@ -279,7 +279,7 @@ def test_a_word_in_a_numeric_column_of_a_try_it_file_names_row_column_and_value(
 def test_try_it_caps_the_rows(monkeypatch):
     session = tabular.TabularSession(b"x,y\n" + b"".join(b"%d,%s\n" % (i, b"ab"[i % 2:i % 2 + 1]) for i in range(20)))
     session.setup("y", "classification", [4])
-    monkeypatch.setattr(tabular_task, "MAX_PREDICT_ROWS", 10)
+    monkeypatch.setattr(tabular, "MAX_PREDICT_ROWS", 10)
     with pytest.raises(tabular.DataError, match="the CSV file to predict has 11 rows; at most 10 are predicted at "
                                                 "once: split the file"):
         session.predict_csv(b"x\n" + b"1\n" * 11)
@@ -302,7 +302,7 @@ def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz()
     rows = [[f"{v:.3f}" for v in r[:10]] + [str(label)] + [f"{v:.3f}" for v in r[10:]] for r, label in zip(x.tolist(), y)]
     text = "\n".join(",".join(r) for r in [header] + rows).encode()
     types = registry.sessions[handle].train_inputs
-    inputs = tabular.csv_inputs(text, types)
+    inputs = train_csv.csv_inputs(text, types)
     np.testing.assert_array_equal(inputs["input"], x)
     assert inputs["labels"].dtype == np.int64 and inputs["input"].dtype == np.float32
     buffer = io.BytesIO()
@@ -324,9 +324,9 @@ def test_a_csv_of_numbers_feeds_a_models_features_and_labels_like_the_same_npz()
                           ("narrow", r"input 'input' takes \[20\] values per row, but the data file has 2 feature"),
                           ("fraction", 'the label column "labels" must hold whole numbers')]:
         with pytest.raises(tabular.DataError, match=message):
-            tabular.csv_inputs(bad[name], types)
+            train_csv.csv_inputs(bad[name], types)
     with pytest.raises(tabular.DataError, match="fits a model whose training inputs are features and labels"):
-        tabular.csv_inputs(text, {"a": types["input"], "b": types["input"], "labels": types["labels"]})
+        train_csv.csv_inputs(text, {"a": types["input"], "b": types["input"], "labels": types["labels"]})
 
 
 def small_csv(rows=40, seed=0) -> bytes:
@@ -455,7 +455,7 @@ def test_classification_splits_are_stratified_and_seeded():
     prep = tabular.prepare(tiny, "y", "classification", 0.2)
     assert [tiny.rows[r][1] for r in prep["val_rows"]] == ["a"] and len(prep["train_rows"]) == 4
     with pytest.raises(tabular.DataError, match="each class has a single example"):
-        tabular.stratified_split([0, 1, 2, 3], 0.2, 0)
+        stratified_split([0, 1, 2, 3], 0.2, 0)
 
 
 def test_oversized_files_are_refused_with_the_cap(monkeypatch):
