@@ -3,9 +3,8 @@
 import { executionProviders } from "./compute.js";
 import { ImageTask, PersonalizeTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
-import { showConfusion } from "./tabular.js";
 import { TrainingView } from "./training_view.js";
-import { $, BACKBONE, BACKBONE_SIZE, downloadButton, errorShower, showSignature } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, downloadButton, errorShower, showConfusion, showSignature } from "./ui.js";
 
 const EMBED_CHUNK = 8; // images per request while the backbone computes their features
 

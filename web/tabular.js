@@ -3,7 +3,7 @@ import { executionProviders } from "./compute.js";
 import { TabularTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind } from "./runs.js";
 import { TrainingView } from "./training_view.js";
-import { $, downloadButton, element, errorShower, showSignature, tableOf } from "./ui.js";
+import { $, downloadButton, element, errorShower, showConfusion, showSignature, tableOf } from "./ui.js";
 
 let view = null;
 let task = null; // the library's TabularTask of the file
@@ -13,13 +13,6 @@ let setup = null; // the task's setup(): task, classes, ...
 let loaded = null; // the task's describe(): rows, columns (name, kind, missing, nonfinite), preview
 
 const showError = errorShower("csv-error");
-
-export function showConfusion(metrics, classes, target) {
-  if (!metrics.confusion) { $(target).replaceChildren(); return; }
-  const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
-  $(target).replaceChildren(element("p", { className: "metrics", textContent: "Confusion matrix (rows: true class, columns: predicted)" }),
-    tableOf(rows, ["", ...classes], { rowHeads: true }));
-}
 
 const count = (n) => n.toLocaleString("en-US");
 const listed = (columns, key) => columns.filter((c) => c[key]).map((c) => `${c.name} (${count(c[key])})`).join(", ") || "none";

@@ -14,6 +14,14 @@ export function tableOf(rows, header = null, { rowHeads = false } = {}) {
   return element("table", {}, ...(header ? [row(header, true)] : []), ...rows.map((r) => row(r, false)));
 }
 
+// A task's confusion matrix (metrics.confusion, rows: true class) as a table in the element `target`.
+export function showConfusion(metrics, classes, target) {
+  if (!metrics.confusion) { $(target).replaceChildren(); return; }
+  const rows = metrics.confusion.map((r, i) => [classes[i], ...r]);
+  $(target).replaceChildren(element("p", { className: "metrics", textContent: "Confusion matrix (rows: true class, columns: predicted)" }),
+    tableOf(rows, ["", ...classes], { rowHeads: true }));
+}
+
 // Show the last line of an error (Python's message, without the traceback) in the element `id`.
 export function errorShower(id) {
   return (err) => {
