@@ -121,12 +121,16 @@ def _table_mode(width: int) -> int:
     return 4 + 16 * width
 
 
-def _pooled(entry: str, work: int, buffers: list, args: list) -> bool:
+def _pooled(entry: str, work: int, operands) -> bool:
     """Run the pool's ``entry`` when it is there and ``work`` is large enough (POOL_MIN, POOL_INTENSITY); whether it
-    ran (not when the operands do not fit the pool's memory).  buffers: (address in Pyodide's heap, bytes, IN / OUT
-    / BOTH or a table mode); args: ints, floats (float32), _Copy(i)."""
+    ran (not when the operands do not fit the pool's memory).  operands() gives (buffers, args), called only when
+    the pool may take the op (finding the buffers' addresses costs more than a small kernel): buffers are (address
+    in Pyodide's heap, bytes, IN / OUT / BOTH or a table mode); args are ints, floats (float32), _Copy(i)."""
+    if _pool is None or _threads < 2 or work < POOL_MIN[entry]:
+        return False
+    buffers, args = operands()
     copied = sum(size * _COPIES.get(mode, 1) for _, size, mode in buffers)
-    if _pool is None or _threads < 2 or work < POOL_MIN[entry] or work * (1 - 1 / _threads) < POOL_INTENSITY * copied:
+    if work * (1 - 1 / _threads) < POOL_INTENSITY * copied:
         return False
     words = [len(buffers), len(args)]
     for address, size, mode in buffers:
@@ -217,13 +221,14 @@ def _gemm(count, m, n, k, alpha, pa, sa, rsa, csa, pb, sb, rsb, csb, beta, pc, s
     def span(step, rows, rs, cols, cs):  # bytes from a matrix stack's first element to its last
         return 4 * ((count - 1) * step + (rows - 1) * rs + (cols - 1) * cs + 1)
 
-    if min(sa, rsa, csa, sb, rsb, csb) >= 0:
+    def operands():
         buffers = [(_c(pa), span(sa, m, rsa, k, csa), IN), (_c(pb), span(sb, k, rsb, n, csb), IN),
                    (_c(pc), span(sc, m, ldc, n, 1), OUT if beta == 0.0 else BOTH)]
-        args = [count, m, n, k, float(alpha), _Copy(0), sa, rsa, csa, _Copy(1), sb, rsb, csb, float(beta), _Copy(2),
-                sc, ldc]
-        if _pooled("gemm_f32_part", count * m * n * k, buffers, args):
-            return
+        return buffers, [count, m, n, k, float(alpha), _Copy(0), sa, rsa, csa, _Copy(1), sb, rsb, csb, float(beta),
+                         _Copy(2), sc, ldc]
+
+    if min(sa, rsa, csa, sb, rsb, csb) >= 0 and _pooled("gemm_f32_part", count * m * n * k, operands):
+        return
     _lib.gemm_f32(count, m, n, k, _float(alpha), _c(pa), sa, rsa, csa, _c(pb), sb, rsb, csb, _float(beta), _c(pc), sc,
                   ldc)
 
@@ -255,10 +260,10 @@ def adamw(weights, gradients, m1, m2, mode: int, scalars: list) -> bool:
     if table is None:
         return False
     values = np.array(scalars, F32)
-    if not _pooled("adamw_f32_part", sum(g[0].size for g in groups),
-                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN, BOTH, BOTH))]
-                   + [_whole(table, _table_mode(5)), _whole(values, IN)],
-                   [len(groups), _Copy(4 * len(groups)), mode, _Copy(4 * len(groups) + 1)]):
+    if not _pooled("adamw_f32_part", sum(g[0].size for g in groups), lambda: (
+            [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN, BOTH, BOTH))]
+            + [_whole(table, _table_mode(5)), _whole(values, IN)],
+            [len(groups), _Copy(4 * len(groups)), mode, _Copy(4 * len(groups) + 1)])):
         _lib.adamw_f32(len(groups), _ptr(table), mode, _ptr(values))
     return True
 
@@ -269,9 +274,9 @@ def sgd(weights, gradients, neg_lr) -> bool:
     table = _table("sgd", groups) if _on else None
     if table is None:
         return False
-    if not _pooled("sgd_f32_part", sum(g[0].size for g in groups),
-                   [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN))]
-                   + [_whole(table, _table_mode(3))], [len(groups), _Copy(2 * len(groups)), float(neg_lr)]):
+    if not _pooled("sgd_f32_part", sum(g[0].size for g in groups), lambda: (
+            [_whole(x, kind) for g in groups for x, kind in zip(g, (BOTH, IN))] + [_whole(table, _table_mode(3))],
+            [len(groups), _Copy(2 * len(groups)), float(neg_lr)])):
         _lib.sgd_f32(len(groups), _ptr(table), _float(float(neg_lr)))
     return True
 
@@ -386,8 +391,8 @@ def im2col(x: np.ndarray, kernel_shape, pads, out, strides, dilations) -> np.nda
     cols = np.empty((n, c, kernel_shape[0] * kernel_shape[1], out[0], out[1]), F32)
     if cols.size:
         window = _window_args(x.shape, out, kernel_shape, strides, pads, dilations)
-        if not _pooled("im2col_f32_part", cols.size, [_whole(x, IN), _whole(cols, OUT)],
-                       [n * c, *window, _Copy(0), _Copy(1)]):
+        if not _pooled("im2col_f32_part", cols.size, lambda: ([_whole(x, IN), _whole(cols, OUT)],
+                                                              [n * c, *window, _Copy(0), _Copy(1)])):
             _lib.im2col_f32(n * c, *window, _ptr(x), _ptr(cols))
     return cols
 
@@ -400,8 +405,8 @@ def col2im(cols: np.ndarray, x_shape, kernel_shape, pads, out, strides, dilation
     x = np.empty(tuple(x_shape), F32)
     if x.size:
         planes, window = x_shape[0] * x_shape[1], _window_args(x_shape, out, kernel_shape, strides, pads, dilations)
-        if not _pooled("col2im_f32_part", cols.size, [_whole(cols, IN), _whole(x, OUT)],
-                       [planes, *window, _Copy(0), _Copy(1)]):
+        if not _pooled("col2im_f32_part", cols.size, lambda: ([_whole(cols, IN), _whole(x, OUT)],
+                                                              [planes, *window, _Copy(0), _Copy(1)])):
             _lib.col2im_f32(planes, *window, _ptr(cols), _ptr(x))
     return x
 
@@ -422,9 +427,9 @@ def depthwise(x, w, b, pads, out, strides, dilations) -> np.ndarray | None:
     b = None if b is None else _contiguous(b)
     y = np.empty((x.shape[0], x.shape[1], out[0], out[1]), F32)
     if y.size:
-        buffers = [_whole(x, IN), _whole(w, IN), _whole(y, OUT)] + ([] if b is None else [_whole(b, IN)])
-        if not _pooled("depthwise_f32_part", y.size * w.shape[2] * w.shape[3], buffers,
-                       [*args, _Copy(0), _Copy(1), 0 if b is None else _Copy(3), _Copy(2)]):
+        if not _pooled("depthwise_f32_part", y.size * w.shape[2] * w.shape[3], lambda: (
+                [_whole(x, IN), _whole(w, IN), _whole(y, OUT)] + ([] if b is None else [_whole(b, IN)]),
+                [*args, _Copy(0), _Copy(1), 0 if b is None else _Copy(3), _Copy(2)])):
             _lib.depthwise_f32(*args, _ptr(x), _ptr(w), None if b is None else _ptr(b), _ptr(y))
     return y
 
@@ -442,9 +447,10 @@ def depthwise_grad(dy, x, w, pads, out, strides, dilations, want_dx: bool, want_
     if x.size and (want_dx or want_dw):
         outputs = [a for a in (dx, dw) if a is not None]
         pooled = w.size <= _POOL_FILTERS and _pooled(
-            "depthwise_grad_f32_part", dy.size * w.shape[2] * w.shape[3],
-            [_whole(dy, IN), _whole(x, IN), _whole(w, IN)] + [_whole(a, OUT) for a in outputs],
-            [*args, _Copy(0), _Copy(1), _Copy(2), _Copy(3) if want_dx else 0, _Copy(3 + want_dx) if want_dw else 0])
+            "depthwise_grad_f32_part", dy.size * w.shape[2] * w.shape[3], lambda: (
+                [_whole(dy, IN), _whole(x, IN), _whole(w, IN)] + [_whole(a, OUT) for a in outputs],
+                [*args, _Copy(0), _Copy(1), _Copy(2), _Copy(3) if want_dx else 0,
+                 _Copy(3 + want_dx) if want_dw else 0]))
         if not pooled:
             _lib.depthwise_grad_f32(*args, _ptr(dy), _ptr(x), _ptr(w), _ptr(dx) if want_dx else None,
                                     _ptr(dw) if want_dw else None)
@@ -461,9 +467,9 @@ def maxpool(x: np.ndarray, kernel_shape, pads, out, strides, dilations, indices:
     where = np.empty(y.shape, I64) if indices else None
     if y.size:
         window = _window_args(x.shape, out, kernel_shape, strides, pads, dilations)
-        buffers = [_whole(x, IN), _whole(y, OUT)] + ([_whole(where, OUT)] if indices else [])
-        if not _pooled("maxpool_f32_part", y.size * kernel_shape[0] * kernel_shape[1], buffers,
-                       [n * c, *window, _Copy(0), _Copy(1), _Copy(2) if indices else 0]):
+        if not _pooled("maxpool_f32_part", y.size * kernel_shape[0] * kernel_shape[1], lambda: (
+                [_whole(x, IN), _whole(y, OUT)] + ([_whole(where, OUT)] if indices else []),
+                [n * c, *window, _Copy(0), _Copy(1), _Copy(2) if indices else 0])):
             _lib.maxpool_f32(n * c, *window, _ptr(x), _ptr(y), _ptr(where) if indices else None)
     return y, where
 

@@ -19,10 +19,15 @@ DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int3
           "bool": np.bool_}
 
 
+_AS_THEY_ARE = {np.ndarray, str, int, float, bool, type(None)}
+
+
 def plain(value):
     """A request's value as plain Python: a buffer (a typed array's memoryview) as bytes, a JsProxy as what its
     ``to_py()`` gives, lists and dicts with their values converted; numpy arrays (the engine's tensors), numbers,
     strings and None as they are."""
+    if type(value) in _AS_THEY_ARE:  # most of a request (a failed getattr costs more than the whole check)
+        return value
     to_py = getattr(value, "to_py", None)  # a JsProxy in Pyodide
     if to_py is not None:
         value = to_py()
