@@ -90,11 +90,12 @@ def main() -> int:
     parser.add_argument("--model", choices=sorted(loop.MODELS.values()), default="mlp_full_ce_adamw")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--site", type=Path, default=build.SITE, help="another build's site/, to compare builds")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
-    if not (build.SITE / build.LIBRARY / "onnxtrain.mjs").exists():
+    if args.site == build.SITE and not (build.SITE / build.LIBRARY / "onnxtrain.mjs").exists():
         build.build_site()
-    site = build.build_test_site()
+    site = build.build_test_site(args.site)
     with tempfile.TemporaryDirectory() as tmp:
         loop.assemble(Path(tmp), site)
         (Path(tmp) / "index.html").write_text(PAGE)
