@@ -46,8 +46,9 @@ class TokenizerError(ValueError):
 
 @dataclass
 class Batch:
-    """Texts as the encoder's inputs: ``input_ids`` and ``attention_mask`` int64 [N, T], right-padded to the
-    longest text; ``truncated[i]``: text i had more tokens than fit; ``lengths[i]``: its tokens, specials included."""
+    """Texts as the encoder's inputs: ``input_ids`` and ``attention_mask`` int64 [N, T], right-padded with the json's
+    pad id to the longest text (whatever the json's padding strategy: the mask makes the padding's length moot);
+    ``truncated[i]``: text i had more tokens than fit; ``lengths[i]``: its tokens, specials included."""
     input_ids: np.ndarray
     attention_mask: np.ndarray
     truncated: list
@@ -95,6 +96,9 @@ def _is_punctuation(c: str) -> bool:
 
 
 def _field(entry: dict, key: str, kind, where: str, what: str, default=None):
+    """``entry[key]`` (or ``default``) when it is a ``kind``; else a TokenizerError naming ``where.key``."""
+    if not isinstance(entry, dict):
+        raise TokenizerError(f"{what}: {where} is {entry!r}; expected an object")
     value = entry.get(key, default)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise TokenizerError(f"{what}: {where}.{key} is {value!r}; expected {getattr(kind, '__name__', kind)}")
@@ -147,7 +151,7 @@ class Tokenizer:
         def before_nfd(c):
             if clean and (c in "\0\ufffd" or _is_control(c)):
                 return ""
-            if clean and (c in WHITE_SPACE):
+            if clean and c in WHITE_SPACE:
                 return " "
             return f" {c} " if chinese and _is_chinese(c) else c
 
@@ -185,8 +189,6 @@ class Tokenizer:
         self.added = {}
         for n, entry in enumerate(section):
             where = f"added_tokens[{n}]"
-            if not isinstance(entry, dict):
-                raise TokenizerError(f"{self.what}: {where} is {entry!r}; expected an object")
             content = _field(entry, "content", str, where, self.what)
             for key in ("single_word", "lstrip", "rstrip", "normalized"):
                 if _field(entry, key, bool, where, self.what, False):
@@ -229,20 +231,27 @@ class Tokenizer:
         specials = _field(section, "special_tokens", dict, "post_processor", self.what, {})
         parts, self.head, self.tail = [], [], []
         for n, piece in enumerate(single):
-            where = f"post_processor.single[{n}]"
-            if isinstance(piece, dict) and set(piece) == {"Sequence"} and piece["Sequence"].get("id") == "A":
-                parts.append("A")
-                continue
-            if not (isinstance(piece, dict) and set(piece) == {"SpecialToken"}):
-                raise TokenizerError(f"{self.what}: {where} is {piece!r}; supported: SpecialToken or Sequence A")
-            name = piece["SpecialToken"].get("id")
-            special = specials.get(name)
-            if not isinstance(special, dict) or len(special.get("ids", [])) != len(special.get("tokens", ())):
-                raise TokenizerError(f"{self.what}: {where} names {name!r}, which post_processor.special_tokens "
-                                     f"does not give as ids and tokens")
-            (self.tail if parts else self.head).extend(zip(special["tokens"], special["ids"]))
+            kind, value = next(iter(piece.items())) if isinstance(piece, dict) and len(piece) == 1 else (None, None)
+            name = value.get("id") if isinstance(value, dict) else None
+            if kind == "Sequence" and name == "A":
+                parts.append(name)
+            elif kind == "SpecialToken":
+                (self.tail if parts else self.head).extend(self._template_special(specials, name, n))
+            else:
+                raise TokenizerError(f"{self.what}: post_processor.single[{n}] is {piece!r}; supported: SpecialToken "
+                                     f"or Sequence A")
         if parts != ["A"]:
             raise TokenizerError(f"{self.what}: post_processor.single must hold Sequence A once; it holds {parts}")
+
+    def _template_special(self, specials: dict, name, n: int) -> list:
+        """[(token, id)] of the special token ``name`` that post_processor.single[n] names."""
+        special = specials.get(name) if isinstance(name, str) else None
+        ids, tokens = (special.get("ids"), special.get("tokens")) if isinstance(special, dict) else (None, None)
+        if not (isinstance(ids, list) and isinstance(tokens, list) and len(ids) == len(tokens)
+                and all(isinstance(i, int) for i in ids) and all(isinstance(t, str) for t in tokens)):
+            raise TokenizerError(f"{self.what}: post_processor.single[{n}] names {name!r}, which "
+                                 f"post_processor.special_tokens does not give as ids and tokens")
+        return list(zip(tokens, ids))
 
     def _read_truncation(self, section):
         if section is None:
@@ -257,21 +266,18 @@ class Tokenizer:
         if direction not in ("Right", "Left"):
             raise TokenizerError(f"{self.what}: truncation.direction is {direction!r}; supported: Right, Left")
         self.truncate_left = direction == "Left"
-        specials = len(self.head) + len(self.tail)
-        if self.max_length < specials:
-            raise TokenizerError(f"{self.what}: truncation.max_length is {self.max_length}; the template's {specials} "
-                                 f"special tokens need at least {specials}")
+        self._room(self.max_length, f"{self.what}: truncation.max_length", TokenizerError)
 
     # tokenizing
 
-    def _room(self, max_length) -> int | None:
-        """How many of the text's own tokens fit in ``max_length``; None: all."""
+    def _room(self, max_length, name: str = "max_length", error=ValueError) -> int | None:
+        """How many of a text's own tokens fit in ``max_length`` with the template's; None: all."""
+        specials = len(self.head) + len(self.tail)
         if max_length is None:
             return None
-        specials = len(self.head) + len(self.tail)
-        if not isinstance(max_length, int) or max_length < specials:
-            raise ValueError(f"max_length {max_length!r}: needs an int of at least {specials}, the template's "
-                             f"special tokens")
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < specials:
+            raise error(f"{name} is {max_length!r}; the template's {specials} special tokens need an int of at "
+                        f"least {specials}")
         return max_length - specials
 
     def _word_ids(self, word: str) -> tuple:
@@ -317,7 +323,7 @@ class Tokenizer:
 
     def _encode(self, text, max_length, where: str) -> tuple:
         if not isinstance(text, str):
-            raise TypeError(f"{where} is a {type(text).__name__}, not a str")
+            raise TypeError(f"{where} is of type {type(text).__name__}, not str")
         ids, room = self._text_ids(text), self._room(max_length)
         truncated = room is not None and len(ids) > room
         if truncated:
