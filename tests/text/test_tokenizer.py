@@ -83,7 +83,7 @@ def pair(config):
 
 def tokenizer_pair(config: dict, max_length=None):
     """(onnxtrain's, tokenizers') tokenizers of one config; the reference truncates at max_length (default: the
-    json's) and pads to the longest text with the json's pad id, as Tokenizer.batch does."""
+    json's), and does not pad."""
     text = json.dumps(config)
     mine = Tokenizer.from_json(text)
     ref = tokenizers.Tokenizer.from_str(text)
@@ -214,13 +214,13 @@ def test_unicode_8_table_holds_no_letters():
     assert changed == {"\u166d": "So", "\u1734": "Mc", "\U000111c9": "Mn", "\U0001171e": "Mn"}  # Mc since 16.0
 
 
-def test_word_cache_emptied_when_full(pair, monkeypatch):
-    mine, ref = pair
-    monkeypatch.setattr(tokenizer_module, "CACHED_WORDS", 5)
-    texts = [" ".join(WORDS[n:n + 12]) for n in range(len(WORDS))]
+def test_caches_emptied_when_full(config, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "CACHE_SIZE", 5)
+    mine, ref = tokenizer_pair(config)
+    texts = [" ".join(WORDS[n:n + 12]) for n in range(len(WORDS))] + CORPUS
     for text in texts * 2:
-        assert mine.encode(text) == ref.encode(text).ids
-        assert len(mine._words) <= 5
+        assert mine.encode(text) == ref.encode(text).ids, repr(text)
+        assert len(mine._words) <= 5 and len(mine._before_nfd) <= 5 and len(mine._after_nfd) <= 5
 
 
 # errors

@@ -37,7 +37,7 @@ SINCE_UNICODE_8 = """
 1E000-1E006 1E008-1E018 1E01B-1E021 1E023-1E024 1E026-1E02A 1E08F 1E130-1E136 1E2AE 1E2EC-1E2EF 1E4EC-1E4EF
 1E5EE-1E5EF 1E5FF 1E6E3 1E6E6 1E6EE-1E6EF 1E6F5 1E944-1E94A 1E95E-1E95F"""
 UNICODE_8_CATEGORY = {"\u166d": "Po", "\u1734": "Mn", "\U000111c9": "Po", "\U0001171e": "Mn"}
-CACHED_WORDS = 1 << 16  # the word -> ids cache is emptied when it grows past this
+CACHE_SIZE = 1 << 16  # the caches of words' ids and characters' forms are emptied when they reach this
 
 
 class TokenizerError(ValueError):
@@ -56,13 +56,16 @@ class Batch:
 
 
 class _CharMap(dict):
-    """A ``str.translate`` table filled on first use of each character."""
+    """A ``str.translate`` table filled on first use of each character (emptied when full, as a text of every
+    character could make it huge)."""
 
     def __init__(self, rule):
         super().__init__()
         self.rule = rule
 
     def __missing__(self, code: int) -> str:
+        if len(self) >= CACHE_SIZE:
+            self.clear()
         self[code] = out = self.rule(chr(code))
         return out
 
@@ -305,7 +308,7 @@ class Tokenizer:
             if word:
                 found = words.get(word)
                 if found is None:
-                    if len(words) >= CACHED_WORDS:
+                    if len(words) >= CACHE_SIZE:
                         words.clear()
                     found = words[word] = self._word_ids(word)
                 ids.extend(found)
