@@ -20,7 +20,7 @@ WHITE_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004
 CJK_IDEOGRAPHS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                   (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 # The tokenizers crate takes categories from the unicode_categories crate, whose tables are Unicode 8.0's: to it the
-# marks, format characters and punctuation added since (these code points, through Unicode 17) are unassigned, and
+# marks, format characters and punctuation added since (these code points, through Unicode 18) are unassigned, and
 # four characters keep the category they had in 8.0.
 SINCE_UNICODE_8 = """
 5C8-5C9 61D 7FD 890-891 897-89F 8CA-8E2 9FD-9FE A76 AFA-AFF B53-B55 C04 C3C C77 C84 D00 D3B-D3C D81 EBA ECE
