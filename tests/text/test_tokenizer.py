@@ -214,6 +214,12 @@ def test_unicode_8_table_holds_no_letters():
     assert now == {"\u166d": "So", "\u1734": "Mc", "\U000111c9": "Mn", "\U0001171e": "Mn"}  # U+1171E: Mc later
 
 
+def test_lone_surrogates_are_dropped_as_control_characters(pair):
+    """tokenizers cannot take them (Rust strings are UTF-8); a page's JavaScript string can hold them."""
+    mine, ref = pair
+    assert mine.encode("caf\ud800e\udfff [SEP]\udc00x") == ref.encode("cafe [SEP]x").ids
+
+
 def test_caches_emptied_when_full(config, monkeypatch):
     monkeypatch.setattr(tokenizer_module, "CACHE_SIZE", 5)
     mine, ref = tokenizer_pair(config)
