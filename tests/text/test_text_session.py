@@ -238,7 +238,7 @@ def test_bad_input_is_refused_and_leaves_the_session_as_it_was(encoder, files):
         session.predict(["anything"])
     with pytest.raises(DataError, match="the tokenizer cannot be read"):
         TextSession(encoder, b"{}")
-    with pytest.raises(DataError, match="must have the inputs 'input_ids' and 'attention_mask'"):
+    with pytest.raises(DataError, match=r"must have the inputs \['input_ids', 'attention_mask'\]; it has \['input'\]"):
         TextSession(oc_model_bytes(), files[1])
 
 

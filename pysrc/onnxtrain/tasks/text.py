@@ -25,10 +25,10 @@ from ..ir.compose import compose, cut
 from ..ir.model import Model
 from ..ir.rewrite import float16_where_exact
 from ..text import lora
+from ..text.encoder import EncoderError, load_encoder
 from ..text.tokenizer import Tokenizer, TokenizerError
 from ..train.csv import parse_csv
 from ..train.data import DataError
-from .backbone import fold_casts
 from .checks import class_name, show, whole
 from .csv_table import column
 from .head import classes_doc, with_head
@@ -97,23 +97,17 @@ def check_texts(texts, what: str, allow_empty: bool = False) -> list:
 
 
 class Encoder:
-    """The sentence encoder's bytes checked (inputs ``input_ids`` and ``attention_mask``, output ``embedding``
-    [N, H]), its weights made float32 once (``model``), and ``embed(batch)``."""
+    """The sentence encoder's bytes checked (text.encoder.load_encoder), its weights made float32 once, cut to
+    ``embedding`` [N, H] (``model``), and ``embed(batch)``."""
 
     def __init__(self, data: bytes, device: str = "cpu", what: str = "the encoder"):
         data = bytes(data)
         try:
-            model = ir.load(data)
-        except ir.ModelDecodeError as e:
-            raise DataError(f"{what} is not an ONNX model ({e})") from None
-        g = model.graph
-        inputs = [v.name for v in g.inputs if v.name not in g.initializer_map()]
-        outputs = [v.name for v in g.outputs]
-        if inputs != ["input_ids", "attention_mask"] or "embedding" not in outputs:
-            raise DataError(f"{what} must have the inputs 'input_ids' and 'attention_mask' and the output "
-                            f"'embedding'; it has inputs {inputs} and outputs {outputs}")
+            model = load_encoder(data, what)
+        except EncoderError as e:
+            raise DataError(str(e)) from None
         self.bytes, self.sha256 = len(data), hashlib.sha256(data).hexdigest()
-        self.model = cut(fold_casts(model), {"embedding": "embedding"})
+        self.model = cut(model, {"embedding": "embedding"})
         self.session = session_on(self.model, device)
         probe = self.session.run([np.array([[101, 102]], np.int64), np.ones((1, 2), np.int64)])[0]
         if probe.ndim != 2 or probe.shape[0] != 1:
