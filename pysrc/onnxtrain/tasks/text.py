@@ -266,18 +266,21 @@ class TextSession(LabelledSamples):
         batch = self.tokenizer.batch([self.store[s][0] for s in ids])
         return [batch.input_ids, batch.attention_mask]
 
-    def evaluate(self) -> dict:
+    def metrics(self) -> dict:
         """Accuracy, baseline and confusion matrix on the validation texts (on the training texts when there is
-        no validation), and the validation loss."""
+        no validation, "on" says which)."""
         run = self._run()
         if self.validation is not None:
-            *x, y = self.validation
-            on, loss = "validation", run.validation_loss(chunk=BATCH)
+            (*x, y), on = self.validation, "validation"
         else:
             x = self._inputs(self.settings["ids"], self.settings["mode"])
-            y, on, loss = np.array(self.settings["labels"], np.int64), "train", None
-        logits = predict(run.module, x, chunk=BATCH)
-        return {"loss": loss, "on": on, **classification_metrics(logits, y, len(self.names))}
+            y, on = np.array(self.settings["labels"], np.int64), "train"
+        return {"on": on, **classification_metrics(predict(run.module, x, chunk=BATCH), y, len(self.names))}
+
+    def evaluate(self) -> dict:
+        """``metrics()`` and the validation loss (None without validation)."""
+        loss = self._run().validation_loss(chunk=BATCH) if self.validation is not None else None
+        return {"loss": loss, **self.metrics()}
 
     def predict(self, texts) -> list:
         """For each text: {label, class_name, probabilities, truncated}."""
