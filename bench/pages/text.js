@@ -10,18 +10,7 @@ import { TextTask, TrainingSession, Tensor, start } from "../onnxtrain/onnxtrain
 ort.env.wasm.numThreads = 1;
 ort.env.wasm.wasmPaths = new URL("../bench-vendor/ort/", location.href).href;
 
-// Calls of `run` for about budgetMs (at least minCalls) after warmupMs (at least one call) of untimed calls; their
-// times in ms.
-async function timeCalls(run, { warmupMs, budgetMs, minCalls }) {
-  for (let start = performance.now(), n = 0; n < 1 || performance.now() - start < warmupMs; n++) await run();
-  const times = [];
-  for (const start = performance.now(); times.length < minCalls || performance.now() - start < budgetMs;) {
-    const t = performance.now();
-    await run();
-    times.push(performance.now() - t);
-  }
-  return times;
-}
+const { timeCalls } = window.benchUtil;
 
 // A batch's [input_ids, attention_mask] as tensors of `Kind` (ort.Tensor or the library's Tensor).
 const idTensors = (Kind, { ids, mask }) => {
