@@ -14,8 +14,8 @@ const TYPING_MS = 300; // live predictions wait this long after the last key
 let task = null; // the library's TextTask
 let loading = null; // resolves when the encoder is in the engine
 let view = null;
-let classes = []; // [{name, texts: [{id, text}]}] in the task's order (texts typed here; a CSV's rows are counted)
-let counts = []; // the task's number of texts per class
+let classes = []; // [{name, texts: [{id, text, truncated}]}], the task's, in its order
+let maxLength = 0; // the tokens the encoder reads of a text
 let busy = false; // setting up or training: no other call may reach the task
 let trained = false; // the run's head fits the classes and has trained at least one epoch
 let csv = null; // the CSV file chosen: {name, bytes}
@@ -39,6 +39,7 @@ function showLoad({ loaded, total, seconds, stage }) {
 
 async function showReady() {
   const info = await task.info();
+  maxLength = info.maxLength;
   $("text-load-progress").hidden = true;
   $("text-load-status").textContent = `Ready: all-MiniLM-L6-v2, loaded in ${info.loadSeconds.toFixed(1)} s; ` +
     `computing on ${PROVIDER_NAMES[info.executionProvider]}.`;
@@ -69,11 +70,12 @@ function load() {
 
 // ---- classes and examples ---------------------------------------------------------------------------------------
 
-// The classes and counts as the task has them now (names from the task: a CSV may have added classes), shown.
+// The classes and their texts as the task has them now, shown.
 async function synced() {
-  const names = await task.classes();
-  counts = await task.counts();
-  classes = names.map((name, i) => ({ name, texts: classes[i]?.name === name ? classes[i].texts : [] }));
+  const texts = await task.texts();
+  const samples = new Map((await task.samples()).map((s) => [s.id, s.classIndex]));
+  classes = (await task.classes()).map((name) => ({ name, texts: [] }));
+  for (const t of texts) classes[samples.get(t.id)].texts.push(t);
   showClasses();
 }
 
@@ -92,10 +94,7 @@ function classCard(cls, index) {
   const add = element("button", { className: "secondary text-add", textContent: "Add examples" });
   add.onclick = () => addTyped(index, input).catch(showError);
   const list = element("ul", { className: "text-examples" }, ...cls.texts.map((t) => exampleItem(t)));
-  const typed = cls.texts.length;
-  const others = counts[index] - typed;
-  const count = element("span", { className: "cam-count metrics",
-    textContent: plural(counts[index], "example") + (others > 0 ? ` (${others} from a CSV file)` : "") });
+  const count = element("span", { className: "cam-count metrics", textContent: plural(cls.texts.length, "example") });
   return element("div", { className: "cam-class text-class" },
     element("div", { className: "row" }, name, count, remove), input, element("div", { className: "row" }, add), list);
 }
@@ -104,7 +103,8 @@ function exampleItem(example) {
   const remove = element("button", { textContent: "×", title: "Delete this example" });
   remove.setAttribute("aria-label", "Delete this example");
   remove.onclick = () => change(() => task.removeSample(example.id)).catch(showError);
-  return element("li", {}, element("span", { textContent: example.text }), remove);
+  const cut = example.truncated ? [element("em", { className: "note", textContent: `cut at ${maxLength} tokens` })] : [];
+  return element("li", {}, element("span", { textContent: example.text }), ...cut, remove);
 }
 
 function showClasses() {
@@ -139,7 +139,7 @@ async function change(action, { classesChanged = true } = {}) {
 function truncationNotice(n, where) {
   if (!n) return;
   $("text-notice").textContent = `${plural(n, "example")} ${where} ${n === 1 ? "is" : "are"} longer than the ` +
-    "language model reads (128 tokens): only the beginning of each counts.";
+    `language model reads (${maxLength} tokens): only the beginning of each counts.`;
   $("text-notice").hidden = false;
 }
 
@@ -151,10 +151,7 @@ async function addTyped(index, input) {
   if (!texts.length) throw new Error("Type at least one example: one per line (empty lines are skipped).");
   $("text-notice").hidden = true;
   let added;
-  await change(async () => {
-    added = await task.addTexts(texts, index);
-    classes[index].texts.push(...added.ids.map((id, k) => ({ id, text: texts[k] })));
-  }, { classesChanged: false });
+  await change(async () => { added = await task.addTexts(texts, index); }, { classesChanged: false });
   input.value = "";
   truncationNotice(added.truncated.length, `of ${classes[index].name}`);
   if (empty && !added.truncated.length) {
@@ -231,7 +228,7 @@ async function predictTyped() {
   live = { text, result };
   showProbabilities("text-bars", result.probabilities, classes.map((c) => c.name));
   $("text-live-note").textContent = result.truncated
-    ? "This text is longer than the language model reads (128 tokens): only its beginning counts." : "";
+    ? `This text is longer than the language model reads (${maxLength} tokens): only its beginning counts.` : "";
 }
 
 function predictSoon() {
@@ -269,14 +266,14 @@ const flow = {
     await exclusive(() => task.setup({ ...settings, validation: 0, seed: 0 }));
     trained = false;
     return { kind: "text", name: `Text categories (${settings.mode === "lora" ? "LoRA" : "head"})`, settings,
-      snapshot: await task.snapshot(), classes: classes.map((c) => ({ name: c.name, texts: c.texts })) };
+      snapshot: await task.snapshot(), classes: classes.map((c) => c.name) };
   },
 };
 
 registerRunKind("text", {
   section: "text",
-  describe: (r) => `${r.name}: ${r.classes.length} classes (${r.classes.map((c) => c.name).join(", ")}), ` +
-    `epoch ${r.epoch}/${r.settings.epochs}`,
+  describe: (r) => `${r.name}: ${r.classes.length} classes (${r.classes.join(", ")}), epoch ${r.epoch}/` +
+    `${r.settings.epochs}`,
   async resume(saved) {
     if (busy) throw new Error("Training is running; cancel it before resuming a saved run.");
     $("text-load").disabled = true;
@@ -287,7 +284,6 @@ registerRunKind("text", {
     task = next;
     loading = Promise.resolve();
     await task.restore(saved.checkpoint.slice(0), saved.bestCheckpoint?.slice(0) ?? null);
-    classes = saved.classes.map((c) => ({ name: c.name, texts: c.texts.map((t) => ({ ...t })) }));
     $("text-mode").value = saved.settings.mode;
     $("text-rank").value = saved.settings.rank;
     modeShown();

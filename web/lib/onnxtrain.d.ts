@@ -562,7 +562,7 @@ export interface TextTaskOptions { encoder?: URIorBuffer; tokenizer?: URIorBuffe
 
 /** TextTask.predict(): a text's class probabilities and label; truncated: it had more tokens than the encoder
  * reads, and only its first ones counted. */
-export interface TextPrediction { probabilities: number[]; label: number; truncated: boolean }
+export interface TextPrediction { probabilities: number[]; label: number; className: string; truncated: boolean }
 
 /** TextTask.evaluate(): on the validation texts, or on the training ones without (loss then null). */
 export type TextMetrics = ClassificationMetrics & { on: "validation" | "train" };
@@ -576,8 +576,9 @@ export class TextTask extends Task<TextMetrics> {
   static readonly TOKENIZER: string;
   static create(options?: TextTaskOptions): Promise<TextTask>;
   static fromSnapshot(snapshot: URIorBuffer, options?: TextTaskOptions): Promise<TextTask>;
-  info(): Promise<Record<string, unknown> & { loadSeconds: number;
-    executionProvider: "webgpu" | "wasm" | "cpu" }>;
+  /** hidden: the embedding's size; maxLength: the tokens a text is cut to ([CLS] and [SEP] included). */
+  info(): Promise<{ hidden: number; maxLength: number; encoderBytes: number; encoderSha256: string;
+    loadSeconds: number; executionProvider: "webgpu" | "wasm" | "cpu" }>;
   addClass(name: string): Promise<number>;
   renameClass(index: number, name: string): Promise<void>;
   /** Removes the class and its texts; the classes after it move down one. */
@@ -592,9 +593,13 @@ export class TextTask extends Task<TextMetrics> {
   /** Texts per class, in class order. */
   counts(): Promise<number[]>;
   samples(): Promise<{ id: number; classIndex: number }[]>;
-  /** A new run on all texts (validation: 0, or the share of each class held out; rank: LoRA's). */
+  /** The texts (of class `classIndex`, or all), in the order added. */
+  texts(classIndex?: number): Promise<{ id: number; text: string; truncated: boolean }[]>;
+  /** A new run on all texts (validation: 0, or the share of each class held out; rank: LoRA's, null for a head). */
   setup(options?: { mode?: "head" | "lora"; rank?: number; validation?: number; seed?: number;
-    optimizer?: "AdamW" | "SGD" }): Promise<Record<string, unknown>>;
+    optimizer?: "AdamW" | "SGD" }): Promise<{ samples: number; train: number; validation: number; classes: string[];
+      trainPerClass: number[]; validationPerClass: number[]; mode: "head" | "lora"; rank: number | null;
+      parameters: number }>;
   evaluate(): Promise<TextMetrics>;
   predict(text: string): Promise<TextPrediction>;
   predict(texts: Iterable<string>): Promise<TextPrediction[]>;

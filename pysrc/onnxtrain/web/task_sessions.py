@@ -30,8 +30,8 @@ TASK_METHODS = {
                     "finish_fine_tune"},
     "personalize": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class",
                     "add_samples", "remove_sample", "setup", "evaluate", "predict", "snapshot"},
-    "text": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class", "add_texts",
-             "add_csv", "remove_sample", "setup", "evaluate", "predict", "snapshot", "export_zip"},
+    "text": {"info", "classes", "counts", "sample_list", "texts", "add_class", "rename_class", "remove_class",
+             "add_texts", "add_csv", "remove_sample", "setup", "evaluate", "predict", "snapshot", "export_zip"},
 }
 #: (kind, method) -> (the TaskSession, the task's result) -> the result as JavaScript takes it, where that is not
 #: the task's own: keys in camelCase (the task's own names; the user's names inside stay), with the provider that

@@ -316,7 +316,8 @@ export class TextTask extends Task {
     return withModel(this, kind, [encoder, "the encoder"], vocabulary, onLoad);
   }
 
-  // What the session says of its encoder and tokenizer, with loadSeconds and executionProvider.
+  // {hidden (the embedding's size), maxLength (the tokens a text is cut to), encoderBytes, encoderSha256,
+  // loadSeconds, executionProvider}
   async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
 
   async addClass(name) { return this._call("add_class", String(name)); }
@@ -353,6 +354,12 @@ export class TextTask extends Task {
     return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
   }
 
+  // The texts (of class `classIndex`, or all), in the order added: [{id, text, truncated}].
+  async texts(classIndex) {
+    const args = classIndex === undefined ? [] : [Number(classIndex)];
+    return (await this._call("texts", ...args)).map(([id, text, truncated]) => ({ id, text, truncated }));
+  }
+
   // A new run on all texts: mode "head" (a head on the cached embeddings) or "lora" (rank-`rank` adapters on the
   // encoder's attention, and the head).  Then train().
   async setup({ mode = "head", rank = 8, validation = 0, seed = 0, optimizer = "AdamW" } = {}) {
@@ -363,7 +370,7 @@ export class TextTask extends Task {
   // Accuracy, baseline and confusion on the validation texts (on the training texts without validation).
   async evaluate() { return this._call("evaluate"); }
 
-  // {probabilities, label, truncated} of each text of an array, or of one text (a string).
+  // {probabilities, label, className, truncated} of each text of an array, or of one text (a string).
   async predict(texts) {
     if (typeof texts === "string") return (await this._call("predict", [texts]))[0];
     return this._call("predict", textsOf(texts, "the texts to predict"));
