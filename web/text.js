@@ -116,7 +116,7 @@ function showClasses() {
 function refresh() {
   for (const control of $("text-classes").querySelectorAll("button, textarea, input")) control.disabled = busy;
   for (const remove of $("text-classes").querySelectorAll(".cam-remove")) remove.disabled = busy || classes.length <= 2;
-  $("text-add-class").disabled = $("text-csv-add").disabled = busy;
+  for (const id of ["text-add-class", "text-csv-add", "text-mode", "text-rank"]) $(id).disabled = busy;
   if (!trained) {
     $("text-bars").replaceChildren();
     $("text-live-note").textContent = "Train to see predictions.";
