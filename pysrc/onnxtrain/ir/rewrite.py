@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import copy
 
-from .model import Node
+import numpy as np
+
+from .dtypes import DataType
+from .model import Attribute, AttrType, Model, Node, Tensor
 
 
 def inference_batchnorm(node: Node, read: set) -> list:
@@ -14,3 +17,26 @@ def inference_batchnorm(node: Node, read: set) -> list:
     y_only.outputs = node.outputs[:1]
     return [y_only] + [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
                        for i, name in enumerate(node.outputs[1:]) if name and name in read]
+
+
+def float16_where_exact(model: Model, min_size: int = 16) -> Model:
+    """A copy of ``model`` whose float32 initializers of at least ``min_size`` values that float16 holds exactly
+    are stored as float16 under ``<name>.float16``, each followed by a Cast to float32 of the old name: half the
+    bytes, the same values."""
+    g = model.graph
+    casts, initializers = [], []
+    for t in g.initializers:
+        data = t.data
+        if t.data_type == DataType.FLOAT and data.size >= min_size and np.array_equal(
+                data.astype(np.float16).astype(np.float32), data):
+            half = f"{t.name}.float16"
+            initializers.append(Tensor(half, data.astype(np.float16), DataType.FLOAT16))
+            casts.append(Node("Cast", [half], [t.name], name=f"{t.name}.cast",
+                              attributes={"to": Attribute("to", AttrType.INT, DataType.FLOAT)}))
+        else:
+            initializers.append(t)
+    out = copy.copy(model)
+    out.graph = copy.copy(g)
+    out.graph.nodes = casts + list(g.nodes)
+    out.graph.initializers = initializers
+    return out

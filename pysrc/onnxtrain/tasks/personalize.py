@@ -4,7 +4,6 @@ on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, sta
 and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 
@@ -14,95 +13,34 @@ from ..ir import to_bytes
 from ..ir.compose import compose
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
-from ..api.module import session_on
-from ..runtime import Session
 from ..train.data import DataError
 from .backbone import Backbone
-from .checks import check_validation, class_name, show, whole
+from .checks import show
 from .head import classes_doc, with_head
+from .labelled import LabelledSamples
 from .preprocess import check_pixels
 from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
 
-MAX_CLASSES = 50
 SNAPSHOT_VERSION = 1
 
 
-def _shown(value) -> str:
-    """A number as it is, other values quoted (for messages)."""
-    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else show(value)
-
-
-class PersonalizeSession:
+class PersonalizeSession(LabelledSamples):
     """Classes, their samples' cached embeddings and a trained head on the backbone (ONNX bytes); ``run`` makes
     the training run (see tasks.training); ``device`` ("cpu" or "webgpu") runs the embeddings, the head's
     training and its predictions."""
 
+    trained = "head"
+
     def __init__(self, backbone: bytes, run=None, device: str = "cpu"):
-        self.device = device
+        super().__init__(run_factory(run, device), device)
         self.backbone = backbone if isinstance(backbone, Backbone) else Backbone(backbone, device=device)
-        self.make_run = run_factory(run, device)
-        self.names = []          # class names, in label order
-        self.samples = {}        # sample id -> class index, in the order added
-        self.store = {}          # sample id -> (features, block): the samples' and the run's
-        self.next_id = 1
-        self.training = None     # the run set up last (None before setup, or after the classes changed)
-        self.settings = None     # that run's setup: fine_tune, validation, seed, optimizer, ids, labels
-        self.validation = None   # that run's validation rows (inputs, labels), or None
-        self._head_cache = None  # (the run's module and parameters' digest, its inference Session)
 
     def info(self) -> dict:
         """The backbone: its input size, features, block shape, bytes, SHA-256 and source."""
         b = self.backbone
         return {"input_size": b.preprocess["size"], "features": b.features, "block_shape": b.block_shape,
                 "backbone_bytes": b.bytes, "backbone_sha256": b.sha256, "source": b.source}
-
-    # ---- classes ----------------------------------------------------------------------------------------
-
-    def classes(self) -> list:
-        return list(self.names)
-
-    def counts(self) -> list:
-        """The number of samples of each class, in class order."""
-        counts = [0] * len(self.names)
-        for label in self.samples.values():
-            counts[label] += 1
-        return counts
-
-    def sample_list(self) -> list:
-        """[sample id, class index] of every sample, in the order added."""
-        return [[i, label] for i, label in self.samples.items()]
-
-    def _index(self, index) -> int:
-        i = whole(index, 0, len(self.names) - 1)
-        if i is None:
-            raise DataError(f"there is no class {_shown(index)}; the classes are numbered 0 to {len(self.names) - 1}"
-                            if self.names else f"there is no class {_shown(index)}: add a class first")
-        return i
-
-    def add_class(self, name) -> int:
-        """A new class named ``name``; its index.  A run set up before is dropped (its head has other classes)."""
-        name = class_name(name, self.names)
-        if len(self.names) >= MAX_CLASSES:
-            raise DataError(f"there are {len(self.names)} classes already; at most {MAX_CLASSES}")
-        self.names.append(name)
-        self._drop_run()
-        return len(self.names) - 1
-
-    def rename_class(self, index, name) -> None:
-        i = self._index(index)
-        self.names[i] = class_name(name, self.names[:i] + self.names[i + 1:])
-
-    def remove_class(self, index) -> None:
-        """Remove class ``index`` and its samples; the classes after it move down one.  A run is dropped."""
-        i = self._index(index)
-        del self.names[i]
-        self.samples = {s: label - (label > i) for s, label in self.samples.items() if label != i}
-        self._drop_run()
-
-    def _drop_run(self) -> None:
-        self.training = self.settings = self.validation = None
-        self.store = {s: e for s, e in self.store.items() if s in self.samples}
 
     # ---- samples ----------------------------------------------------------------------------------------
 
@@ -111,20 +49,7 @@ class PersonalizeSession:
         i = self._index(index)
         images = check_pixels(pixels, f"the images for class {show(self.names[i])}")
         features, block = self.backbone.embed(images)
-        ids = list(range(self.next_id, self.next_id + len(images)))
-        for k, s in enumerate(ids):
-            self.store[s] = (features[k].copy(), block[k].copy())
-            self.samples[s] = i
-        self.next_id += len(images)
-        return ids
-
-    def remove_sample(self, sample) -> None:
-        s = whole(sample, 1)
-        if s is None or s not in self.samples:
-            raise DataError(f"there is no sample {_shown(sample)}" + ("" if self.samples else " (there are none)"))
-        del self.samples[s]
-        if self.settings is None or s not in self.settings["ids"]:
-            del self.store[s]
+        return self._add([(features[k].copy(), block[k].copy()) for k in range(len(images))], [i] * len(images))
 
     # ---- the head and its run ---------------------------------------------------------------------------
 
@@ -132,22 +57,7 @@ class PersonalizeSession:
         """A new run on the samples there are now: the head (a Gemm from the features to the classes, or with
         ``fine_tune`` also the backbone's last convolution) as training artifacts; ``validation`` (0, or above 0
         and below 1) of each class's samples held out.  What the run trains on."""
-        seed = whole(seed, 0)
-        if seed is None:
-            raise DataError("the seed must be a whole number of 0 or more")
-        share = 0.0 if validation in (0, 0.0, None) else check_validation(validation)
-        counts = self.counts()
-        if len(self.names) < 2:
-            raise DataError(f"there {'is one class' if self.names else 'are no classes'}; add at least two classes "
-                            f"with samples in each to train")
-        empty = [n for n, c in zip(self.names, counts) if c == 0]
-        if empty:
-            raise DataError(f"the class {show(empty[0])} has no samples; add some, or remove the class")
-        settings = {"fine_tune": bool(fine_tune), "validation": share, "seed": seed, "optimizer": str(optimizer),
-                    "ids": list(self.samples), "labels": list(self.samples.values())}
-        info = self._new_run(settings)
-        self.store = {s: e for s, e in self.store.items() if s in self.samples}
-        return info
+        return self._setup(validation, seed, {"fine_tune": bool(fine_tune), "optimizer": str(optimizer)})
 
     def _new_run(self, settings: dict, checkpoint: bytes = None) -> dict:
         """The run ``settings`` describe (its samples' ids and labels, as ``setup`` made them), at ``checkpoint``;
@@ -194,27 +104,6 @@ class PersonalizeSession:
         tail = self.backbone.tail
         return compose(tail, head, {"features": "features"})
 
-    def _run(self):
-        if self.training is None:
-            raise DataError("there is no trained head: add classes and samples, then set up and train")
-        return self.training
-
-    @property
-    def epoch(self) -> int:
-        return self._run().epoch
-
-    def step(self, batch_size: int, learning_rate: float) -> dict:
-        return self._run().step(batch_size, learning_rate)
-
-    def _head(self) -> Session:
-        """The trained head's inference session, made again only when its parameters changed (a live prediction a
-        frame does not pay for the export of a fine-tuned convolution)."""
-        module = self._run().module
-        key = (id(module), hashlib.blake2b(module.get_contiguous_parameters(True), digest_size=16).digest())
-        if self._head_cache is None or self._head_cache[0] != key:
-            self._head_cache = (key, session_on(inference_model(module), self.device))
-        return self._head_cache[1]
-
     def evaluate(self) -> dict:
         """Accuracy, baseline and confusion matrix on the validation samples (on the training samples when there
         is no validation), and the validation loss."""
@@ -229,7 +118,7 @@ class PersonalizeSession:
 
     def predict(self, pixels) -> list:
         """For each image of uint8 [n, height, width, 3 or 4]: {probabilities, label, class_name}."""
-        head = self._head()
+        head = self._model()
         images = check_pixels(pixels, "the images to predict")
         features, block = self.backbone.embed(images)
         logits = head.run([block if self.settings["fine_tune"] else features])[0]
@@ -260,10 +149,6 @@ class PersonalizeSession:
     def checkpoint(self, properties: dict = None) -> bytes:
         return self._run().checkpoint({**(properties or {}), "onnxtrain.personalize": {
             "classes": self.names, "fine_tune": self.settings["fine_tune"]}})
-
-    def restore(self, data: bytes) -> int:
-        """Continue a saved run of this setup: load its checkpoint; returns its epoch."""
-        return self._run().restore(data)
 
     def snapshot(self) -> bytes:
         """The classes, the samples (ids, classes, cached embeddings) and the run (its setup and checkpoint) as

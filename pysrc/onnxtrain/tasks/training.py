@@ -21,14 +21,16 @@ from ..train import Trainer
 from ..train.archive import artifacts_zip
 
 
-def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None, extra_outputs=None) -> dict:
+def make_artifacts(forward: Model, loss: str, optimizer: str = "AdamW", trainable=None, extra_outputs=None,
+                   frozen=None) -> dict:
     """``generate_artifacts``' dict of bytes for ``forward``, training the initializers named in ``trainable``
-    (default all; the others frozen); ``loss`` and ``optimizer`` are LossType and OptimType names;
-    ``extra_outputs`` are forward outputs the training and eval models also give."""
+    (default all) and keeping those named in ``frozen`` (default all the others) as frozen parameters in the
+    checkpoint (the rest stay initializers of the models); ``loss`` and ``optimizer`` are LossType and OptimType
+    names; ``extra_outputs`` are forward outputs the training and eval models also give."""
     names = [t.name for t in forward.graph.initializers]
     trainable = names if trainable is None else list(trainable)
-    return artifacts.generate_artifacts(forward, requires_grad=trainable,
-                                        frozen_params=[n for n in names if n not in trainable],
+    frozen = [n for n in names if n not in trainable] if frozen is None else list(frozen)
+    return artifacts.generate_artifacts(forward, requires_grad=trainable, frozen_params=frozen,
                                         loss=artifacts.enum_member(artifacts.LossType, loss),
                                         optimizer=artifacts.enum_member(artifacts.OptimType, optimizer),
                                         additional_output_names=extra_outputs)
@@ -101,10 +103,13 @@ def with_weights(forward: Model, module) -> Model:
     return forward
 
 
-def predict(module, x: np.ndarray, output: str = "output", chunk: int = 256) -> np.ndarray:
-    """The inference model's ``output`` for the rows of ``x``, ``chunk`` rows at a time."""
+def predict(module, x, output: str = "output", chunk: int = 256) -> np.ndarray:
+    """The inference model's ``output`` for the rows of ``x`` (an array, or a list of arrays: the model's
+    inputs), ``chunk`` rows at a time."""
     session = Session(inference_model(module, output))
-    return np.concatenate([session.run([x[i:i + chunk]])[0] for i in range(0, len(x), chunk)])
+    inputs = x if isinstance(x, list) else [x]
+    return np.concatenate([session.run([a[i:i + chunk] for a in inputs])[0]
+                           for i in range(0, len(inputs[0]), chunk)])
 
 
 def probabilities(logits: np.ndarray) -> list:
