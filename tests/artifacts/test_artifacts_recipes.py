@@ -235,7 +235,7 @@ def exported():
     import os
     recipe = artifacts_module()
     cache = Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts"
-    folder = recipe._cached(cache / recipe.NAME / f"torch-{recipe.export_key()}", recipe.torch_stage)
+    folder = recipe.cached(cache / recipe.NAME / f"torch-{recipe.export_key()}", recipe.torch_stage)
     full = recipe.classifier(folder / "classifier_ort.onnx")
     return recipe, full, dict(np.load(folder / "torch.npz"))
 
