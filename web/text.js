@@ -81,34 +81,45 @@ async function synced() {
 
 function plural(n, one) { return n === 1 ? `1 ${one}` : `${n} ${one}s`; }
 
-function classCard(cls, index) {
+function classCard(cls, index, draft = "") {
   const name = element("input", { className: "cam-name", value: cls.name, maxLength: 40 });
   name.setAttribute("aria-label", "Class name");
-  name.onchange = () => task.renameClass(index, name.value).then(synced)
-    .catch((err) => { name.value = cls.name; showError(err); });
+  name.onchange = async () => {
+    try {
+      await task.renameClass(index, name.value);
+      cls.name = name.value = (await task.classes())[index];
+      name.closest(".text-class").dataset.name = cls.name;
+    } catch (err) { name.value = cls.name; showError(err); }
+  };
   const remove = element("button", { className: "secondary cam-remove", textContent: "Remove class",
     title: "Remove this class and its examples" });
   remove.onclick = () => change(() => task.removeClass(index)).catch(showError);
-  const input = element("textarea", { className: "text-input", rows: 3, placeholder: "One example per line" });
+  const input = element("textarea", { className: "text-input", rows: 3, placeholder: "One example per line",
+    value: draft });
   input.setAttribute("aria-label", `Examples of ${cls.name}`);
   const add = element("button", { className: "secondary text-add", textContent: "Add examples" });
   add.onclick = () => addTyped(index, input).catch(showError);
   const list = element("ul", { className: "text-examples" }, ...cls.texts.map((t) => exampleItem(t)));
   const count = element("span", { className: "cam-count metrics", textContent: plural(cls.texts.length, "example") });
-  return element("div", { className: "cam-class text-class" },
+  const card = element("div", { className: "cam-class text-class" },
     element("div", { className: "row" }, name, count, remove), input, element("div", { className: "row" }, add), list);
+  card.dataset.name = cls.name;
+  return card;
 }
 
 function exampleItem(example) {
   const remove = element("button", { textContent: "×", title: "Delete this example" });
   remove.setAttribute("aria-label", "Delete this example");
-  remove.onclick = () => change(() => task.removeSample(example.id)).catch(showError);
+  remove.onclick = () => change(() => task.removeSample(example.id), { classesChanged: false }).catch(showError);
   const cut = example.truncated ? [element("em", { className: "note", textContent: `cut at ${maxLength} tokens` })] : [];
   return element("li", {}, element("span", { textContent: example.text }), ...cut, remove);
 }
 
+// The class cards anew; what was typed in a card and not added yet stays in it.
 function showClasses() {
-  $("text-classes").replaceChildren(...classes.map(classCard));
+  const drafts = new Map([...$("text-classes").querySelectorAll(".text-class")]
+    .map((card) => [card.dataset.name, card.querySelector("textarea").value]));
+  $("text-classes").replaceChildren(...classes.map((cls, i) => classCard(cls, i, drafts.get(cls.name))));
   refresh();
 }
 
@@ -151,8 +162,10 @@ async function addTyped(index, input) {
   if (!texts.length) throw new Error("Type at least one example: one per line (empty lines are skipped).");
   $("text-notice").hidden = true;
   let added;
-  await change(async () => { added = await task.addTexts(texts, index); }, { classesChanged: false });
-  input.value = "";
+  await change(async () => {
+    added = await task.addTexts(texts, index);
+    input.value = "";
+  }, { classesChanged: false });
   truncationNotice(added.truncated.length, `of ${classes[index].name}`);
   if (empty && !added.truncated.length) {
     $("text-notice").textContent = `Skipped ${plural(empty, "empty line")}.`;
