@@ -54,8 +54,8 @@ def export_key() -> str:
 
 
 def check_key() -> str:
-    return digest([export_key(), *(f"{p}=={version(p)}" for p in CHECK_PACKAGES),
-                   *onnxtrain_sources(ONNXTRAIN_PARTS)])
+    return digest([export_key(), (HERE.parent / "stages.py").read_bytes(),
+                   *(f"{p}=={version(p)}" for p in CHECK_PACKAGES), *onnxtrain_sources(ONNXTRAIN_PARTS)])
 
 
 # ---- stage 1: torch ------------------------------------------------------------------------------------------

@@ -60,8 +60,8 @@ def reference_key() -> str:
 
 
 def check_key() -> str:
-    return digest([reference_key(), *(f"{p}=={version(p)}" for p in CHECK_PACKAGES),
-                   *onnxtrain_sources(ONNXTRAIN_PARTS)])
+    return digest([reference_key(), (HERE.parent / "stages.py").read_bytes(),
+                   *(f"{p}=={version(p)}" for p in CHECK_PACKAGES), *onnxtrain_sources(ONNXTRAIN_PARTS)])
 
 
 def check_texts() -> list:
@@ -172,52 +172,58 @@ def _largest(per_text: dict) -> dict:
     return {output: float(diffs.max()) for output, diffs in per_text.items()}
 
 
-def _compare(runtime: str, got: dict, reference: dict, texts: list) -> dict:
-    """``_diffs``' largest; CheckFailed naming the text when one is over TOLERANCE."""
+def compare(runtime: str, got: dict, reference: dict) -> dict:
+    """The largest differences of a runtime's outputs on the check texts to sentence-transformers'; CheckFailed
+    naming the text when one is over TOLERANCE."""
     per_text = _diffs(got, reference)
     for output, diffs in per_text.items():
         worst = int(diffs.argmax())
         if diffs[worst] > TOLERANCE:
             raise CheckFailed(f"{runtime} on the {NAME} encoder: output {output} of text {worst} "
-                              f"{_quote(texts[worst])} differs from sentence-transformers' by {diffs[worst]:.3g}, "
-                              f"more than {TOLERANCE:g}")
+                              f"{_quote(check_texts()[worst])} differs from sentence-transformers' by "
+                              f"{diffs[worst]:.3g}, more than {TOLERANCE:g}")
     return _largest(per_text)
 
 
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.sum(_normalized(a) * _normalized(b), axis=1)
+def float16_cosine(runtime: str, half: np.ndarray, full: np.ndarray) -> float:
+    """The smallest cosine between the check texts' embeddings with float16 weights (``half``) and float32 ones;
+    CheckFailed naming the text when it is under FLOAT16_COSINE."""
+    cosines = np.sum(_normalized(half) * _normalized(full), axis=1)
+    worst = int(cosines.argmin())
+    if cosines[worst] < FLOAT16_COSINE:
+        raise CheckFailed(f"{runtime}: the float16 {NAME} encoder's embedding of text {worst} "
+                          f"{_quote(check_texts()[worst])} has cosine {cosines[worst]:.6f} with float32's, less "
+                          f"than {FLOAT16_COSINE}")
+    return round(float(cosines[worst]), 7)
 
 
 def paraphrase_ranking(embedding: np.ndarray) -> dict:
-    """Each paraphrase's cosine with its partner and the highest with any other of the set (the paraphrases and
-    the unrelated sentences); CheckFailed when another sentence is as near as the partner."""
+    """Each paraphrase's cosine with its partner and the highest with any other of the set (the paraphrases, then
+    the unrelated sentences: ``embedding``'s rows); CheckFailed when another sentence is as near as the partner."""
     unit = _normalized(embedding)
     similarity = unit @ unit.T
     np.fill_diagonal(similarity, -np.inf)
     sentences = [s for pair in T.PARAPHRASES for s in pair] + T.UNRELATED
     rows = []
     for i in range(2 * len(T.PARAPHRASES)):
-        partner = i ^ 1
-        others = np.delete(similarity[i], partner)
-        nearest = int(np.argmax(np.where(np.arange(len(sentences)) == partner, -np.inf, similarity[i])))
-        if similarity[i, partner] <= others.max():
+        partner, others = i ^ 1, similarity[i].copy()
+        others[partner] = -np.inf
+        nearest = int(others.argmax())
+        if similarity[i, partner] <= others[nearest]:
             raise CheckFailed(f"paraphrase ranking: {_quote(sentences[i])} is nearer to {_quote(sentences[nearest])} "
-                              f"(cosine {similarity[i, nearest]:.3f}) than to its paraphrase "
-                              f"{_quote(sentences[partner])} ({similarity[i, partner]:.3f})")
+                              f"(cosine {others[nearest]:.3f}) than to its paraphrase {_quote(sentences[partner])} "
+                              f"({similarity[i, partner]:.3f})")
         rows.append({"text": sentences[i], "paraphrase": round(float(similarity[i, partner]), 4),
-                     "nearest_other": round(float(others.max()), 4)})
+                     "nearest_other": round(float(others[nearest]), 4)})
     return {"pairs": len(T.PARAPHRASES), "unrelated": len(T.UNRELATED), "rows": rows,
             "smallest_margin": round(min(r["paraphrase"] - r["nearest_other"] for r in rows), 4)}
 
 
-def check(fp32: bytes, fp16: bytes, reference: dict) -> dict:
-    """The manifest entry's numbers; CheckFailed when a float32 runtime differs from sentence-transformers by more
-    than TOLERANCE, the float16 copy turns an embedding by more than FLOAT16_COSINE allows, or a paraphrase is not
-    its partner's nearest neighbour in the float16 copy in onnxtrain's runtime."""
+def run_encoders(fp32: bytes, fp16: bytes, feeds: dict) -> tuple:
+    """The outputs of the float32 and float16 encoders in onnxruntime and onnxtrain (the float16 one as the text
+    task loads it), by runtime name, and the seconds each took."""
     from onnxtrain import ir
     from onnxtrain.text.encoder import load_encoder
-    texts = check_texts()
-    feeds = {k: reference[k] for k in ("input_ids", "attention_mask")}
     runs, seconds = {}, {}
     for runtime, run in (("onnxruntime", lambda: _run_ort(fp32, feeds)),
                          ("onnxtrain", lambda: _run_onnxtrain(ir.load(fp32), feeds)),
@@ -227,24 +233,25 @@ def check(fp32: bytes, fp16: bytes, reference: dict) -> dict:
         start = time.perf_counter()
         runs[runtime] = run()
         seconds[runtime] = round(time.perf_counter() - start, 2)
-    diffs = {runtime: _compare(runtime, runs[runtime], reference, texts) for runtime in ("onnxruntime", "onnxtrain")}
-    cosines = {runtime: _cosines(runs[runtime + "_float16"]["embedding"], runs[runtime]["embedding"])
-               for runtime in ("onnxruntime", "onnxtrain")}
-    for runtime, c in cosines.items():
-        worst = int(c.argmin())
-        if c[worst] < FLOAT16_COSINE:
-            raise CheckFailed(f"{runtime}: the float16 {NAME} encoder's embedding of text {worst} "
-                              f"{_quote(texts[worst])} has cosine {c[worst]:.6f} with float32's, less than "
-                              f"{FLOAT16_COSINE}")
-    pairs = len(T.SENTENCES)
-    ranking = paraphrase_ranking(runs["onnxtrain_float16"]["embedding"][pairs:])
+    return runs, seconds
+
+
+def check(fp32: bytes, fp16: bytes, reference: dict) -> dict:
+    """The manifest entry's numbers; CheckFailed when a float32 runtime differs from sentence-transformers by more
+    than TOLERANCE, the float16 copy turns an embedding by more than FLOAT16_COSINE allows, or a paraphrase is not
+    its partner's nearest neighbour with the float16 copy in onnxtrain's runtime."""
+    runs, seconds = run_encoders(fp32, fp16, {k: reference[k] for k in ("input_ids", "attention_mask")})
+    runtimes = ("onnxruntime", "onnxtrain")
+    diffs = {r: compare(r, runs[r], reference) for r in runtimes}
+    cosines = {r: float16_cosine(r, runs[r + "_float16"]["embedding"], runs[r]["embedding"]) for r in runtimes}
+    ranking = paraphrase_ranking(runs["onnxtrain_float16"]["embedding"][len(T.SENTENCES):])
     lengths = reference["attention_mask"].sum(1)
     return {"max_abs_diff_vs_sentence_transformers": diffs,
-            "float16": {"min_cosine_vs_float32": {r: round(float(c.min()), 7) for r, c in cosines.items()},
+            "float16": {"min_cosine_vs_float32": cosines,
                         "max_abs_diff_vs_sentence_transformers": {
-                            r: _largest(_diffs(runs[r + "_float16"], reference)) for r in cosines}},
+                            r: _largest(_diffs(runs[r + "_float16"], reference)) for r in runtimes}},
             "paraphrase_ranking": ranking,
-            "texts": {"count": len(texts), "truncated": int(reference["truncated"].sum()),
+            "texts": {"count": len(lengths), "truncated": int(reference["truncated"].sum()),
                       "tokens_min": int(lengths.min()), "tokens_max": int(lengths.max())},
             "tolerance": TOLERANCE, "float16_min_cosine": FLOAT16_COSINE, "check_seconds": seconds}
 

@@ -24,7 +24,8 @@ SENTENCES = [
     "Meeting moved to 3:30pm — bring the Q3 slides 📊 and coffee ☕.",
     "Photosynthesis converts light energy into chemical energy stored in glucose.",
     "The quick brown fox jumps over the lazy dog while the dog dreams of chasing rabbits across the field.",
-    "Antidisestablishmentarianism is a famously long English word, as is pneumonoultramicroscopicsilicovolcanoconiosis.",
+    "Antidisestablishmentarianism is a famously long English word, as is "
+    "pneumonoultramicroscopicsilicovolcanoconiosis.",
     "My package arrived damaged: the box was crushed and two of the glasses inside were broken.",
     "Reminder: the dentist appointment is on Friday at 9 a.m., don't forget to bring your insurance card.",
     "In 1969, Apollo 11 landed on the Moon and Neil Armstrong became the first person to walk on its surface.",
