@@ -10,6 +10,7 @@ import { exposeHooks } from "./hooks.js";
 import { Tensor, TrainingSession, isolate, start } from "./lib/onnxtrain.mjs";
 import { initRuns } from "./runs.js";
 import { setUpTabular } from "./tabular.js";
+import { setUpText } from "./text.js";
 import { $, download, errorShower } from "./ui.js";
 
 // The service worker caches the whole site for repeat and offline visits, and adds the COOP/COEP headers that
@@ -24,7 +25,7 @@ if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }
 const tasks = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
-  digits: setUpDigits(ready), camera: setUpCamera(ready), fed: setUpFederation(ready) };
+  digits: setUpDigits(ready), camera: setUpCamera(ready), text: setUpText(ready), fed: setUpFederation(ready) };
 exposeHooks({ ready, tasks }); // nothing in the site; the test site's copy exposes them
 initRuns(ready).catch(errorShower("runs-error"));
 

@@ -4,7 +4,7 @@
 import { PROVIDER_NAMES, executionProviders } from "./compute.js";
 import { PersonalizeTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
-import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower } from "./ui.js";
+import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower, showProbabilities } from "./ui.js";
 
 const SIZE = BACKBONE_SIZE; // the frames sent to the task: the centred square of the camera or photo
 const THUMB = 56;
@@ -358,15 +358,7 @@ function sendRecorded(rec) {
 // ---- predictions ------------------------------------------------------------------------------------------------
 
 function showBars(probabilities) {
-  const best = probabilities.indexOf(Math.max(...probabilities));
-  $("cam-bars").replaceChildren(...probabilities.map((p, i) => {
-    const fill = element("div", { className: "cam-bar-fill" });
-    fill.style.width = `${(100 * p).toFixed(1)}%`;
-    return element("div", { className: i === best ? "cam-bar best" : "cam-bar" },
-      element("span", { className: "cam-bar-name" }, classes[i]?.name ?? `class ${i}`),
-      element("div", { className: "cam-bar-track" }, fill),
-      element("span", { className: "cam-bar-value" }, `${(100 * p).toFixed(0)}%`));
-  }));
+  showProbabilities("cam-bars", probabilities, classes.map((c) => c.name));
 }
 
 async function predictFrame(pixels) {

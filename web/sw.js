@@ -2,7 +2,7 @@
 // from the cache and works offline.  build.py writes precache.json, {version, files: {relative URL: sha256},
 // onDemand: {relative URL: sha256}}, and VERSION here, which changes with any file of the site: a deploy gives a new
 // worker, which installs the new files and, once active, serves them.  The files `onDemand` lists (the pretrained
-// backbone, which only two flows load) are not downloaded at install: each is kept once a page has fetched it, and
+// backbone and language model, which only some flows load) are not downloaded at install: each is kept once a page has fetched it, and
 // a new version takes it over from the one before when it is unchanged.  Every response it serves carries COOP and
 // COEP (the library's isolation-sw.js, isolated()), so a page it controls is cross-origin isolated on any host.
 self.onnxtrainIsolationImported = true;

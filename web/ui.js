@@ -22,6 +22,19 @@ export function showConfusion(metrics, classes, target) {
     tableOf(rows, ["", ...classes], { rowHeads: true }));
 }
 
+// A bar per class in the element `target`: its name (`names`), its probability, the most likely one marked.
+export function showProbabilities(target, probabilities, names) {
+  const best = probabilities.indexOf(Math.max(...probabilities));
+  $(target).replaceChildren(...probabilities.map((p, i) => {
+    const fill = element("div", { className: "cam-bar-fill" });
+    fill.style.width = `${(100 * p).toFixed(1)}%`;
+    return element("div", { className: i === best ? "cam-bar best" : "cam-bar" },
+      element("span", { className: "cam-bar-name" }, names[i] ?? `class ${i}`),
+      element("div", { className: "cam-bar-track" }, fill),
+      element("span", { className: "cam-bar-value" }, `${(100 * p).toFixed(0)}%`));
+  }));
+}
+
 // Show the last line of an error (Python's message, without the traceback) in the element `id`.
 export function errorShower(id) {
   return (err) => {

@@ -54,9 +54,16 @@ const tuned = await digits.fineTune({ epochs: 2 });
 const personal = await ort.PersonalizeTask.create("backbone.onnx");
 const evaluated = await personal.evaluate();
 const className: string = (await personal.predict(new Uint8Array(4), { width: 1, height: 1 })).className;
-new Blob([await table.exportModel(), await images.checkpoint(), await digits.snapshot(), await personal.snapshot()]);
+const text = await ort.TextTask.create({ onLoad: (p: ort.LoadProgress) => console.log(p.loaded) });
+const added = await text.addTexts(["one", "two"], await text.addClass("a"));
+const rows2: number = (await text.addCsv("texts.csv", { text: "text", label: "label" })).added;
+await text.setup({ mode: "lora", rank: 4 });
+const guess: ort.TextPrediction = await text.predict("three");
+const guesses: ort.TextPrediction[] = await text.predict(["four"]);
+new Blob([await table.exportModel(), await images.checkpoint(), await digits.snapshot(), await personal.snapshot(),
+  await text.exportModel(), await (await ort.TextTask.fromSnapshot(await text.snapshot())).exportOnnx()]);
 console.log(blobs, rate, opsWithout, rows, score, accuracy, perClass, confusion, counts, tuned.examples,
-  evaluated.on, className);
+  evaluated.on, className, added.truncated, rows2, guess.truncated, guesses.length, (await text.evaluate()).on);
 """
 CLASSIC = """/// <reference path="./node_modules/onnxtrain/onnxtrain-global.d.ts" />
 const t = new onnxtrain.Tensor("float32", [1, 2], [2]);

@@ -80,10 +80,10 @@ def test_seeded_draws_are_numpys_default_generator_with_the_seed(seed):
 def test_start_tasks_import_their_kinds_modules_and_make_no_generator():
     """start({tasks}): the kinds' modules (task_sessions.import_tasks) go into the snapshot, so they too must make
     no random generator at import."""
-    loaded = started(build.START_IMPORTS + "; from onnxtrain.web import task_sessions; "
-                     "task_sessions.import_tasks(['personalize', 'handwriting', 'images', 'tabular', 'images'])")
+    loaded = started(build.START_IMPORTS + "; from onnxtrain.web import task_sessions; task_sessions.import_tasks("
+                     "['personalize', 'handwriting', 'images', 'tabular', 'images', 'text'])")
     assert {"onnxtrain.tasks.handwriting", "onnxtrain.tasks.images", "onnxtrain.tasks.tabular",
-            "onnxtrain.web.personalize"} <= set(loaded["modules"])
+            "onnxtrain.web.personalize", "onnxtrain.tasks.text"} <= set(loaded["modules"])
     assert loaded["generators"] == []
 
 
@@ -92,7 +92,7 @@ def test_start_tasks_are_imported_by_kind_and_checked():
     assert task_sessions.import_tasks(["handwriting", "handwriting"]) == ["onnxtrain.tasks.handwriting"]
     assert task_sessions.import_tasks([]) == []
     with pytest.raises(ValueError, match=r"start's tasks: unknown kind of task 'handwritting'; the kinds are "
-                                         r"\['handwriting', 'images', 'personalize', 'tabular'\]"):
+                                         r"\['handwriting', 'images', 'personalize', 'tabular', 'text'\]"):
         task_sessions.import_tasks(["tabular", "handwritting"])
     for wrong in ("tabular", [1]):
         with pytest.raises(TypeError, match="start's tasks must be a list of task kinds"):

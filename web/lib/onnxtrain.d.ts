@@ -303,8 +303,8 @@ export interface EngineInfo { numpy: string; python: string; kernels: string | n
   threadsNote: string | null; start: "restored" | "made" | "plain"; timings: Record<string, number>;
   milliseconds: number }
 
-/** The kinds of task: TabularTask, ImageTask, HandwritingTask, PersonalizeTask. */
-export type TaskKind = "tabular" | "images" | "handwriting" | "personalize";
+/** The kinds of task: TabularTask, ImageTask, HandwritingTask, PersonalizeTask, TextTask. */
+export type TaskKind = "tabular" | "images" | "handwriting" | "personalize" | "text";
 
 /** Starts the engine now (it also starts with the first session or task); what it runs. A failed start rejects
  * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. `tasks`: the
@@ -334,7 +334,7 @@ export function describeModel(model: URIorBuffer): Promise<{
 export interface TaskOptions { executionProviders?: SessionOptions["executionProviders"] }
 
 /** A whole training flow held in the engine: its data, model and run (the base of TabularTask, ImageTask,
- * HandwritingTask and PersonalizeTask; not exported itself). train() is the sessions' epoch loop over the task's own
+ * HandwritingTask, PersonalizeTask and TextTask; not exported itself). train() is the sessions' epoch loop over the task's own
  * data (each epoch's metrics, M, are the task's evaluate()), to `epochs` in all: a paused run goes on. */
 declare class Task<M extends object = NoMetrics> {
   /** The execution provider the task's training runs on (the first of executionProviders that is here). */
@@ -552,6 +552,62 @@ export class PersonalizeTask extends Task<PersonalizeMetrics> {
   predict(pixels: URIorBuffer | Uint8ClampedArray, size: ImageSize): Promise<Prediction>;
   predict(image: ImageSource): Promise<Prediction>;
   /** Classes, samples with their cached embeddings, and the run, for fromSnapshot. */
+  snapshot(): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** TextTask's creation options: the encoder and tokenizer.json (by default the site's, TextTask.ENCODER and
+ * TextTask.TOKENIZER, relative to the page), progress while the encoder loads, executionProviders. */
+export interface TextTaskOptions { encoder?: URIorBuffer; tokenizer?: URIorBuffer;
+  onLoad?: (progress: LoadProgress) => void; executionProviders?: SessionOptions["executionProviders"] }
+
+/** TextTask.predict(): a text's class probabilities and label; truncated: it had more tokens than the encoder
+ * reads, and only its first ones counted. */
+export interface TextPrediction { probabilities: number[]; label: number; className: string; truncated: boolean }
+
+/** TextTask.evaluate(): on the validation texts, or on the training ones without (loss then null). */
+export type TextMetrics = ClassificationMetrics & { on: "validation" | "train" };
+
+/** A sentence encoder (all-MiniLM-L6-v2) taught the user's own text categories: a head on the frozen encoder's
+ * cached embeddings (mode "head"), or LoRA adapters on its attention trained with the head (mode "lora").
+ * exportModel() gives a .zip: model.onnx (input_ids, attention_mask int64 [N, T] -> probabilities, label; the
+ * class names in its metadata), tokenizer.json and README.md. */
+export class TextTask extends Task<TextMetrics> {
+  static readonly ENCODER: string;
+  static readonly TOKENIZER: string;
+  static create(options?: TextTaskOptions): Promise<TextTask>;
+  static fromSnapshot(snapshot: URIorBuffer, options?: TextTaskOptions): Promise<TextTask>;
+  /** hidden: the embedding's size; maxLength: the tokens a text is cut to ([CLS] and [SEP] included). */
+  info(): Promise<{ hidden: number; maxLength: number; encoderBytes: number; encoderSha256: string;
+    loadSeconds: number; executionProvider: "webgpu" | "wasm" | "cpu" }>;
+  addClass(name: string): Promise<number>;
+  renameClass(index: number, name: string): Promise<void>;
+  /** Removes the class and its texts; the classes after it move down one. */
+  removeClass(index: number): Promise<void>;
+  /** Texts of class `classIndex`, embedded now; their ids, and the indices of those that were truncated. */
+  addTexts(texts: Iterable<string>, classIndex: number): Promise<{ ids: number[]; truncated: number[] }>;
+  /** A CSV file's rows (UTF-8 with a header): column `text` as texts, column `label` as their classes. */
+  addCsv(csv: URIorBuffer, columns: { text: string; label: string }):
+    Promise<{ added: number; classes: string[]; truncated: number }>;
+  removeSample(id: number): Promise<void>;
+  classes(): Promise<string[]>;
+  /** Texts per class, in class order. */
+  counts(): Promise<number[]>;
+  samples(): Promise<{ id: number; classIndex: number }[]>;
+  /** The texts (of class `classIndex`, or all), in the order added. */
+  texts(classIndex?: number): Promise<{ id: number; text: string; truncated: boolean }[]>;
+  /** A new run on all texts (validation: 0, or the share of each class held out; rank: LoRA's, null for a head). */
+  setup(options?: { mode?: "head" | "lora"; rank?: number; validation?: number; seed?: number;
+    optimizer?: "AdamW" | "SGD" }): Promise<{ samples: number; train: number; validation: number; classes: string[];
+      trainPerClass: number[]; validationPerClass: number[]; mode: "head" | "lora"; rank: number | null;
+      parameters: number }>;
+  evaluate(): Promise<TextMetrics>;
+  predict(text: string): Promise<TextPrediction>;
+  predict(texts: Iterable<string>): Promise<TextPrediction[]>;
+  /** The .zip to download: model.onnx, tokenizer.json, README.md. */
+  exportModel(): Promise<Uint8Array<ArrayBuffer>>;
+  /** The ONNX model alone. */
+  exportOnnx(): Promise<Uint8Array<ArrayBuffer>>;
+  /** Classes, texts with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array<ArrayBuffer>>;
 }
 

@@ -1,4 +1,5 @@
-"""The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting, personalizing a backbone) as sessions
+"""The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting, personalizing a backbone or the text
+encoder) as sessions
 of the library's registry, next to its TrainingSessions: ``create_task(kind, args)`` makes one, and a page calls the
 methods its kind allows.  Training goes through the same train() as a TrainingSession's (train_loop.TrainLoop), on
 the task's own data."""
@@ -18,7 +19,9 @@ FACTORIES = {"tabular": ("tasks.tabular", "TabularSession", 2),
              "handwriting": ("tasks.handwriting", "DigitsSession", 3),
              "handwriting_snapshot": ("tasks.handwriting", "DigitsSession.restore", 2),
              "personalize": ("web.personalize", "PersonalizeSession", 1),
-             "personalize_snapshot": ("web.personalize", "PersonalizeSession.from_snapshot", 2)}
+             "personalize_snapshot": ("web.personalize", "PersonalizeSession.from_snapshot", 2),
+             "text": ("tasks.text", "TextSession", 2),
+             "text_snapshot": ("tasks.text", "TextSession.from_snapshot", 3)}
 #: kind -> the task's own methods (and attributes) a page may call
 TASK_METHODS = {
     "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
@@ -27,6 +30,8 @@ TASK_METHODS = {
                     "finish_fine_tune"},
     "personalize": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class",
                     "add_samples", "remove_sample", "setup", "evaluate", "predict", "snapshot"},
+    "text": {"info", "classes", "counts", "sample_list", "texts", "add_class", "rename_class", "remove_class",
+             "add_texts", "add_csv", "remove_sample", "setup", "evaluate", "predict", "snapshot", "export_zip"},
 }
 #: (kind, method) -> (the TaskSession, the task's result) -> the result as JavaScript takes it, where that is not
 #: the task's own: keys in camelCase (the task's own names; the user's names inside stay), with the provider that
@@ -38,7 +43,10 @@ RESULTS = {("tabular", "describe"): lambda _, result: camel_keys(result),
            ("personalize", "info"): lambda session, result: {**camel_keys(result),
                                                              "executionProvider": session.provider},
            ("personalize", "setup"): lambda _, result: camel_keys(result),
-           ("personalize", "predict"): lambda _, result: [camel_keys(image) for image in result]}
+           ("personalize", "predict"): lambda _, result: [camel_keys(image) for image in result],
+           ("text", "info"): lambda session, result: {**camel_keys(result), "executionProvider": session.provider},
+           ("text", "setup"): lambda _, result: camel_keys(result),
+           ("text", "predict"): lambda _, result: [camel_keys(text) for text in result]}
 #: what every task has: its run's checkpoints and artifacts, the export, and train()
 COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature", "train_begin", "train_continue",
           "train_end"}

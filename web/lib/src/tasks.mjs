@@ -1,10 +1,10 @@
-// Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised).
-// Each task owns its data, model and run; train() is the sessions' loop over the task's own data, with each
-// epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
+// Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised, text
+// categories).  Each task owns its data, model and run; train() is the sessions' loop over the task's own data,
+// with each epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
 // Each task takes onnxruntime-web's executionProviders among its options, as TrainingSession.create does, and
-// says in executionProvider which runs its training (and, for PersonalizeTask, its embeddings).
+// says in executionProvider which runs its training (and, for PersonalizeTask and TextTask, its embeddings).
 import { callOf, connect, releaseOf } from "./engine_client.mjs";
-import { bytesOf, bytesWithProgress, fileName, imagesOf, isA, isImage, rgbaOf } from "./inputs.mjs";
+import { BYTE_SOURCES, bytesOf, bytesWithProgress, fileName, imagesOf, isA, isImage, rgbaOf } from "./inputs.mjs";
 import { checkTrainCallbacks, optionsOf, providersOf, trainLoop } from "./session.mjs";
 
 class Task {
@@ -184,6 +184,19 @@ export class HandwritingTask extends Task {
   }
 }
 
+// A task of `kind` (Class's) made from a pretrained model, `source` read with progress (onLoad({loaded, total,
+// seconds, stage: "download"}) per chunk, then once with stage "ready" when the engine holds it), and the
+// factory's other arguments `rest` (or a promise of them); it knows how long the load took (info()'s loadSeconds).
+async function withModel(Class, kind, [source, what], rest, onLoad) {
+  const started = performance.now();
+  connect();
+  const [bytes, others] = await Promise.all([bytesWithProgress(source, what, onLoad, started), rest]);
+  const task = await Class._make(kind, [bytes, ...others]);
+  task._loadSeconds = (performance.now() - started) / 1000;
+  onLoad?.({ loaded: bytes.length, total: bytes.length, seconds: task._loadSeconds, stage: "ready" });
+  return task;
+}
+
 // A pretrained image backbone (ONNX with outputs `features` and `block`, see onnxtrain.tasks.backbone) taught the
 // user's own classes: each sample is embedded once when added (in the engine, preprocessing inside one ONNX graph)
 // and cached, the head is trained on the cache, and exportModel() gives one ONNX model from uint8 RGB(A) pixels of
@@ -205,13 +218,7 @@ export class PersonalizeTask extends Task {
   }
 
   static async _load(kind, backbone, rest, onLoad) {
-    const started = performance.now();
-    connect();
-    const bytes = await bytesWithProgress(backbone, "the backbone", onLoad, started);
-    const task = await this._make(kind, [bytes, ...rest]);
-    task._loadSeconds = (performance.now() - started) / 1000;
-    onLoad?.({ loaded: bytes.length, total: bytes.length, seconds: task._loadSeconds, stage: "ready" });
-    return task;
+    return withModel(this, kind, [backbone, "the backbone"], rest, onLoad);
   }
 
   // {inputSize, features, blockShape, backboneBytes, backboneSha256, source, loadSeconds}
@@ -263,5 +270,118 @@ export class PersonalizeTask extends Task {
   }
 
   // Classes, samples (with their cached embeddings) and the run, as bytes for fromSnapshot.
+  async snapshot() { return this._call("snapshot"); }
+}
+
+// The texts a task takes: an array (or iterable) of strings, each sent as it is (the engine refuses one that is not
+// a string, naming its index).
+function textsOf(texts, what) {
+  if (typeof texts === "string" || texts == null || typeof texts[Symbol.iterator] !== "function") {
+    throw new TypeError(`${what} must be an array of strings`);
+  }
+  return Array.from(texts);
+}
+
+// A sentence encoder (all-MiniLM-L6-v2 as the site ships it: artifacts/minilm/encoder.onnx and tokenizer.json)
+// taught the user's own text categories: a head on the frozen encoder's embeddings (each text embedded once and
+// cached), or LoRA adapters on its attention with the head.  Tokenized in the engine by onnxtrain's WordPiece
+// tokenizer; exportModel() gives a .zip of one ONNX model (input_ids, attention_mask -> probabilities, label; LoRA
+// merged), its tokenizer.json and a README.
+export class TextTask extends Task {
+  // The site's encoder and tokenizer, relative to the page.
+  static ENCODER = "artifacts/minilm/encoder.onnx";
+  static TOKENIZER = "artifacts/minilm/tokenizer.json";
+
+  // encoder, tokenizer: URLs (relative to the page; fetched here, onLoad({loaded, total, seconds, stage:
+  // "download"}) per chunk of the encoder), Responses, Blobs or bytes; by default the site's artifacts/minilm/.
+  // onLoad is called once more with stage "ready" when the engine holds the encoder.
+  static async create({ encoder = TextTask.ENCODER, tokenizer = TextTask.TOKENIZER, onLoad,
+    executionProviders } = {}) {
+    return this._load("text", encoder, tokenizer, [providersOf({ executionProviders })], onLoad);
+  }
+
+  // The task a snapshot() was taken of, on the same encoder and tokenizer (without embedding the texts again).
+  static async fromSnapshot(snapshot, { encoder = TextTask.ENCODER, tokenizer = TextTask.TOKENIZER, onLoad,
+    executionProviders } = {}) {
+    const bytes = await bytesOf(snapshot, "the snapshot");
+    if (!bytes) throw new TypeError("fromSnapshot needs the snapshot's bytes");
+    return this._load("text_snapshot", encoder, tokenizer, [bytes, providersOf({ executionProviders })], onLoad);
+  }
+
+  static async _load(kind, encoder, tokenizer, rest, onLoad) {
+    const vocabulary = bytesOf(tokenizer, "the tokenizer").then((bytes) => {
+      if (!bytes) throw new TypeError(`the tokenizer must be ${BYTE_SOURCES}`);
+      return [bytes, ...rest];
+    });
+    return withModel(this, kind, [encoder, "the encoder"], vocabulary, onLoad);
+  }
+
+  // {hidden (the embedding's size), maxLength (the tokens a text is cut to), encoderBytes, encoderSha256,
+  // loadSeconds, executionProvider}
+  async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
+
+  async addClass(name) { return this._call("add_class", String(name)); }
+
+  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
+
+  // Removes the class and its texts; the classes after it move down one.
+  async removeClass(index) { await this._call("remove_class", Number(index)); }
+
+  // Texts of class `classIndex`, embedded now: {ids, truncated (the indices of texts longer than the encoder reads,
+  // cut to its first tokens)}.
+  async addTexts(texts, classIndex) {
+    return this._call("add_texts", textsOf(texts, "the texts"), Number(classIndex));
+  }
+
+  // The rows of a CSV file (UTF-8, a header row): the column `text` as texts, `label` as their classes (new class
+  // names are added): {added, classes, truncated (how many texts were cut)}.
+  async addCsv(csv, { text, label } = {}) {
+    for (const [name, value] of [["text", text], ["label", label]]) {
+      if (typeof value !== "string" || !value) throw new TypeError(`addCsv needs ${name}: the name of a column`);
+    }
+    return this._call("add_csv", await bytesOf(csv, "the CSV file"), text, label);
+  }
+
+  async removeSample(id) { await this._call("remove_sample", Number(id)); }
+
+  async classes() { return this._call("classes"); }
+
+  // The number of texts of each class, in class order.
+  async counts() { return this._call("counts"); }
+
+  // Every text's sample: [{id, classIndex}], in the order added.
+  async samples() {
+    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
+  }
+
+  // The texts (of class `classIndex`, or all), in the order added: [{id, text, truncated}].
+  async texts(classIndex) {
+    const args = classIndex === undefined ? [] : [Number(classIndex)];
+    return (await this._call("texts", ...args)).map(([id, text, truncated]) => ({ id, text, truncated }));
+  }
+
+  // A new run on all texts: mode "head" (a head on the cached embeddings) or "lora" (rank-`rank` adapters on the
+  // encoder's attention, and the head).  Then train().
+  async setup({ mode = "head", rank = 8, validation = 0, seed = 0, optimizer = "AdamW" } = {}) {
+    if (mode !== "head" && mode !== "lora") throw new TypeError(`mode is "head" or "lora", not ${mode}`);
+    return this._call("setup", mode, Number(rank), Number(validation), Number(seed), String(optimizer));
+  }
+
+  // Accuracy, baseline and confusion on the validation texts (on the training texts without validation).
+  async evaluate() { return this._call("evaluate"); }
+
+  // {probabilities, label, className, truncated} of each text of an array, or of one text (a string).
+  async predict(texts) {
+    if (typeof texts === "string") return (await this._call("predict", [texts]))[0];
+    return this._call("predict", textsOf(texts, "the texts to predict"));
+  }
+
+  // The .zip to download: model.onnx, tokenizer.json and README.md.
+  async exportModel() { return this._call("export_zip"); }
+
+  // The ONNX model alone (input_ids, attention_mask -> probabilities, label).
+  async exportOnnx() { return this._call("export_model"); }
+
+  // Classes, texts (with their cached embeddings) and the run, as bytes for fromSnapshot.
   async snapshot() { return this._call("snapshot"); }
 }
