@@ -27,6 +27,7 @@ from ..ir.rewrite import float16_where_exact
 from ..text import lora
 from ..text.encoder import EncoderError, load_encoder
 from ..text.tokenizer import Tokenizer, TokenizerError
+from ..train.archive import FAST
 from ..train.csv import parse_csv
 from ..train.data import DataError
 from .checks import class_name, show, whole
@@ -318,7 +319,7 @@ class TextSession(LabelledSamples):
         buffer = io.BytesIO()
         readme = README.format(name=name, classes_line=classes_doc(self.names), k=len(self.names),
                                max_length=self.tokenizer.max_length)
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=FAST) as z:
             z.writestr("model.onnx", self.export_model())
             z.writestr("tokenizer.json", self.tokenizer_json)
             z.writestr("README.md", readme)
