@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-import pytest
 
 from buildsys.downloads import pypi_file
 from onnxtrain import ir
@@ -41,7 +40,6 @@ def write_csv(path: Path, rows=ROWS) -> Path:
     return path
 
 
-@pytest.mark.slow   # about 25 s: the float32 encoder is written, run and zipped
 def test_train_a_text_classifier_from_the_wheel_and_run_it_in_onnxruntime(tmp_path):
     data = write_csv(tmp_path / "texts.csv")
     out = tmp_path / "model.zip"

@@ -38,7 +38,6 @@ from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
 from .text_head import head_model, linear_probe, random_start
 
-SNAPSHOT_VERSION = 1
 BATCH = 16          # texts per forward pass when embedding or predicting
 MODES = ("head", "lora")
 MAX_RANK = 64
@@ -151,8 +150,8 @@ class TextSession(LabelledSamples):
     # ---- texts ------------------------------------------------------------------------------------------
 
     def _batches(self, texts: list):
-        """(positions, tokenizer Batch) of ``texts`` in batches of BATCH texts of similar length (sorted by
-        length, so that little is padding)."""
+        """(positions, tokenizer Batch) of ``texts`` in batches of BATCH texts of similar length (sorted by their
+        characters, so that little of a batch is padding)."""
         lengths = [len(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda k: lengths[k])
         for start in range(0, len(order), BATCH):
@@ -333,17 +332,10 @@ class TextSession(LabelledSamples):
         """The classes, the texts (ids, classes, texts, cached embeddings) and the run (its setup and checkpoint)
         as .npz bytes, for ``from_snapshot`` with the same encoder."""
         ids = sorted(self.store)
-        meta = {"version": SNAPSHOT_VERSION, "encoder": self.encoder.sha256, "classes": self.names,
-                "samples": self.sample_list(), "next_id": self.next_id, "settings": self.settings,
-                "texts": [self.store[s][0] for s in ids], "truncated": [self.store[s][1] for s in ids]}
         embeddings = np.stack([self.store[s][2] for s in ids]) if ids else np.zeros((0, self.encoder.hidden))
-        arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "ids": np.array(ids, np.int64),
-                  "embeddings": embeddings.astype(np.float32)}
-        if self.training is not None:
-            arrays["checkpoint"] = np.frombuffer(self.training.checkpoint(), np.uint8)
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return self._snapshot(ids, {"encoder": self.encoder.sha256, "texts": [self.store[s][0] for s in ids],
+                                    "truncated": [self.store[s][1] for s in ids]},
+                              {"embeddings": embeddings.astype(np.float32)})
 
     @classmethod
     def from_snapshot(cls, encoder: bytes, tokenizer: bytes, snapshot: bytes, run=None,
@@ -354,36 +346,21 @@ class TextSession(LabelledSamples):
         return session
 
     def _load_snapshot(self, snapshot: bytes) -> None:
-        try:
-            archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
-            meta = json.loads(archive["meta"].tobytes())
-            ids, embeddings = archive["ids"].tolist(), archive["embeddings"]
-            checkpoint = archive["checkpoint"].tobytes() if "checkpoint" in archive.files else None
-            version, encoder_sha = meta.get("version"), meta.get("encoder")
-            names, next_id = [str(n) for n in meta["classes"]], int(meta["next_id"])
-            samples = {int(s): int(c) for s, c in meta["samples"]}
-            texts, truncated, settings = meta["texts"], [bool(t) for t in meta["truncated"]], meta["settings"]
-            run_ids = [] if settings is None else [int(s) for s in settings["ids"]]
-            run_ok = settings is None or (len(settings["labels"]) == len(run_ids) and settings["mode"] in MODES
-                                          and all(0 <= int(c) < len(names) for c in settings["labels"]))
-        except Exception as e:
-            raise DataError(f"the saved text classifier cannot be read ({e})") from None
-        if version != SNAPSHOT_VERSION:
-            raise DataError(f"the saved text classifier is of version {show(version)}; this onnxtrain reads version "
-                            f"{SNAPSHOT_VERSION}")
-        if encoder_sha != self.encoder.sha256:
-            raise DataError("the saved text classifier was made with another encoder; load it with the encoder it "
-                            "was made with")
-        known = set(ids)
-        if embeddings.shape != (len(ids), self.encoder.hidden) or len(texts) != len(ids) or len(truncated) != len(
-                ids) or not all(isinstance(t, str) for t in texts) or not run_ok or not known >= set(samples) | set(
-                run_ids) or any(not 0 <= c < len(names) for c in samples.values()) or next_id <= max(known, default=0):
-            raise DataError(f"the saved text classifier cannot be read (embeddings {list(embeddings.shape)} for "
-                            f"{len(ids)} stored texts, {len(samples)} samples, {len(names)} classes)")
-        self.names, self.samples, self.next_id = names, samples, next_id
-        self.store = {s: (texts[k], truncated[k], embeddings[k].astype(np.float32)) for k, s in enumerate(ids)}
-        if settings is not None:
-            self._new_run(settings, checkpoint)
+        """Take the classes, texts and run of ``snapshot`` (this session is new)."""
+        meta, arrays, ids = self._read_snapshot(snapshot, "text classifier", ("encoder", self.encoder.sha256,
+                                                                              "encoder"))
+        embeddings, texts, truncated = arrays.get("embeddings"), meta.get("texts"), meta.get("truncated")
+        mode = (meta["settings"] or {}).get("mode", "head")
+        readable = (embeddings is not None and embeddings.shape == (len(ids), self.encoder.hidden)
+                    and isinstance(texts, list) and isinstance(truncated, list)
+                    and len(texts) == len(truncated) == len(ids) and all(isinstance(t, str) for t in texts)
+                    and mode in MODES)
+        if not readable:
+            raise DataError(f"the saved text classifier cannot be read (embeddings "
+                            f"{None if embeddings is None else list(embeddings.shape)}, texts for "
+                            f"{len(texts) if isinstance(texts, list) else None} of {len(ids)} stored samples)")
+        self._take_snapshot(meta, {s: (texts[k], bool(truncated[k]), embeddings[k].astype(np.float32))
+                                   for k, s in enumerate(ids)})
 
 
 __all__ = ["TextSession", "check_texts"]
