@@ -189,13 +189,21 @@ def test_lora_artifacts_continue_in_onnxruntime_training_to_the_same_losses(lora
         np.testing.assert_allclose(b - before, a - before, rtol=1e-3, atol=1e-7)
 
 
-def test_the_export_zip_holds_the_model_the_tokenizer_and_a_readme(lora_session, files):
+def test_the_export_zip_holds_the_model_the_tokenizer_and_a_readme(lora_session, files, tmp_path, monkeypatch):
     with zipfile.ZipFile(io.BytesIO(lora_session.export_zip())) as z:
         assert sorted(z.namelist()) == ["README.md", "model.onnx", "tokenizer.json"]
         assert z.read("tokenizer.json") == files[1]
         readme = z.read("README.md").decode()
         model = z.read("model.onnx")
+        z.extractall(tmp_path)
     assert "onnxruntime-web" in readme and "InferenceSession" in readme and '"sport", "food", "tech"' in readme
+    # the README's Python, run as it is beside the files (with the tokenizers package)
+    code = readme.split("```python\n")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(code, scope)
+    assert scope["classes"] == list(TEXTS)
+    assert scope["label"].tolist() == [p["label"] for p in lora_session.predict(["some text", "another one"])]
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     assert json.loads(session.get_modelmeta().custom_metadata_map["onnxtrain.classes"]) == list(TEXTS)
     labels = session.run(["label"], ort_feeds(lora_session, QUERIES))[0]

@@ -53,7 +53,9 @@ Files: `model.onnx` (inputs `input_ids`, `attention_mask`: int64 [batch, tokens]
 ## onnxruntime (Python)
 
 ```python
-import json, onnxruntime as ort
+import json
+import numpy as np
+import onnxruntime as ort
 from tokenizers import Tokenizer
 tok = Tokenizer.from_file("tokenizer.json")
 tok.enable_padding(pad_id=0)
