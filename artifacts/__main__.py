@@ -11,15 +11,16 @@ from pathlib import Path
 
 import onnxtrain
 
-from . import demo_mlp, digits, efficientnet_lite0, federated_digits
-from .efficientnet_lite0 import CheckFailed
+from . import demo_mlp, digits, efficientnet_lite0, federated_digits, minilm
 from .manifest import describe_folder
+from .stages import CheckFailed
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_LICENSE = "MIT (onnxtrain's own; made by the project from its own code and bundled data)"
 # name (the site folder under artifacts/) -> recipe module; every module has build(dest[, cache]) -> entry part.
 RECIPES = {"mlp": demo_mlp, "digits": digits, "efficientnet_lite0": efficientnet_lite0,
-           "federated_digits": federated_digits}
+           "federated_digits": federated_digits, "minilm": minilm}
+CACHED = (efficientnet_lite0, minilm)  # the recipes with cached stages, whose build takes the cache folder
 
 
 def build_artifacts(dest: Path, cache: Path, only=None) -> dict:
@@ -33,7 +34,10 @@ def build_artifacts(dest: Path, cache: Path, only=None) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         start = time.perf_counter()
-        part = recipe.build(folder, cache) if recipe is efficientnet_lite0 else recipe.build(folder)
+        try:
+            part = recipe.build(folder, cache) if recipe in CACHED else recipe.build(folder)
+        except CheckFailed as e:
+            raise CheckFailed(f"the {name} check failed: {e}") from None
         files = part.pop("files")
         entry = {"name": name, "path": f"{name}/", "kind": part.pop("kind"), "description": part.pop("description"),
                  "license": part.pop("license", PROJECT_LICENSE),
@@ -58,7 +62,7 @@ def main(argv=None) -> int:
     try:
         build_artifacts(options.dest, options.cache, options.only)
     except CheckFailed as e:
-        print(f"artifacts: the {efficientnet_lite0.NAME} check failed: {e}", file=sys.stderr)
+        print(f"artifacts: {e}", file=sys.stderr)
         return 1
     return 0
 

