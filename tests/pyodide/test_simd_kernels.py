@@ -301,6 +301,27 @@ def test_clip_is_bit_equal_to_numpy(shape, bounds):
         np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
 
 
+def float32_range(lo: float, hi: float, step: int = 1) -> np.ndarray:
+    """Every ``step``-th float32 from lo to hi (both positive), by their bits."""
+    bits = np.arange(np.float32(lo).view(np.int32), np.float32(hi).view(np.int32) + 1, step, dtype=np.int32)
+    return bits.view(np.float32)
+
+
+def test_erf_kernel_is_math_erf_correctly_rounded():
+    from onnxtrain.ops import elementwise
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-38, 1e-20, 1.0, -1.0, 1.5, 3.5, 4.0,
+                        np.nextafter(np.float32(4), np.float32(0)), 1e30, -3.4e38], np.float32)
+    edges = np.concatenate([float32_range(0.999, 1.001), float32_range(3.999, 4.0)])  # where the fits change
+    for x in [special, rand(3, 5000) * 3, edges, -edges, float32_range(1e-30, 6.0, 4099)]:
+        with running("erf_f32"):
+            fast = elementwise.erf(x)
+        with numpy_only():
+            exact = elementwise.erf(x)
+        assert fast.dtype == exact.dtype == np.float32 and fast.shape == exact.shape
+        np.testing.assert_array_equal(fast.view(np.int32), exact.view(np.int32))   # bits: the sign of zero too
+    assert simd.erf(special.astype(np.float64)) is None
+
+
 def test_elementwise_kernels_keep_a_scalar_a_scalar():
     x = np.array(-7.5, np.float32)
     with running("clip_f32", "relu_f32", "sigmoid_f32"):

@@ -333,6 +333,11 @@ def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     return _elementwise("sigmoid_grad_f32", dy, y)
 
 
+def erf(x: np.ndarray) -> np.ndarray | None:
+    """The error function, each element in double and rounded once (web/kernels/erf.c)"""
+    return _elementwise("erf_f32", x)
+
+
 def _by_rows(kernel: str, axis: int, *arrays) -> np.ndarray | None:
     """kernel(rows, cols, *inputs, out) over same-shaped float32 arrays whose rows run along ``axis``, the last
     axis; None for anything else."""

@@ -327,7 +327,8 @@ class Tokenizer:
     def _encode(self, text, max_length, where: str) -> tuple:
         if not isinstance(text, str):
             raise TypeError(f"{where} is of type {type(text).__name__}, not str")
-        ids, room = self._text_ids(text), self._room(max_length)
+        room = self._room(max_length)
+        ids = self._text_ids(text)
         truncated = room is not None and len(ids) > room
         if truncated:
             ids = ids[len(ids) - room:] if self.truncate_left else ids[:room]
