@@ -19,9 +19,9 @@ The page (--part page): the site's encoder (artifacts/minilm/encoder.onnx, float
 Chromium a round (Debian's, driven by Playwright), served from .cache/bench-site/ (bench_side_by_side's copy of
 site/ with the bench pages and onnxruntime-web 1.19.2, one thread): the library's TextTask.addTexts of a batch
 (tokenizing included) against onnxruntime-web's InferenceSession on the same token ids, and the LoRA artifacts (made
-in CPython on that encoder) in the library's TrainingSession against onnxruntime-web's; then one epoch of the
-TextTask's own LoRA train().  Reported: the median over rounds of the per-round medians [min-max], and the median
-of the per-round ratios."""
+in CPython on that encoder) in the library's TrainingSession against onnxruntime-web's; then the first and the
+second epoch of the TextTask's own LoRA train().  Reported: the median over rounds of the per-round medians
+[min-max], and the median of the per-round ratios."""
 from __future__ import annotations
 
 import argparse
@@ -237,7 +237,8 @@ def page_report(rounds: list, args) -> None:
     print(f"\nthe engine's start {cell([r['engineMs'] / 1e3 for r in rounds])} s; TextTask.create (the encoder's "
           f"download and load) {cell([r['loadMs'] / 1e3 for r in rounds])} s; one epoch of the task's LoRA train() "
           f"on {SHOTS * len(CATEGORIES)} texts in batches of {args.batch}, its evaluation included, "
-          f"{cell([r['taskEpochMs'] / 1e3 for r in rounds])} s; padded tokens per batch {first['embedTokens']}; "
+          f"{cell([r['taskEpochMs'] / 1e3 for r in rounds])} s, its second epoch "
+          f"{cell([r['taskSecondEpochMs'] / 1e3 for r in rounds])} s; padded tokens per batch {first['embedTokens']}; "
           f"first losses, the library {[round(x, 6) for x in first['ours']['losses']]}, onnxruntime-web "
           f"{[round(x, 6) for x in first['ort']['losses']]}; timed calls per round: "
           f"{[len(r['embedMs']) for r in rounds]} batches embedded, {[len(r['ours']['times']) for r in rounds]} "
