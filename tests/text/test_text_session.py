@@ -72,6 +72,8 @@ def test_head_mode_predicts_as_its_export_in_onnxruntime_and_flags_cut_texts(enc
     assert session.step(4, 0.01)["loss"] < first / 2
     metrics = session.evaluate()
     assert metrics["on"] == "validation" and metrics["loss"] > 0 and metrics["accuracy"] == 1.0
+    assert metrics["counts"] == info["validation_per_class"] == [2, 1, 1]
+    assert np.sum(metrics["confusion"], axis=1).tolist() == metrics["counts"]
     predicted = session.predict(QUERIES + [LONG])
     assert [p["class_name"] for p in predicted[:3]] == ["sport", "food", "tech"]
     assert [p["truncated"] for p in predicted] == [False] * 4 + [True]

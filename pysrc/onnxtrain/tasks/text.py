@@ -263,15 +263,17 @@ class TextSession(LabelledSamples):
         return [batch.input_ids, batch.attention_mask]
 
     def metrics(self) -> dict:
-        """Accuracy, baseline and confusion matrix on the validation texts (on the training texts when there is
-        no validation, "on" says which)."""
+        """Accuracy, baseline, confusion matrix and the number of texts of each class ("counts") on the validation
+        texts (on the training texts when there is no validation, "on" says which)."""
         run = self._run()
         if self.validation is not None:
             (*x, y), on = self.validation, "validation"
         else:
             x = self._inputs(self.settings["ids"], self.settings["mode"])
             y, on = np.array(self.settings["labels"], np.int64), "train"
-        return {"on": on, **classification_metrics(predict(run.module, x, chunk=BATCH), y, len(self.names))}
+        logits = predict(run.module, x, chunk=BATCH)
+        return {"on": on, "counts": np.bincount(y, minlength=len(self.names)).tolist(),
+                **classification_metrics(logits, y, len(self.names))}
 
     def evaluate(self) -> dict:
         """``metrics()`` and the validation loss (None without validation)."""
