@@ -26,7 +26,7 @@ from ..ir.model import Model
 from ..ir.rewrite import float16_where_exact
 from ..text import lora
 from ..text.encoder import EncoderError, load_encoder
-from ..text.tokenizer import Tokenizer, TokenizerError
+from ..text.tokenizer import Tokenizer
 from ..train.archive import FAST
 from ..train.csv import parse_csv
 from ..train.data import DataError
@@ -133,7 +133,7 @@ class TextSession(LabelledSamples):
         super().__init__(run_factory(run, device), device)
         try:
             self.tokenizer = Tokenizer.from_json(tokenizer)
-        except (TokenizerError, ValueError, UnicodeDecodeError) as e:
+        except ValueError as e:   # TokenizerError, and bytes that are not UTF-8 or JSON
             raise DataError(f"the tokenizer cannot be read: {e}") from None
         self.tokenizer_json = tokenizer.encode() if isinstance(tokenizer, str) else bytes(tokenizer)
         self.encoder = encoder if isinstance(encoder, Encoder) else Encoder(encoder, device)
