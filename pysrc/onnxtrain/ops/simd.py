@@ -369,6 +369,66 @@ def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
     return out
 
 
+def _sum_zeros() -> tuple:
+    """numpy's float sums: (the initial value of np.add.reduce, the start of its pairwise sums of fewer than 8), as
+    kernel arguments: +0 and +0 in numpy 1, -0 in numpy 2 (which keeps a sum of -0s -0)."""
+    identity = float(np.add.reduce(np.full(9, -0.0, F32)))
+    return ctypes.c_float(identity), ctypes.c_float(float(np.add.reduce(np.full(1, -0.0, F32))))
+
+
+_IDENTITY, _ZERO = _sum_zeros()
+
+
+def column_sums(x: np.ndarray) -> np.ndarray | None:
+    """np.add.reduce(x, axis=0) of a C-contiguous float32 [rows, cols] array, cols > 1 (where numpy adds whole rows
+    in order; it sums other layouts pairwise); None for anything else."""
+    if not _on or x.dtype != F32 or x.ndim != 2 or x.shape[1] < 2 or x.shape[0] == 0 or not x.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape[1], F32)
+    _lib.column_sums_f32(x.shape[0], x.shape[1], _ptr(x), _IDENTITY, _ptr(out))
+    return out
+
+
+def _ce_rows(scores: np.ndarray, labels: np.ndarray) -> bool:
+    """Whether softmax cross-entropy's kernels take these: float32 [N, C] scores (N, C > 0), int64 [N] labels."""
+    return (_on and scores.dtype == F32 and scores.ndim == 2 and labels.dtype == I64
+            and labels.shape == scores.shape[:1] and scores.size > 0)
+
+
+def softmax_ce(scores: np.ndarray, labels: np.ndarray, mean: bool) -> tuple | None:
+    """(loss, log_prob) of softmax cross-entropy without weights or ignored labels, bit for bit as the numpy kernel
+    computes them (numpy's own exp and log, the rest in C): the loss summed over the rows, or their mean; None for
+    anything else (scores that are not C-contiguous too), a row whose maximum is NaN, infinite or zero (numpy's order decides its bits), or a bad label."""
+    if not _ce_rows(scores, labels) or not scores.flags.c_contiguous:   # numpy sums other layouts in another order
+        return None
+    rows, cols = scores.shape
+    labels = _contiguous(labels)            # held: the kernel reads it after _ptr
+    log_prob = np.empty((rows, cols), F32)
+    if _lib.softmax_ce_shift_f32(rows, cols, _ptr(scores), _ptr(log_prob)):
+        return None
+    e = np.exp(log_prob)
+    work = np.empty(2 * rows + 1, F32)      # the rows' sums, the picks, the loss (a ufunc's output that shares an
+    at = _addr(work)                        # array with its input, not in place, costs numpy a copy)
+    _lib.softmax_ce_sums_f32(rows, cols, _ptr(e), _IDENTITY, _ZERO, _c(at))
+    np.log(work[:rows], out=work[:rows])
+    if _lib.softmax_ce_loss_f32(rows, cols, _ptr(log_prob), _c(at), _ptr(labels), _IDENTITY, _ZERO, int(mean),
+                                _c(at + 4 * rows), _c(at + 8 * rows)) >= 0:
+        return None
+    return work[-1:].reshape(()), log_prob
+
+
+def softmax_ce_grad(dy: float, log_prob: np.ndarray, labels: np.ndarray, mean: bool) -> np.ndarray | None:
+    """The gradient of softmax_ce's loss for a scalar dy, (exp(log_prob) - onehot(labels)) * dy (/ rows when
+    ``mean``), bit for bit as the numpy kernel; None for anything else or a bad label."""
+    if not _ce_rows(log_prob, labels):
+        return None
+    grad, labels = np.exp(log_prob, order="C"), _contiguous(labels)
+    if _lib.softmax_ce_grad_f32(grad.shape[0], grad.shape[1], _ptr(grad), _ptr(labels), ctypes.c_float(dy),
+                                int(mean)) >= 0:
+        return None
+    return grad
+
+
 def nonfinite(x: np.ndarray) -> int | None:
     """How many values of a contiguous float32 array are NaN or infinite; None for anything else."""
     if not _on or x.dtype != F32 or not x.flags.c_contiguous:
