@@ -464,7 +464,7 @@ def test_softmax_cross_entropy_and_its_gradient_are_bit_equal_to_numpy(rows, col
 @pytest.mark.parametrize("case", ["views", "certain"])
 def test_softmax_cross_entropy_of_views_and_of_certain_rows_is_numpys(case):
     if case == "views":             # scores and labels that are not contiguous
-        scores, labels = rand(10, 64).T * 3, (np.arange(128) % 10)[::2]
+        scores, labels = rand(10, 64).T * 3, (np.arange(128, dtype=np.int64) % 10)[::2]
     else:                           # every row's label has probability 1: the picks are -0, the sum numpy's zero
         scores, labels = np.tile(np.array([[200.0, 0.0, -5.0]], np.float32), (9, 1)), np.zeros(9, np.int64)
     loss, grad = lookup("SoftmaxCrossEntropyLoss"), lookup("SoftmaxCrossEntropyLossGrad", "com.microsoft")
