@@ -412,18 +412,20 @@ def _ce_rows(scores: np.ndarray, labels: np.ndarray) -> bool:
 def softmax_ce(scores: np.ndarray, labels: np.ndarray, mean: bool) -> tuple | None:
     """(loss, log_prob) of softmax cross-entropy without weights or ignored labels, bit for bit as the numpy kernel
     computes them (numpy's own exp and log, the rest in C): the loss summed over the rows, or their mean; None for
-    anything else (scores that are not C-contiguous too), a row whose maximum is NaN, infinite or zero (numpy's order decides its bits), or a bad label."""
-    if not _ce_rows(scores, labels) or not scores.flags.c_contiguous:   # numpy sums other layouts in another order
+    anything else, for scores that are not C-contiguous (numpy sums their rows in another order), a row whose
+    maximum is NaN, infinite or zero (numpy's order decides its bits), or a bad label."""
+    if not _ce_rows(scores, labels) or not scores.flags.c_contiguous:
         return None
     rows, cols = scores.shape
-    labels = _contiguous(labels)            # held: the kernel reads it after _ptr
+    labels = _contiguous(labels)
     log_prob = np.empty((rows, cols), F32)
     if _lib.softmax_ce_shift_f32(rows, cols, _ptr(scores), _ptr(log_prob)):
         return None
+    # exp writes an array of its own: into another view of its input's array numpy took 9 times as long
     e = np.exp(log_prob)
-    work = np.empty(2 * rows + 1, F32)      # the rows' sums, the picks, the loss (a ufunc's output that shares an
-    _lib.softmax_ce_sums_f32(rows, cols, _ptr(e), _IDENTITY, _ZERO, _ptr(work))     # array with its input, not in
-    np.log(work[:rows], out=work[:rows])                                            # place, costs numpy a copy)
+    work = np.empty(2 * rows + 1, F32)      # the rows' sums (then their logs), the picks, the loss
+    _lib.softmax_ce_sums_f32(rows, cols, _ptr(e), _IDENTITY, _ZERO, _ptr(work))
+    np.log(work[:rows], out=work[:rows])
     if _lib.softmax_ce_loss_f32(rows, cols, _ptr(log_prob), _ptr(work), _ptr(labels), _IDENTITY, _ZERO, int(mean),
                                 _ptr(work, 4 * rows), _ptr(work, 8 * rows)) >= 0:
         return None
