@@ -89,16 +89,22 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
-def _ptr(a: np.ndarray, offset: int = 0):
-    """A kernel argument pointing ``offset`` bytes past a's first element: a reference to a buffer view of a
-    (which also keeps a alive through the call) where a has one, about twice as fast as its address."""
-    flags = a.flags
-    if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
-        try:
-            return _byref(_char(a if flags.c_contiguous else a.T), offset)
-        except (TypeError, ValueError, BufferError):   # empty
-            pass
-    return _c(a.__array_interface__["data"][0] + offset)
+if ctypes.sizeof(ctypes.c_void_p) == 4:
+    def _ptr(a: np.ndarray, offset: int = 0):
+        """A kernel argument pointing ``offset`` bytes past a's first element (which the caller holds): its address,
+        an int in wasm32 (in the page a reference, as on hosts, made the MLP's step slower)."""
+        return _c(_addr(a) + offset)
+else:
+    def _ptr(a: np.ndarray, offset: int = 0):
+        """A kernel argument pointing ``offset`` bytes past a's first element: on a 64-bit host a reference to a
+        buffer view of a where it has one (about twice as fast as a c_void_p of its address)."""
+        flags = a.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            try:
+                return _byref(_char(a if flags.c_contiguous else a.T), offset)
+            except (TypeError, ValueError, BufferError):   # empty
+                pass
+        return _c(a.__array_interface__["data"][0] + offset)
 
 
 _byref, _char = ctypes.byref, ctypes.c_char.from_buffer
