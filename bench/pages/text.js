@@ -3,8 +3,9 @@
 //   onnxruntime-web's InferenceSession on the same encoder (the site's artifacts/minilm/encoder.onnx) fed the
 //   same batches' token ids (tokenized by bench_text.py);
 // - the LoRA step: the text task's LoRA artifacts (written by bench_text.py from TextSession.setup("lora")) in the
-//   library's TrainingSession and in onnxruntime-web's, the same feeds, each step runTrainStep, runOptimizerStep
-//   and lazyResetGrad; and the TextTask's own LoRA run: its first epoch of train(), and its second.
+//   library's TrainingSession and in onnxruntime-web's, the same batches (texts and their categories) in turn,
+//   each step runTrainStep, runOptimizerStep and lazyResetGrad;
+// - the TextTask's own LoRA run: the first epoch of its train(), and the second.
 import { TextTask, TrainingSession, Tensor, start } from "../onnxtrain/onnxtrain.mjs";
 
 ort.env.wasm.numThreads = 1;
@@ -19,19 +20,20 @@ const idTensors = (Kind, { ids, mask }) => {
   return { input_ids: new Kind("int64", flat(ids), shape), attention_mask: new Kind("int64", flat(mask), shape) };
 };
 
-// Steps of a TrainingSession (the library's or onnxruntime-web's) on the artifacts in `dir`; their times and the
-// first losses.
-async function trainSteps(Session, Kind, dir, step, timing) {
+// Steps of a TrainingSession (the library's or onnxruntime-web's) on the artifacts in `dir`, on `batches` in turn;
+// their times and the first losses.
+async function trainSteps(Session, Kind, dir, batches, timing) {
   const url = (name) => new URL(dir + name, location.href).href;
   const t = performance.now();
   const session = await Session.create({ checkpointState: url("checkpoint"), trainModel: url("training_model.onnx"),
     evalModel: url("eval_model.onnx"), optimizerModel: url("optimizer_model.onnx") });
   const createMs = performance.now() - t;
-  const feeds = { ...idTensors(Kind, step), labels: new Kind("int64", BigInt64Array.from(step.labels, BigInt),
-    [step.labels.length]) };
+  const feeds = batches.map((batch) => ({ ...idTensors(Kind, batch),
+    labels: new Kind("int64", BigInt64Array.from(batch.labels, BigInt), [batch.labels.length]) }));
+  let next = 0;
   const losses = [];
   const once = async () => {
-    const out = await session.runTrainStep(feeds);
+    const out = await session.runTrainStep(feeds[next++ % feeds.length]);
     await session.runOptimizerStep();
     await session.lazyResetGrad();
     if (losses.length < 3) losses.push(out[session.trainingOutputNames[0]].data[0]);
@@ -74,15 +76,15 @@ window.bench = {
     await encoder.release();
     out.embedTokens = data.batches.map((b) => b.ids[0].length);
 
-    out.ours = await trainSteps(TrainingSession, Tensor, dir, data.step, timing);
-    out.ort = await trainSteps(ort.TrainingSession, ort.Tensor, dir, data.step, timing);
+    out.ours = await trainSteps(TrainingSession, Tensor, dir, data.batches, timing);
+    out.ort = await trainSteps(ort.TrainingSession, ort.Tensor, dir, data.batches, timing);
 
     await task.setup({ mode: "lora", rank: data.rank, seed: 0 });
     t = performance.now();
-    await task.train({ epochs: 1, batchSize: data.step.labels.length, learningRate: 1e-4, keepBest: false });
+    await task.train({ epochs: 1, batchSize: data.batches[0].labels.length, learningRate: 1e-4, keepBest: false });
     out.taskEpochMs = performance.now() - t;
     t = performance.now();
-    await task.train({ epochs: 2, batchSize: data.step.labels.length, learningRate: 1e-4, keepBest: false });
+    await task.train({ epochs: 2, batchSize: data.batches[0].labels.length, learningRate: 1e-4, keepBest: false });
     out.taskSecondEpochMs = performance.now() - t;
     await task.release();
     return out;
