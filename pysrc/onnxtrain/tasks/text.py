@@ -34,7 +34,7 @@ from .csv_table import column
 from .head import classes_doc, with_head
 from .labelled import MAX_CLASSES, LabelledSamples
 from .split import stratified_split
-from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
+from .training import classification_metrics, inference_model, make_artifacts, probabilities, run_factory
 from .text_head import head_model, linear_probe
 
 BATCH = 16          # texts per forward pass when embedding or predicting
@@ -240,7 +240,8 @@ class TextSession(LabelledSamples):
             adapted, adapters = lora.add_adapters(self.encoder.model, settings["rank"], seed=seed)
             forward, trainable, frozen = compose(adapted, head, {"embedding": "embedding"}), adapters + [
                 "head.weight", "head.bias"], []
-        arts = make_artifacts(forward, "CrossEntropyLoss", settings["optimizer"], trainable=trainable, frozen=frozen)
+        arts = make_artifacts(forward, "CrossEntropyLoss", settings["optimizer"], trainable=trainable, frozen=frozen,
+                              extra_outputs=["output"])
         rows = lambda r: [*self._inputs([ids[k] for k in r], mode), y[r]]  # noqa: E731
         validation_data = rows(val) if val else None
         training = self.make_run(arts, rows(train), validation_data, seed)
@@ -269,9 +270,20 @@ class TextSession(LabelledSamples):
         else:
             x = self._inputs(self.settings["ids"], self.settings["mode"])
             y, on = np.array(self.settings["labels"], np.int64), "train"
-        logits = predict(run.module, x, chunk=BATCH)
+        logits = self._scores(run.module, x, y)
         return {"on": on, "counts": np.bincount(y, minlength=len(self.names)).tolist(),
                 **classification_metrics(logits, y, len(self.names))}
+
+    @staticmethod
+    def _scores(module, x: list, y: np.ndarray) -> np.ndarray:
+        """The eval model's ``output`` for the rows of ``x`` (labels ``y``), BATCH rows at a time: no export, which
+        for a LoRA run would write and read the whole encoder."""
+        module.eval()
+        try:
+            return np.concatenate([module(*[a[i:i + BATCH] for a in x], y[i:i + BATCH])[1]
+                                   for i in range(0, len(y), BATCH)])
+        finally:
+            module.train()
 
     def evaluate(self) -> dict:
         """``metrics()`` and the validation loss (None without validation)."""
