@@ -125,6 +125,7 @@ def train(page, mode, epochs, lr):
     page.fill("#text-epochs", str(epochs))
     page.fill("#text-lr", str(lr))
     page.fill("#text-batch", "8")
+    page.evaluate("() => { document.getElementById('text-metrics').textContent = ''; }")  # the last run's line
     page.click("#text-train")
     page.wait_for_function("() => document.getElementById('text-metrics').textContent.startsWith('Done') "
                            "|| !document.getElementById('text-error').hidden", timeout=400_000)
@@ -159,6 +160,7 @@ def test_three_classes_typed_head_trained_live_predictions_and_download(app):
     shown = page.locator(".text-class").nth(0).locator(".text-examples li span").all_text_contents()
     assert shown == EXAMPLES["cooking"]
 
+    assert page.is_hidden("#text-rank-label")  # LoRA's rank only in LoRA mode
     done = train(page, "head", 30, 0.01)
     print(done)
     assert "accuracy on the examples 100.0%" in done, done
