@@ -251,7 +251,7 @@ def test_the_lora_run_resumes_after_a_reload_as_it_was_saved(app):
     reload, Resume gives its classes, texts and predictions back, though texts were added since."""
     page = app.page
     line = reload_and_resume(page, "Text categories (LoRA)")
-    assert line == "Text categories (LoRA): 3 classes (cooking, sport, weather), epoch 2/2", line
+    assert line.startswith("Text categories (LoRA): 3 classes (cooking, sport, weather), epoch 2/2 · saved "), line
     page.wait_for_function("() => document.getElementById('text-metrics').textContent.startsWith('Restored') "
                            "|| !document.getElementById('text-error').hidden", timeout=120_000)
     assert page.is_hidden("#text-error"), page.text_content("#text-error")
