@@ -113,8 +113,10 @@ def reference_stage(source: Path, folder: Path) -> None:
         kept = out["attention_mask"].bool()
         theirs, mine = out["input_ids"][kept].numpy(), ids["input_ids"][i][ids["attention_mask"][i] == 1]
         if not np.array_equal(theirs, mine):
-            raise CheckFailed(f"text {i} {_quote(texts[i])}: sentence-transformers' token ids {theirs[:8]}... differ "
-                              f"from the tokenizers package's {mine[:8]}...")
+            at = next((k for k, (a, b) in enumerate(zip(theirs, mine)) if a != b), min(len(theirs), len(mine)))
+            raise CheckFailed(f"text {i} {_quote(texts[i])}: sentence-transformers' token ids differ from the "
+                              f"tokenizers package's from token {at} on: {theirs[at:at + 4].tolist()} against "
+                              f"{mine[at:at + 4].tolist()} ({len(theirs)} and {len(mine)} tokens)")
         hidden[i, :len(mine)] = out["token_embeddings"][kept].numpy()
     embedding = np.stack([out["sentence_embedding"].numpy() for out in outputs])
     np.savez(folder / "reference.npz", embedding=embedding, hidden=hidden, **ids)

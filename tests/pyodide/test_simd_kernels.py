@@ -301,6 +301,27 @@ def test_clip_is_bit_equal_to_numpy(shape, bounds):
         np.testing.assert_array_equal(f.view(np.int32), p.view(np.int32))   # bits: NaN and the sign of zero too
 
 
+def float32_range(lo: float, hi: float, step: int = 1) -> np.ndarray:
+    """Every ``step``-th float32 from lo to hi (both positive), by their bits."""
+    bits = np.arange(np.float32(lo).view(np.int32), np.float32(hi).view(np.int32) + 1, step, dtype=np.int32)
+    return bits.view(np.float32)
+
+
+def test_erf_kernel_is_math_erf_correctly_rounded():
+    from onnxtrain.ops import elementwise
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-38, 1e-20, 1.0, -1.0, 1.5, 3.5, 4.0,
+                        np.nextafter(np.float32(4), np.float32(0)), 1e30, -3.4e38], np.float32)
+    edges = np.concatenate([float32_range(0.999, 1.001), float32_range(3.999, 4.0)])  # where the fits change
+    for x in [special, rand(3, 5000) * 3, edges, -edges, float32_range(1e-30, 6.0, 4099)]:
+        with running("erf_f32"):
+            fast = elementwise.erf(x)
+        with numpy_only():
+            exact = elementwise.erf(x)
+        assert fast.dtype == exact.dtype == np.float32 and fast.shape == exact.shape
+        np.testing.assert_array_equal(fast.view(np.int32), exact.view(np.int32))   # bits: the sign of zero too
+    assert simd.erf(special.astype(np.float64)) is None
+
+
 def test_elementwise_kernels_keep_a_scalar_a_scalar():
     x = np.array(-7.5, np.float32)
     with running("clip_f32", "relu_f32", "sigmoid_f32"):
@@ -438,3 +459,80 @@ def test_a_guarded_step_checks_with_the_kernel():
     x[3, 5] = np.inf
     with running("nonfinite_f32"):
         assert guard.bad_values(x) == 1 and guard.bad_values(rand(33)) == 0
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.dtype, a.shape, a.view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (64, 10), (9, 7), (3, 8), (130, 129), (2, 1000)])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_softmax_cross_entropy_and_its_gradient_are_bit_equal_to_numpy(rows, cols, reduction):
+    scores = rand(rows, cols) * 5
+    labels = np.random.default_rng(1).integers(0, cols, rows)
+    dy = np.array(1.5, np.float32)
+    loss, grad = lookup("SoftmaxCrossEntropyLoss"), lookup("SoftmaxCrossEntropyLossGrad", "com.microsoft")
+    with running("softmax_ce_shift_f32", "softmax_ce_sums_f32", "softmax_ce_loss_f32", "softmax_ce_grad_f32"):
+        out, log_prob = loss(scores, labels, reduction=reduction)
+        dx = grad(dy, log_prob, labels, reduction=reduction)
+    with numpy_only():
+        out_ref, log_prob_ref = loss(scores, labels, reduction=reduction)
+        dx_ref = grad(dy, log_prob_ref, labels, reduction=reduction)
+    assert bits(out) == bits(out_ref) and bits(log_prob) == bits(log_prob_ref) and bits(dx) == bits(dx_ref)
+
+
+@pytest.mark.parametrize("case", ["views", "certain"])
+def test_softmax_cross_entropy_of_views_and_of_certain_rows_is_numpys(case):
+    if case == "views":             # scores and labels that are not contiguous
+        scores, labels = rand(10, 64).T * 3, (np.arange(128, dtype=np.int64) % 10)[::2]
+    else:                           # every row's label has probability 1: the picks are -0, the sum numpy's zero
+        scores, labels = np.tile(np.array([[200.0, 0.0, -5.0]], np.float32), (9, 1)), np.zeros(9, np.int64)
+    loss, grad = lookup("SoftmaxCrossEntropyLoss"), lookup("SoftmaxCrossEntropyLossGrad", "com.microsoft")
+    dy = np.array(-0.5, np.float32)
+    with running(*["softmax_ce_loss_f32"][:case == "certain"], "softmax_ce_grad_f32"):   # numpy sums a view's rows
+        out = loss(scores, labels)                                                      # in another order
+        dx = grad(dy, out[1], labels)
+    with numpy_only():
+        ref = loss(scores, labels)
+        dx_ref = grad(dy, ref[1], labels)
+    assert bits(out[0]) == bits(ref[0]) and bits(out[1]) == bits(ref[1]) and bits(dx) == bits(dx_ref)
+
+
+def test_softmax_cross_entropy_leaves_rows_numpy_orders_and_bad_labels_to_numpy():
+    loss = lookup("SoftmaxCrossEntropyLoss")
+    labels = np.array([0, 1])
+    for special in [np.nan, np.inf, 0.0, -0.0]:     # a row's maximum numpy's reduction decides the bits of
+        scores = np.array([[special, -1.0, -2.0], [1.0, 2.0, 3.0]], np.float32)
+        with numpy_only(), np.errstate(invalid="ignore"):
+            ref = loss(scores, labels)
+        with np.errstate(invalid="ignore"):
+            out = loss(scores, labels)
+        assert bits(out[0]) == bits(ref[0]) and bits(out[1]) == bits(ref[1])
+    with pytest.raises(ValueError, match=r"label 3 is outside \[0, 3\)"):
+        loss(rand(2, 3), np.array([0, 3]))
+    with pytest.raises(ValueError, match=r"label -1 is outside \[0, 3\)"):
+        lookup("SoftmaxCrossEntropyLossGrad", "com.microsoft")(np.array(1.0, np.float32), rand(2, 3),
+                                                               np.array([-1, 0]))
+
+
+@pytest.mark.parametrize("shape", [(64, 128), (64, 10), (1, 2), (300, 3)])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_column_sums_are_bit_equal_to_numpys_reduce_sum(shape, keepdims):
+    x = rand(*shape) * 3
+    x[:, 0] = -0.0                  # a column of -0s: numpy's initial value decides its sign
+    reduce_sum = lookup("ReduceSum")
+    axes = np.array([0], np.int64)
+    with running("column_sums_f32"):
+        out = reduce_sum(x, axes, keepdims=keepdims)
+    with numpy_only():
+        ref = reduce_sum(x, axes, keepdims=keepdims)
+    assert bits(out) == bits(ref)
+
+
+def test_column_sums_leave_one_column_and_other_axes_to_numpy():
+    assert simd.column_sums(rand(64, 1)) is None            # numpy sums a single column pairwise
+    assert simd.column_sums(rand(3, 64).T) is None          # and the columns of a transposed view
+    assert simd.column_sums(rand(4, 3).astype(np.float64)) is None
+    x = rand(4, 5)
+    np.testing.assert_array_equal(lookup("ReduceSum")(x, np.array([1], np.int64), keepdims=0), x.sum(axis=1))

@@ -111,7 +111,7 @@ def test_regression_exports_and_beats_predicting_the_mean():
     (b"a,b\n1,2\n3\n", "the CSV file: row 3 has 1 fields, but the header has 2"),
     (b"a,b\n\n1,2\n\n3,4,5\n", "the CSV file: row 5 has 3 fields, but the header has 2"),  # rows as in the file
     (b"\xff\xfea\x00,\x00b\x00", "the CSV file is UTF-16 text: save it as CSV UTF-8"),
-    (b"a,b\n1,\xe9\n", r"the CSV file is not UTF-8 text \(byte 6\)"),
+    (b"a,b\n1,\xe9\n", r"the CSV file is not UTF-8 text \(byte 6, line 2\)"),
     (b"a,b\n1,2\n3," + b"x" * 140_000 + b"\n", r"the CSV file: row 3 cannot be read as CSV \(field larger than"),
     (b"a,b,a\n1,2,3\n", r'the CSV file has two columns named "a" \(columns 1 and 3\): rename one'),
     (b"a, b ,b\n1,2,3\n", r'two columns named "b" \(columns 2 and 3\)'),  # names are compared as shown, stripped

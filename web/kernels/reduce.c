@@ -36,3 +36,11 @@ API int nonfinite_f32(int n, const float *x) {
   for (; i < n; i++) count += (bits[i] & 0x7f800000u) == 0x7f800000u;
   return count;
 }
+
+/* out[j] = identity + x[0, j] + x[1, j] + ..., row after row: np.add.reduce over axis 0 of a C-contiguous
+   [rows, cols] array with cols > 1 (numpy adds whole rows in order there; `identity` is its initial value). */
+API void column_sums_f32(int rows, int cols, const float *x, float identity, float *out) {
+  for (int j = 0; j < cols; j++) out[j] = identity;
+  for (int r = 0; r < rows; r++, x += cols)
+    for (int j = 0; j < cols; j++) out[j] += x[j];
+}

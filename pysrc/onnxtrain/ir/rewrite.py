@@ -21,29 +21,6 @@ def inference_batchnorm(node: Node, read: set) -> list:
                        for i, name in enumerate(node.outputs[1:]) if name and name in read]
 
 
-def float16_where_exact(model: Model, min_size: int = 16) -> Model:
-    """A copy of ``model`` whose float32 initializers of at least ``min_size`` values that float16 holds exactly
-    are stored as float16 under ``<name>.float16``, each followed by a Cast to float32 of the old name: half the
-    bytes, the same values."""
-    g = model.graph
-    casts, initializers = [], []
-    for t in g.initializers:
-        data = t.data
-        if t.data_type == DataType.FLOAT and data.size >= min_size and np.array_equal(
-                data.astype(np.float16).astype(np.float32), data):
-            half = f"{t.name}.float16"
-            initializers.append(Tensor(half, data.astype(np.float16), DataType.FLOAT16))
-            casts.append(Node("Cast", [half], [t.name], name=f"{t.name}.cast",
-                              attributes={"to": Attribute("to", AttrType.INT, DataType.FLOAT)}))
-        else:
-            initializers.append(t)
-    out = copy.copy(model)
-    out.graph = copy.copy(g)
-    out.graph.nodes = casts + list(g.nodes)
-    out.graph.initializers = initializers
-    return out
-
-
 def fold_casts(model: Model) -> Model:
     """``model`` with each Cast to float32 of a float16 (bfloat16, double) initializer replaced by a float32
     initializer of the Cast's output name: the weights are converted once, not at every run."""
@@ -72,4 +49,27 @@ def fold_casts(model: Model) -> Model:
     out.graph = copy.copy(g)
     out.graph.nodes = nodes
     out.graph.initializers = [t for t in g.initializers if t.name not in drop] + folded
+    return out
+
+
+def float16_where_exact(model: Model, min_size: int = 16) -> Model:
+    """A copy of ``model`` whose float32 initializers of at least ``min_size`` values that float16 holds exactly
+    are stored as float16 under ``<name>.float16``, each followed by a Cast to float32 of the old name: half the
+    bytes, the same values."""
+    g = model.graph
+    casts, initializers = [], []
+    for t in g.initializers:
+        data = t.data
+        if t.data_type == DataType.FLOAT and data.size >= min_size and np.array_equal(
+                data.astype(np.float16).astype(np.float32), data):
+            half = f"{t.name}.float16"
+            initializers.append(Tensor(half, data.astype(np.float16), DataType.FLOAT16))
+            casts.append(Node("Cast", [half], [t.name], name=f"{t.name}.cast",
+                              attributes={"to": Attribute("to", AttrType.INT, DataType.FLOAT)}))
+        else:
+            initializers.append(t)
+    out = copy.copy(model)
+    out.graph = copy.copy(g)
+    out.graph.nodes = casts + list(g.nodes)
+    out.graph.initializers = initializers
     return out

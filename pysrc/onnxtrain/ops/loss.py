@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..ir.ort_names import MS_DOMAIN
+from . import simd
 from .nn import log_softmax
 from .registry import kernel
 
@@ -105,6 +106,10 @@ def _nll(op: str, log_prob, labels, weights, ignore_index, reduction, zero_total
 
 
 def _softmax_ce(op, scores, labels, weights, ignore_index, reduction):
+    if weights is None and ignore_index is None and reduction in ("mean", "sum"):
+        fused = simd.softmax_ce(scores, labels, reduction == "mean")
+        if fused is not None:
+            return fused
     log_prob = log_softmax(scores, axis=1)
     return _nll(op, log_prob, labels, weights, ignore_index, reduction, zero_total_keeps_sum=True), log_prob
 
@@ -114,8 +119,12 @@ def _softmax_ce_grad(op, dY, log_prob, labels, weights, ignore_index, reduction)
     _check_reduction(op, reduction)
     _check_class_layout(op, log_prob, labels, weights)
     dtype = log_prob.dtype
-    safe, w = _label_weights(op, labels, log_prob.shape[1], weights, ignore_index, dtype)
     dY = np.asarray(dY, dtype)
+    if weights is None and ignore_index is None and reduction != "none" and dY.size == 1:
+        fused = simd.softmax_ce_grad(float(dY.reshape(())), log_prob, labels, reduction == "mean")
+        if fused is not None:
+            return fused
+    safe, w = _label_weights(op, labels, log_prob.shape[1], weights, ignore_index, dtype)
     if reduction == "none":
         if dY.shape != labels.shape:
             raise ValueError(f"{op}: dY of shape {dY.shape} must have the labels' shape {labels.shape} "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import simd
 from .quiet import quiet
 from .registry import kernel
 
@@ -67,12 +68,26 @@ REDUCTIONS = {
 }
 
 
+def _column_sums(data, axes, keepdims):
+    """ReduceSum over the first axis of a matrix (a bias gradient) by simd.column_sums; None for anything else."""
+    if data.ndim != 2 or axes is None:
+        return None
+    if (axes.tolist() if isinstance(axes, np.ndarray) else axes) not in ([0], [-2]):
+        return None
+    out = simd.column_sums(data)
+    return out if out is None or not keepdims else out.reshape(1, -1)
+
+
 def _register(op: str, fn, axes_input_since: int) -> None:
+    fast = _column_sums if op == "ReduceSum" else None
+
     def with_attribute(data, *, axes=None, keepdims=1):
-        return reduce_with(op, fn, data, axes, keepdims, 0)
+        out = None if fast is None else fast(data, axes, keepdims)
+        return reduce_with(op, fn, data, axes, keepdims, 0) if out is None else out
 
     def with_input(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        return reduce_with(op, fn, data, axes, keepdims, noop_with_empty_axes)
+        out = None if fast is None else fast(data, axes, keepdims)
+        return reduce_with(op, fn, data, axes, keepdims, noop_with_empty_axes) if out is None else out
     kernel(op, since=1)(with_attribute)
     kernel(op, since=axes_input_since)(with_input)
 

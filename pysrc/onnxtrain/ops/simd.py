@@ -89,9 +89,25 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
-def _ptr(a: np.ndarray):
-    """The address of a's first element, as a kernel argument."""
-    return _c(_addr(a))
+if ctypes.sizeof(ctypes.c_void_p) == 4:
+    def _ptr(a: np.ndarray, offset: int = 0):
+        """A kernel argument pointing ``offset`` bytes past a's first element (which the caller holds): its address,
+        an int in wasm32 (in the page a reference, as on hosts, made the MLP's step slower)."""
+        return _c(_addr(a) + offset)
+else:
+    def _ptr(a: np.ndarray, offset: int = 0):
+        """A kernel argument pointing ``offset`` bytes past a's first element: on a 64-bit host a reference to a
+        buffer view of a where it has one (about twice as fast as a c_void_p of its address)."""
+        flags = a.flags
+        if flags.writeable and (flags.c_contiguous or flags.f_contiguous):
+            try:
+                return _byref(_char(a if flags.c_contiguous else a.T), offset)
+            except (TypeError, ValueError, BufferError):   # empty
+                pass
+        return _c(a.__array_interface__["data"][0] + offset)
+
+
+_byref, _char = ctypes.byref, ctypes.c_char.from_buffer
 
 
 def use_pool(pool) -> int:
@@ -143,12 +159,12 @@ def _pooled(entry: str, work: int, operands) -> bool:
         else:
             words += (0, int(a))
     descriptor = np.array(words, np.int32)
-    return bool(_pool.run(entry, _ptr(descriptor), _threads))
+    return bool(_pool.run(entry, _c(_addr(descriptor)), _threads))
 
 
 def _whole(a: np.ndarray, mode: int) -> tuple:
     """A contiguous array as a pool buffer."""
-    return (_ptr(a), a.nbytes, mode)
+    return (_c(_addr(a)), a.nbytes, mode)
 
 
 def _merge_batch(shape: tuple, *strides: list) -> tuple[list, list]:
@@ -199,6 +215,10 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, alpha: float
     else:
         beta = 0.0
     if out.size == 0:
+        return out
+    if not batch and (_pool is None or _threads < 2):      # the common case, kept short: no pool
+        _lib.gemm_f32(1, m, n, k, _float(alpha), _ptr(a), 0, sa[0] >> 2, sa[1] >> 2, _ptr(b), 0, sb[0] >> 2,
+                      sb[1] >> 2, _float(beta), _ptr(out), 0, n)
         return out
     pa, pb, pc = _addr(a), _addr(b), _addr(out)
     if not batch:
@@ -333,6 +353,11 @@ def sigmoid_grad(dy: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     return _elementwise("sigmoid_grad_f32", dy, y)
 
 
+def erf(x: np.ndarray) -> np.ndarray | None:
+    """The error function, each element in double and rounded once (web/kernels/erf.c)"""
+    return _elementwise("erf_f32", x)
+
+
 def _by_rows(kernel: str, axis: int, *arrays) -> np.ndarray | None:
     """kernel(rows, cols, *inputs, out) over same-shaped float32 arrays whose rows run along ``axis``, the last
     axis; None for anything else."""
@@ -367,6 +392,67 @@ def plane_sums(x: np.ndarray, axes: int) -> np.ndarray | None:
     if planes:
         _lib.plane_sums_f32(planes, size, _ptr(x), _ptr(out))
     return out
+
+
+def _sum_zeros() -> tuple:
+    """numpy's float sums: (the initial value of np.add.reduce, the start of its pairwise sums of fewer than 8), as
+    kernel arguments: +0 and +0 in numpy 1, -0 in numpy 2 (which keeps a sum of -0s -0)."""
+    identity = float(np.add.reduce(np.full(9, -0.0, F32)))
+    return ctypes.c_float(identity), ctypes.c_float(float(np.add.reduce(np.full(1, -0.0, F32))))
+
+
+_IDENTITY, _ZERO = _sum_zeros()
+
+
+def column_sums(x: np.ndarray) -> np.ndarray | None:
+    """np.add.reduce(x, axis=0) of a C-contiguous float32 [rows, cols] array, cols > 1 (where numpy adds whole rows
+    in order; it sums other layouts pairwise); None for anything else."""
+    if not _on or x.dtype != F32 or x.ndim != 2 or x.shape[1] < 2 or x.shape[0] == 0 or not x.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape[1], F32)
+    _lib.column_sums_f32(x.shape[0], x.shape[1], _ptr(x), _IDENTITY, _ptr(out))
+    return out
+
+
+def _ce_rows(scores: np.ndarray, labels: np.ndarray) -> bool:
+    """Whether softmax cross-entropy's kernels take these: float32 [N, C] scores (N, C > 0), int64 [N] labels."""
+    return (_on and scores.dtype == F32 and scores.ndim == 2 and labels.dtype == I64
+            and labels.shape == scores.shape[:1] and scores.size > 0)
+
+
+def softmax_ce(scores: np.ndarray, labels: np.ndarray, mean: bool) -> tuple | None:
+    """(loss, log_prob) of softmax cross-entropy without weights or ignored labels, bit for bit as the numpy kernel
+    computes them (numpy's own exp and log, the rest in C): the loss summed over the rows, or their mean; None for
+    anything else, for scores that are not C-contiguous (numpy sums their rows in another order), a row whose
+    maximum is NaN, infinite or zero (numpy's order decides its bits), or a bad label."""
+    if not _ce_rows(scores, labels) or not scores.flags.c_contiguous:
+        return None
+    rows, cols = scores.shape
+    labels = _contiguous(labels)
+    log_prob = np.empty((rows, cols), F32)
+    if _lib.softmax_ce_shift_f32(rows, cols, _ptr(scores), _ptr(log_prob)):
+        return None
+    # exp writes an array of its own: into another view of its input's array numpy took 9 times as long
+    e = np.exp(log_prob)
+    work = np.empty(2 * rows + 1, F32)      # the rows' sums (then their logs), the picks, the loss
+    _lib.softmax_ce_sums_f32(rows, cols, _ptr(e), _IDENTITY, _ZERO, _ptr(work))
+    np.log(work[:rows], out=work[:rows])
+    if _lib.softmax_ce_loss_f32(rows, cols, _ptr(log_prob), _ptr(work), _ptr(labels), _IDENTITY, _ZERO, int(mean),
+                                _ptr(work, 4 * rows), _ptr(work, 8 * rows)) >= 0:
+        return None
+    return work[-1:].reshape(()), log_prob
+
+
+def softmax_ce_grad(dy: float, log_prob: np.ndarray, labels: np.ndarray, mean: bool) -> np.ndarray | None:
+    """The gradient of softmax_ce's loss for a scalar dy, (exp(log_prob) - onehot(labels)) * dy (/ rows when
+    ``mean``), bit for bit as the numpy kernel; None for anything else or a bad label."""
+    if not _ce_rows(log_prob, labels):
+        return None
+    grad, labels = np.exp(log_prob, order="C"), _contiguous(labels)
+    if _lib.softmax_ce_grad_f32(grad.shape[0], grad.shape[1], _ptr(grad), _ptr(labels), ctypes.c_float(dy),
+                                int(mean)) >= 0:
+        return None
+    return grad
 
 
 def nonfinite(x: np.ndarray) -> int | None:

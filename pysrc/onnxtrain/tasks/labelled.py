@@ -3,6 +3,10 @@ it), the run set up on them, and the inference session of that run's current par
 from __future__ import annotations
 
 import hashlib
+import io
+import json
+
+import numpy as np
 
 from ..api.module import session_on
 from ..train.data import DataError
@@ -10,6 +14,7 @@ from .checks import check_validation, class_name, show, whole
 from .training import inference_model
 
 MAX_CLASSES = 50
+SNAPSHOT_VERSION = 1
 
 
 def shown(value) -> str:
@@ -154,3 +159,57 @@ class LabelledSamples:
     def artifacts_zip(self) -> bytes:
         """The run's artifacts with its state as their checkpoint (.zip), to go on in onnxruntime-training."""
         return self._run().artifacts_zip()
+
+    # ---- snapshots --------------------------------------------------------------------------------------
+
+    def _snapshot(self, ids: list, meta: dict, arrays: dict) -> bytes:
+        """.npz bytes of the classes, the samples, the run's setup and checkpoint, ``meta`` and the task's
+        ``arrays`` (a row for each of the stored samples ``ids``)."""
+        meta = {"version": SNAPSHOT_VERSION, "classes": self.names, "samples": self.sample_list(),
+                "next_id": self.next_id, "settings": self.settings, **meta}
+        arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "ids": np.array(ids, np.int64),
+                  **arrays}
+        if self.training is not None:
+            arrays["checkpoint"] = np.frombuffer(self.training.checkpoint(), np.uint8)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        return buffer.getvalue()
+
+    def _read_snapshot(self, snapshot: bytes, what: str, model: tuple) -> tuple:
+        """(meta, the task's arrays, the stored samples' ids) of ``_snapshot``'s bytes, checked: its version, its
+        ``model`` (meta key, SHA-256, words for it), and that its classes, samples and run agree; meta's
+        "checkpoint" is the run's.  DataError names ``what`` it is."""
+        key, sha, words = model
+        try:
+            archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
+            arrays = {name: archive[name] for name in archive.files}
+            meta = json.loads(arrays.pop("meta").tobytes())
+            ids = [int(s) for s in arrays.pop("ids").tolist()]
+            meta["checkpoint"] = arrays.pop("checkpoint").tobytes() if "checkpoint" in arrays else None
+            names, next_id, settings = [str(n) for n in meta["classes"]], int(meta["next_id"]), meta["settings"]
+            samples = {int(s): int(c) for s, c in meta["samples"]}
+            run_ids = [] if settings is None else [int(s) for s in settings["ids"]]
+            run_ok = settings is None or (len(settings["labels"]) == len(run_ids)
+                                          and all(0 <= int(c) < len(names) for c in settings["labels"]))
+        except Exception as e:
+            raise DataError(f"the saved {what} cannot be read ({e})") from None
+        if meta.get("version") != SNAPSHOT_VERSION:
+            raise DataError(f"the saved {what} is of version {show(meta.get('version'))}; this onnxtrain reads "
+                            f"version {SNAPSHOT_VERSION}")
+        if meta.get(key) != sha:
+            raise DataError(f"the saved {what} was made with another {words}; load it with the {words} it was "
+                            f"made with")
+        known = set(ids)
+        if not run_ok or not known >= set(samples) | set(run_ids) or any(
+                not 0 <= c < len(names) for c in samples.values()) or next_id <= max(known, default=0):
+            raise DataError(f"the saved {what} cannot be read ({len(ids)} stored samples, {len(samples)} samples, "
+                            f"{len(names)} classes)")
+        meta.update(classes=names, samples=samples, next_id=next_id)
+        return meta, arrays, ids
+
+    def _take_snapshot(self, meta: dict, store: dict) -> None:
+        """Take the classes, samples and run of a read snapshot, with the task's ``store`` (this session is
+        new)."""
+        self.names, self.samples, self.next_id, self.store = meta["classes"], meta["samples"], meta["next_id"], store
+        if meta["settings"] is not None:
+            self._new_run(meta["settings"], meta.get("checkpoint"))

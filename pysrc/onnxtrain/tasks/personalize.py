@@ -4,7 +4,6 @@ on the cache (a Gemm, or with ``fine_tune`` the backbone's last convolution, sta
 and a Gemm); one exported ONNX model from uint8 pixels of any size to ``probabilities`` and ``label``."""
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -21,9 +20,6 @@ from .labelled import LabelledSamples
 from .preprocess import check_pixels
 from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
-
-SNAPSHOT_VERSION = 1
-
 
 class PersonalizeSession(LabelledSamples):
     """Classes, their samples' cached embeddings and a trained head on the backbone (ONNX bytes); ``run`` makes
@@ -154,18 +150,10 @@ class PersonalizeSession(LabelledSamples):
         """The classes, the samples (ids, classes, cached embeddings) and the run (its setup and checkpoint) as
         .npz bytes, for ``from_snapshot`` with the same backbone."""
         ids = sorted(self.store)
-        meta = {"version": SNAPSHOT_VERSION, "backbone": self.backbone.sha256, "classes": self.names,
-                "samples": self.sample_list(), "next_id": self.next_id,
-                "settings": self.settings}
         features = np.stack([self.store[s][0] for s in ids]) if ids else np.zeros((0, self.backbone.features))
         block = np.stack([self.store[s][1] for s in ids]) if ids else np.zeros((0, *self.backbone.block_shape))
-        arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "ids": np.array(ids, np.int64),
-                  "features": features.astype(np.float32), "block": block.astype(np.float32)}
-        if self.training is not None:
-            arrays["checkpoint"] = np.frombuffer(self.training.checkpoint(), np.uint8)
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return self._snapshot(ids, {"backbone": self.backbone.sha256},
+                              {"features": features.astype(np.float32), "block": block.astype(np.float32)})
 
     @classmethod
     def from_snapshot(cls, backbone: bytes, snapshot: bytes, run=None, device: str = "cpu") -> "PersonalizeSession":
@@ -176,38 +164,15 @@ class PersonalizeSession(LabelledSamples):
 
     def _load_snapshot(self, snapshot: bytes) -> None:
         """Take the classes, samples and run of ``snapshot`` (this session is new)."""
-        session = self
-        try:
-            archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
-            meta = json.loads(archive["meta"].tobytes())
-            ids, features, block = archive["ids"], archive["features"], archive["block"]
-            checkpoint = archive["checkpoint"].tobytes() if "checkpoint" in archive.files else None
-            version, backbone_sha = meta.get("version"), meta.get("backbone")
-            names, next_id = [str(n) for n in meta["classes"]], int(meta["next_id"])
-            samples = {int(s): int(c) for s, c in meta["samples"]}
-            settings = meta["settings"]
-            run_ids = [] if settings is None else [int(s) for s in settings["ids"]]
-            run_ok = settings is None or (len(settings["labels"]) == len(run_ids)
-                                          and all(0 <= int(c) < len(names) for c in settings["labels"]))
-        except Exception as e:
-            raise DataError(f"the saved personalization cannot be read ({e})") from None
-        if version != SNAPSHOT_VERSION:
-            raise DataError(f"the saved personalization is of version {show(version)}; this onnxtrain reads version "
-                            f"{SNAPSHOT_VERSION}")
-        if backbone_sha != session.backbone.sha256:
-            raise DataError("the saved personalization was made with another backbone model; load it with the "
-                            "backbone it was made with")
-        known = set(ids.tolist())
-        want_f, want_b = (len(ids), session.backbone.features), (len(ids), *session.backbone.block_shape)
-        if features.shape != want_f or block.shape != want_b or not run_ok or not known >= set(samples) | set(
-                run_ids) or any(not 0 <= c < len(names) for c in samples.values()) or next_id <= max(known, default=0):
-            raise DataError(f"the saved personalization cannot be read (features {list(features.shape)}, block "
-                            f"{list(block.shape)} for {len(ids)} stored samples, {len(samples)} samples, "
-                            f"{len(names)} classes)")
-        session.names, session.samples, session.next_id = names, samples, next_id
-        session.store = {int(s): (features[k], block[k]) for k, s in enumerate(ids.tolist())}
-        if settings is not None:
-            session._new_run(settings, checkpoint)
+        meta, arrays, ids = self._read_snapshot(snapshot, "personalization",
+                                                ("backbone", self.backbone.sha256, "backbone model"))
+        features, block = arrays.get("features"), arrays.get("block")
+        want_f, want_b = (len(ids), self.backbone.features), (len(ids), *self.backbone.block_shape)
+        if features is None or block is None or features.shape != want_f or block.shape != want_b:
+            raise DataError(f"the saved personalization cannot be read (features "
+                            f"{None if features is None else list(features.shape)}, block "
+                            f"{None if block is None else list(block.shape)} for {len(ids)} stored samples)")
+        self._take_snapshot(meta, {s: (features[k], block[k]) for k, s in enumerate(ids)})
 
 
 __all__ = ["PersonalizeSession"]

@@ -25,10 +25,11 @@ from ..ir.compose import compose, cut
 from ..ir.model import Model
 from ..ir.rewrite import float16_where_exact
 from ..text import lora
-from ..text.tokenizer import Tokenizer, TokenizerError
+from ..text.encoder import EncoderError, load_encoder
+from ..text.tokenizer import Tokenizer
+from ..train.archive import FAST
 from ..train.csv import parse_csv
 from ..train.data import DataError
-from .backbone import fold_casts
 from .checks import class_name, show, whole
 from .csv_table import column
 from .head import classes_doc, with_head
@@ -37,7 +38,6 @@ from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
 from .text_head import head_model, linear_probe, random_start
 
-SNAPSHOT_VERSION = 1
 BATCH = 16          # texts per forward pass when embedding or predicting
 MODES = ("head", "lora")
 MAX_RANK = 64
@@ -53,7 +53,9 @@ Files: `model.onnx` (inputs `input_ids`, `attention_mask`: int64 [batch, tokens]
 ## onnxruntime (Python)
 
 ```python
-import json, onnxruntime as ort
+import json
+import numpy as np
+import onnxruntime as ort
 from tokenizers import Tokenizer
 tok = Tokenizer.from_file("tokenizer.json")
 tok.enable_padding(pad_id=0)
@@ -97,23 +99,17 @@ def check_texts(texts, what: str, allow_empty: bool = False) -> list:
 
 
 class Encoder:
-    """The sentence encoder's bytes checked (inputs ``input_ids`` and ``attention_mask``, output ``embedding``
-    [N, H]), its weights made float32 once (``model``), and ``embed(batch)``."""
+    """The sentence encoder's bytes checked (text.encoder.load_encoder), its weights made float32 once, cut to
+    ``embedding`` [N, H] (``model``), and ``embed(batch)``."""
 
     def __init__(self, data: bytes, device: str = "cpu", what: str = "the encoder"):
         data = bytes(data)
         try:
-            model = ir.load(data)
-        except ir.ModelDecodeError as e:
-            raise DataError(f"{what} is not an ONNX model ({e})") from None
-        g = model.graph
-        inputs = [v.name for v in g.inputs if v.name not in g.initializer_map()]
-        outputs = [v.name for v in g.outputs]
-        if inputs != ["input_ids", "attention_mask"] or "embedding" not in outputs:
-            raise DataError(f"{what} must have the inputs 'input_ids' and 'attention_mask' and the output "
-                            f"'embedding'; it has inputs {inputs} and outputs {outputs}")
+            model = load_encoder(data, what)
+        except EncoderError as e:
+            raise DataError(str(e)) from None
         self.bytes, self.sha256 = len(data), hashlib.sha256(data).hexdigest()
-        self.model = cut(fold_casts(model), {"embedding": "embedding"})
+        self.model = cut(model, {"embedding": "embedding"})
         self.session = session_on(self.model, device)
         probe = self.session.run([np.array([[101, 102]], np.int64), np.ones((1, 2), np.int64)])[0]
         if probe.ndim != 2 or probe.shape[0] != 1:
@@ -137,7 +133,7 @@ class TextSession(LabelledSamples):
         super().__init__(run_factory(run, device), device)
         try:
             self.tokenizer = Tokenizer.from_json(tokenizer)
-        except (TokenizerError, ValueError, UnicodeDecodeError) as e:
+        except ValueError as e:   # TokenizerError, and bytes that are not UTF-8 or JSON
             raise DataError(f"the tokenizer cannot be read: {e}") from None
         self.tokenizer_json = tokenizer.encode() if isinstance(tokenizer, str) else bytes(tokenizer)
         self.encoder = encoder if isinstance(encoder, Encoder) else Encoder(encoder, device)
@@ -156,8 +152,8 @@ class TextSession(LabelledSamples):
     # ---- texts ------------------------------------------------------------------------------------------
 
     def _batches(self, texts: list):
-        """(positions, tokenizer Batch) of ``texts`` in batches of BATCH texts of similar length (sorted by
-        length, so that little is padding)."""
+        """(positions, tokenizer Batch) of ``texts`` in batches of BATCH texts of similar length (sorted by their
+        characters, so that little of a batch is padding)."""
         lengths = [len(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda k: lengths[k])
         for start in range(0, len(order), BATCH):
@@ -266,18 +262,23 @@ class TextSession(LabelledSamples):
         batch = self.tokenizer.batch([self.store[s][0] for s in ids])
         return [batch.input_ids, batch.attention_mask]
 
-    def evaluate(self) -> dict:
-        """Accuracy, baseline and confusion matrix on the validation texts (on the training texts when there is
-        no validation), and the validation loss."""
+    def metrics(self) -> dict:
+        """Accuracy, baseline, confusion matrix and the number of texts of each class ("counts") on the validation
+        texts (on the training texts when there is no validation, "on" says which)."""
         run = self._run()
         if self.validation is not None:
-            *x, y = self.validation
-            on, loss = "validation", run.validation_loss(chunk=BATCH)
+            (*x, y), on = self.validation, "validation"
         else:
             x = self._inputs(self.settings["ids"], self.settings["mode"])
-            y, on, loss = np.array(self.settings["labels"], np.int64), "train", None
+            y, on = np.array(self.settings["labels"], np.int64), "train"
         logits = predict(run.module, x, chunk=BATCH)
-        return {"loss": loss, "on": on, **classification_metrics(logits, y, len(self.names))}
+        return {"on": on, "counts": np.bincount(y, minlength=len(self.names)).tolist(),
+                **classification_metrics(logits, y, len(self.names))}
+
+    def evaluate(self) -> dict:
+        """``metrics()`` and the validation loss (None without validation)."""
+        loss = self._run().validation_loss(chunk=BATCH) if self.validation is not None else None
+        return {"loss": loss, **self.metrics()}
 
     def predict(self, texts) -> list:
         """For each text: {label, class_name, probabilities, truncated}."""
@@ -321,7 +322,7 @@ class TextSession(LabelledSamples):
         buffer = io.BytesIO()
         readme = README.format(name=name, classes_line=classes_doc(self.names), k=len(self.names),
                                max_length=self.tokenizer.max_length)
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=FAST) as z:
             z.writestr("model.onnx", self.export_model())
             z.writestr("tokenizer.json", self.tokenizer_json)
             z.writestr("README.md", readme)
@@ -335,17 +336,10 @@ class TextSession(LabelledSamples):
         """The classes, the texts (ids, classes, texts, cached embeddings) and the run (its setup and checkpoint)
         as .npz bytes, for ``from_snapshot`` with the same encoder."""
         ids = sorted(self.store)
-        meta = {"version": SNAPSHOT_VERSION, "encoder": self.encoder.sha256, "classes": self.names,
-                "samples": self.sample_list(), "next_id": self.next_id, "settings": self.settings,
-                "texts": [self.store[s][0] for s in ids], "truncated": [self.store[s][1] for s in ids]}
         embeddings = np.stack([self.store[s][2] for s in ids]) if ids else np.zeros((0, self.encoder.hidden))
-        arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "ids": np.array(ids, np.int64),
-                  "embeddings": embeddings.astype(np.float32)}
-        if self.training is not None:
-            arrays["checkpoint"] = np.frombuffer(self.training.checkpoint(), np.uint8)
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return self._snapshot(ids, {"encoder": self.encoder.sha256, "texts": [self.store[s][0] for s in ids],
+                                    "truncated": [self.store[s][1] for s in ids]},
+                              {"embeddings": embeddings.astype(np.float32)})
 
     @classmethod
     def from_snapshot(cls, encoder: bytes, tokenizer: bytes, snapshot: bytes, run=None,
@@ -356,36 +350,21 @@ class TextSession(LabelledSamples):
         return session
 
     def _load_snapshot(self, snapshot: bytes) -> None:
-        try:
-            archive = np.load(io.BytesIO(bytes(snapshot)), allow_pickle=False)
-            meta = json.loads(archive["meta"].tobytes())
-            ids, embeddings = archive["ids"].tolist(), archive["embeddings"]
-            checkpoint = archive["checkpoint"].tobytes() if "checkpoint" in archive.files else None
-            version, encoder_sha = meta.get("version"), meta.get("encoder")
-            names, next_id = [str(n) for n in meta["classes"]], int(meta["next_id"])
-            samples = {int(s): int(c) for s, c in meta["samples"]}
-            texts, truncated, settings = meta["texts"], [bool(t) for t in meta["truncated"]], meta["settings"]
-            run_ids = [] if settings is None else [int(s) for s in settings["ids"]]
-            run_ok = settings is None or (len(settings["labels"]) == len(run_ids) and settings["mode"] in MODES
-                                          and all(0 <= int(c) < len(names) for c in settings["labels"]))
-        except Exception as e:
-            raise DataError(f"the saved text classifier cannot be read ({e})") from None
-        if version != SNAPSHOT_VERSION:
-            raise DataError(f"the saved text classifier is of version {show(version)}; this onnxtrain reads version "
-                            f"{SNAPSHOT_VERSION}")
-        if encoder_sha != self.encoder.sha256:
-            raise DataError("the saved text classifier was made with another encoder; load it with the encoder it "
-                            "was made with")
-        known = set(ids)
-        if embeddings.shape != (len(ids), self.encoder.hidden) or len(texts) != len(ids) or len(truncated) != len(
-                ids) or not all(isinstance(t, str) for t in texts) or not run_ok or not known >= set(samples) | set(
-                run_ids) or any(not 0 <= c < len(names) for c in samples.values()) or next_id <= max(known, default=0):
-            raise DataError(f"the saved text classifier cannot be read (embeddings {list(embeddings.shape)} for "
-                            f"{len(ids)} stored texts, {len(samples)} samples, {len(names)} classes)")
-        self.names, self.samples, self.next_id = names, samples, next_id
-        self.store = {s: (texts[k], truncated[k], embeddings[k].astype(np.float32)) for k, s in enumerate(ids)}
-        if settings is not None:
-            self._new_run(settings, checkpoint)
+        """Take the classes, texts and run of ``snapshot`` (this session is new)."""
+        meta, arrays, ids = self._read_snapshot(snapshot, "text classifier", ("encoder", self.encoder.sha256,
+                                                                              "encoder"))
+        embeddings, texts, truncated = arrays.get("embeddings"), meta.get("texts"), meta.get("truncated")
+        mode = (meta["settings"] or {}).get("mode", "head")
+        readable = (embeddings is not None and embeddings.shape == (len(ids), self.encoder.hidden)
+                    and isinstance(texts, list) and isinstance(truncated, list)
+                    and len(texts) == len(truncated) == len(ids) and all(isinstance(t, str) for t in texts)
+                    and mode in MODES)
+        if not readable:
+            raise DataError(f"the saved text classifier cannot be read (embeddings "
+                            f"{None if embeddings is None else list(embeddings.shape)}, texts for "
+                            f"{len(texts) if isinstance(texts, list) else None} of {len(ids)} stored samples)")
+        self._take_snapshot(meta, {s: (texts[k], bool(truncated[k]), embeddings[k].astype(np.float32))
+                                   for k, s in enumerate(ids)})
 
 
 __all__ = ["TextSession", "check_texts"]

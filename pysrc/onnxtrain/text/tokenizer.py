@@ -20,7 +20,7 @@ WHITE_SPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004
 CJK_IDEOGRAPHS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                   (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 # The tokenizers crate takes categories from the unicode_categories crate, whose tables are Unicode 8.0's: to it the
-# marks, format characters and punctuation added since (these code points, through Unicode 17) are unassigned, and
+# marks, format characters and punctuation added since (these code points, through Unicode 18) are unassigned, and
 # four characters keep the category they had in 8.0.
 SINCE_UNICODE_8 = """
 5C8-5C9 61D 7FD 890-891 897-89F 8CA-8E2 9FD-9FE A76 AFA-AFF B53-B55 C04 C3C C77 C84 D00 D3B-D3C D81 EBA ECE
@@ -37,7 +37,7 @@ SINCE_UNICODE_8 = """
 1E000-1E006 1E008-1E018 1E01B-1E021 1E023-1E024 1E026-1E02A 1E08F 1E130-1E136 1E2AE 1E2EC-1E2EF 1E4EC-1E4EF
 1E5EE-1E5EF 1E5FF 1E6E3 1E6E6 1E6EE-1E6EF 1E6F5 1E944-1E94A 1E95E-1E95F"""
 UNICODE_8_CATEGORY = {"\u166d": "Po", "\u1734": "Mn", "\U000111c9": "Po", "\U0001171e": "Mn"}
-CACHED_WORDS = 1 << 16  # the word -> ids cache is emptied when it grows past this
+CACHE_SIZE = 1 << 16  # the caches of words' ids and characters' forms are emptied when they reach this
 
 
 class TokenizerError(ValueError):
@@ -46,8 +46,9 @@ class TokenizerError(ValueError):
 
 @dataclass
 class Batch:
-    """Texts as the encoder's inputs: ``input_ids`` and ``attention_mask`` int64 [N, T], right-padded to the
-    longest text; ``truncated[i]``: text i had more tokens than fit; ``lengths[i]``: its tokens, specials included."""
+    """Texts as the encoder's inputs: ``input_ids`` and ``attention_mask`` int64 [N, T], right-padded with the json's
+    pad id to the longest text (whatever the json's padding strategy: the mask makes the padding's length moot);
+    ``truncated[i]``: text i had more tokens than fit; ``lengths[i]``: its tokens, specials included."""
     input_ids: np.ndarray
     attention_mask: np.ndarray
     truncated: list
@@ -55,13 +56,16 @@ class Batch:
 
 
 class _CharMap(dict):
-    """A ``str.translate`` table filled on first use of each character."""
+    """A ``str.translate`` table filled on first use of each character (emptied when full, as a text of every
+    character could make it huge)."""
 
     def __init__(self, rule):
         super().__init__()
         self.rule = rule
 
     def __missing__(self, code: int) -> str:
+        if len(self) >= CACHE_SIZE:
+            self.clear()
         self[code] = out = self.rule(chr(code))
         return out
 
@@ -95,6 +99,9 @@ def _is_punctuation(c: str) -> bool:
 
 
 def _field(entry: dict, key: str, kind, where: str, what: str, default=None):
+    """``entry[key]`` (or ``default``) when it is a ``kind``; else a TokenizerError naming ``where.key``."""
+    if not isinstance(entry, dict):
+        raise TokenizerError(f"{what}: {where} is {entry!r}; expected an object")
     value = entry.get(key, default)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise TokenizerError(f"{what}: {where}.{key} is {value!r}; expected {getattr(kind, '__name__', kind)}")
@@ -147,7 +154,7 @@ class Tokenizer:
         def before_nfd(c):
             if clean and (c in "\0\ufffd" or _is_control(c)):
                 return ""
-            if clean and (c in WHITE_SPACE):
+            if clean and c in WHITE_SPACE:
                 return " "
             return f" {c} " if chinese and _is_chinese(c) else c
 
@@ -185,8 +192,6 @@ class Tokenizer:
         self.added = {}
         for n, entry in enumerate(section):
             where = f"added_tokens[{n}]"
-            if not isinstance(entry, dict):
-                raise TokenizerError(f"{self.what}: {where} is {entry!r}; expected an object")
             content = _field(entry, "content", str, where, self.what)
             for key in ("single_word", "lstrip", "rstrip", "normalized"):
                 if _field(entry, key, bool, where, self.what, False):
@@ -229,20 +234,27 @@ class Tokenizer:
         specials = _field(section, "special_tokens", dict, "post_processor", self.what, {})
         parts, self.head, self.tail = [], [], []
         for n, piece in enumerate(single):
-            where = f"post_processor.single[{n}]"
-            if isinstance(piece, dict) and set(piece) == {"Sequence"} and piece["Sequence"].get("id") == "A":
-                parts.append("A")
-                continue
-            if not (isinstance(piece, dict) and set(piece) == {"SpecialToken"}):
-                raise TokenizerError(f"{self.what}: {where} is {piece!r}; supported: SpecialToken or Sequence A")
-            name = piece["SpecialToken"].get("id")
-            special = specials.get(name)
-            if not isinstance(special, dict) or len(special.get("ids", [])) != len(special.get("tokens", ())):
-                raise TokenizerError(f"{self.what}: {where} names {name!r}, which post_processor.special_tokens "
-                                     f"does not give as ids and tokens")
-            (self.tail if parts else self.head).extend(zip(special["tokens"], special["ids"]))
+            kind, value = next(iter(piece.items())) if isinstance(piece, dict) and len(piece) == 1 else (None, None)
+            name = value.get("id") if isinstance(value, dict) else None
+            if kind == "Sequence" and name == "A":
+                parts.append(name)
+            elif kind == "SpecialToken":
+                (self.tail if parts else self.head).extend(self._template_special(specials, name, n))
+            else:
+                raise TokenizerError(f"{self.what}: post_processor.single[{n}] is {piece!r}; supported: SpecialToken "
+                                     f"or Sequence A")
         if parts != ["A"]:
             raise TokenizerError(f"{self.what}: post_processor.single must hold Sequence A once; it holds {parts}")
+
+    def _template_special(self, specials: dict, name, n: int) -> list:
+        """[(token, id)] of the special token ``name`` that post_processor.single[n] names."""
+        special = specials.get(name) if isinstance(name, str) else None
+        ids, tokens = (special.get("ids"), special.get("tokens")) if isinstance(special, dict) else (None, None)
+        if not (isinstance(ids, list) and isinstance(tokens, list) and len(ids) == len(tokens)
+                and all(isinstance(i, int) for i in ids) and all(isinstance(t, str) for t in tokens)):
+            raise TokenizerError(f"{self.what}: post_processor.single[{n}] names {name!r}, which "
+                                 f"post_processor.special_tokens does not give as ids and tokens")
+        return list(zip(tokens, ids))
 
     def _read_truncation(self, section):
         if section is None:
@@ -257,21 +269,18 @@ class Tokenizer:
         if direction not in ("Right", "Left"):
             raise TokenizerError(f"{self.what}: truncation.direction is {direction!r}; supported: Right, Left")
         self.truncate_left = direction == "Left"
-        specials = len(self.head) + len(self.tail)
-        if self.max_length < specials:
-            raise TokenizerError(f"{self.what}: truncation.max_length is {self.max_length}; the template's {specials} "
-                                 f"special tokens need at least {specials}")
+        self._room(self.max_length, f"{self.what}: truncation.max_length", TokenizerError)
 
     # tokenizing
 
-    def _room(self, max_length) -> int | None:
-        """How many of the text's own tokens fit in ``max_length``; None: all."""
+    def _room(self, max_length, name: str = "max_length", error=ValueError) -> int | None:
+        """How many of a text's own tokens fit in ``max_length`` with the template's; None: all."""
+        specials = len(self.head) + len(self.tail)
         if max_length is None:
             return None
-        specials = len(self.head) + len(self.tail)
-        if not isinstance(max_length, int) or max_length < specials:
-            raise ValueError(f"max_length {max_length!r}: needs an int of at least {specials}, the template's "
-                             f"special tokens")
+        if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < specials:
+            raise error(f"{name} is {max_length!r}; the template's {specials} special tokens need an int of at "
+                        f"least {specials}")
         return max_length - specials
 
     def _word_ids(self, word: str) -> tuple:
@@ -299,7 +308,7 @@ class Tokenizer:
             if word:
                 found = words.get(word)
                 if found is None:
-                    if len(words) >= CACHED_WORDS:
+                    if len(words) >= CACHE_SIZE:
                         words.clear()
                     found = words[word] = self._word_ids(word)
                 ids.extend(found)
@@ -317,8 +326,9 @@ class Tokenizer:
 
     def _encode(self, text, max_length, where: str) -> tuple:
         if not isinstance(text, str):
-            raise TypeError(f"{where} is a {type(text).__name__}, not a str")
-        ids, room = self._text_ids(text), self._room(max_length)
+            raise TypeError(f"{where} is of type {type(text).__name__}, not str")
+        room = self._room(max_length)
+        ids = self._text_ids(text)
         truncated = room is not None and len(ids) > room
         if truncated:
             ids = ids[len(ids) - room:] if self.truncate_left else ids[:room]

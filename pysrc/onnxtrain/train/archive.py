@@ -18,11 +18,16 @@ The checkpoint holds the current parameters and optimizer state. To go on traini
 """
 
 
+#: zlib's level for models, which are mostly float weights: on MiniLM's LoRA training model (90 MB) level 1 took
+#: 3.6 s and kept 62.6 % of the bytes, the default level 6 took 27 s and kept 58.9 %
+FAST = 1
+
+
 def artifacts_zip(models: dict, checkpoint: bytes, epoch: int) -> bytes:
     """``models`` (file name -> bytes or None: the training, eval and optimizer models) with ``checkpoint`` (the
     run's, at ``epoch`` finished epochs) and a README, as .zip bytes."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=FAST) as archive:
         for name in (TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL):
             if models.get(name) is not None:
                 archive.writestr(name, models[name])

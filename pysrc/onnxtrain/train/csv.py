@@ -36,7 +36,8 @@ def _decode(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise DataError(f"{name} is not UTF-8 text (byte {e.start}): save it as CSV UTF-8") from None
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(f"{name} is not UTF-8 text (byte {e.start}, line {line}): save it as CSV UTF-8") from None
 
 
 def parse_csv(data, name: str = "the CSV file") -> Table:
