@@ -302,12 +302,16 @@ def sgd(weights, gradients, neg_lr) -> bool:
 
 
 def _elementwise(kernel: str, *arrays) -> np.ndarray | None:
-    """kernel(n, *inputs, out) over same-shaped float32 arrays; None for anything else."""
+    """kernel(n, *inputs, out) over same-shaped float32 arrays; None for anything else, or when the loaded
+    library predates the kernel (a native build older than this package)."""
     if not _on or any(a.dtype != F32 or a.shape != arrays[0].shape for a in arrays):
+        return None
+    run = getattr(_lib, kernel, None)
+    if run is None:
         return None
     arrays = [_contiguous(a) for a in arrays]
     out = np.empty(arrays[0].shape, F32)
-    getattr(_lib, kernel)(out.size, *[_ptr(a) for a in arrays], _ptr(out))
+    run(out.size, *[_ptr(a) for a in arrays], _ptr(out))
     return out
 
 

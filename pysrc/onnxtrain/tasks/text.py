@@ -1,12 +1,11 @@
 """Text classification on a pretrained sentence encoder (text.encoder's graph, as the site's MiniLM ships): the
 user's classes and texts, each tokenized once (text.tokenizer) and embedded once when added; a run in one of two
-modes:
+modes, whose head starts from a linear probe fitted on the cached embeddings (tasks.text_head):
 
 - ``head``: the embedding L2-normalized (as sentence-transformers' Normalize) and a Gemm, trained on the cached
   embeddings;
 - ``lora``: the encoder with rank-r adapters on its attention projections (text.lora) and the same head, trained
-  end to end on the token ids with the base weights frozen; the head starts from a linear probe fitted on the
-  cached embeddings.
+  end to end on the token ids with the base weights frozen.
 
 The export is one ONNX model from ``input_ids`` and ``attention_mask`` to ``probabilities`` and ``label``, the
 adapters merged, the weights that float16 holds exactly stored as float16."""
@@ -36,7 +35,7 @@ from .head import classes_doc, with_head
 from .labelled import MAX_CLASSES, LabelledSamples
 from .split import stratified_split
 from .training import classification_metrics, inference_model, make_artifacts, predict, probabilities, run_factory
-from .text_head import head_model, linear_probe, random_start
+from .text_head import head_model, linear_probe
 
 BATCH = 16          # texts per forward pass when embedding or predicting
 MODES = ("head", "lora")
@@ -233,9 +232,8 @@ class TextSession(LabelledSamples):
         y = np.array(settings["labels"], np.int64)
         train, val = stratified_split(y, share, seed) if share else (list(range(len(y))), [])
         embeddings = np.stack([self.store[s][2] for s in ids])
-        start = linear_probe(embeddings[train], y[train], len(self.names)) if mode == "lora" else \
-            random_start(len(self.names), self.encoder.hidden, seed)
-        head = head_model(len(self.names), self.encoder.hidden, start)
+        head = head_model(len(self.names), self.encoder.hidden, linear_probe(embeddings[train], y[train],
+                                                                             len(self.names)))
         if mode == "head":
             forward, trainable, frozen = head, ["head.weight", "head.bias"], None
         else:

@@ -1,5 +1,5 @@
 """The text task's head: the sentence embedding L2-normalized (as sentence-transformers' Normalize) then a Gemm
-to the classes; its start at random, or from a linear probe (softmax regression on the cached embeddings)."""
+to the classes, started from a linear probe (softmax regression on the cached embeddings)."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,13 +31,6 @@ def linear_probe(embeddings: np.ndarray, labels: np.ndarray, classes: int) -> tu
         w -= PROBE_RATE * error.T @ x
         b -= PROBE_RATE * error.sum(axis=0)
     return w.astype(np.float32), b.astype(np.float32)
-
-
-def random_start(classes: int, hidden: int, seed: int) -> tuple:
-    """(weight, bias) as a linear layer starts (uniform in +-1/sqrt(hidden), zero bias), from ``seed``."""
-    bound = 1 / np.sqrt(hidden)
-    weight = np.random.default_rng(seed).uniform(-bound, bound, (classes, hidden)).astype(np.float32)
-    return weight, np.zeros(classes, np.float32)
 
 
 def head_model(classes: int, hidden: int, start: tuple) -> Model:
