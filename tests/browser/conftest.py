@@ -1,7 +1,10 @@
 """Headless Chromium (Debian's) driven by Playwright against the test site (build.TEST_SITE: site/ plus the test
 hooks, window.onnxtrain and the worker's runPython) served on 127.0.0.1."""
 import base64
+import shutil
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,39 @@ def reload_and_resume(page, describes: str) -> str:
     line = item.locator("span").text_content()
     item.locator("button:text('Resume')").click()
     return line
+
+
+LIBRARY_PAGE = """<!doctype html><meta charset="utf-8"><title>a page of one's own</title>
+<script type="module">
+window.lib = await import("./onnxtrain/onnxtrain.mjs");
+</script>
+"""
+
+
+@contextmanager
+def library_page(browser, root: Path, paths: list):
+    """A page of its own (window.lib: the library) on a plain static server at ``root``, with the site's library
+    folder and the site's files or folders ``paths`` (relative to the site), as a web developer would deploy them;
+    at the end, proof that nothing left the origin."""
+    for path in [build.LIBRARY, *paths]:
+        source = build.TEST_SITE / path
+        if not source.exists():
+            pytest.fail(f"{build.TEST_SITE} has no {path}: run the tests through `python3 build.py test`")
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, root / path, copy_function=build.link_or_copy)
+        else:
+            build.link_or_copy(source, root / path)
+    (root / "index.html").write_text(LIBRARY_PAGE)
+    server = build.make_server(root, 0, isolate=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    context = browser.new_context()
+    raw = context.new_page()
+    wrapped = Page(context, raw, url)
+    raw.goto(url)
+    raw.wait_for_function("() => window.lib !== undefined")
+    yield wrapped
+    context.close()
+    server.shutdown()
+    assert wrapped.requests and wrapped.off_origin() == [], wrapped.off_origin()

@@ -3,8 +3,6 @@ loaded from its URL with progress, two classes of real photos, trained, predicte
 onnxruntime in CPython gives the page's probabilities; a snapshot restores; nothing leaves the origin."""
 import base64
 import json
-import shutil
-import threading
 
 import numpy as np
 import onnx
@@ -12,18 +10,13 @@ import onnxruntime as ort
 import pytest
 
 import build
-from browser.conftest import Page
+from browser.conftest import library_page
 from onnxtrain import ir
 from onnxtrain.tasks.preprocess import preprocess_model, read_preprocess
 from tasks.test_personalize import ACCURACY_BAR, crops, photos, rgba
 
 BACKBONE_URL = "artifacts/efficientnet_lite0/backbone.onnx"
 LIBRARY = "./onnxtrain/onnxtrain.mjs"
-PAGE = """<!doctype html><meta charset="utf-8"><title>a page of one's own</title>
-<script type="module">
-window.lib = await import("./onnxtrain/onnxtrain.mjs");
-</script>
-"""
 
 HELPERS = """() => {
   window.fromB64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
@@ -42,29 +35,10 @@ def b64(array: np.ndarray) -> str:
 
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
-    """A page of its own on a plain static server: the site's library folder and backbone, as a web developer
-    would deploy them; at the end, proof that nothing left the origin."""
-    backbone = build.TEST_SITE / BACKBONE_URL
-    if not (build.TEST_SITE / build.LIBRARY / "onnxtrain.mjs").exists() or not backbone.exists():
-        pytest.fail(f"{build.TEST_SITE} has no library or no backbone: run the tests through `python3 build.py test`")
-    root = tmp_path_factory.mktemp("host")
-    shutil.copytree(build.TEST_SITE / build.LIBRARY, root / "onnxtrain", copy_function=build.link_or_copy)
-    (root / BACKBONE_URL).parent.mkdir(parents=True)
-    build.link_or_copy(backbone, root / BACKBONE_URL)
-    (root / "index.html").write_text(PAGE)
-    server = build.make_server(root, 0, isolate=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    context = browser.new_context()
-    raw = context.new_page()
-    wrapped = Page(context, raw, url)
-    raw.goto(url)
-    raw.wait_for_function("() => window.lib !== undefined")
-    wrapped.site_backbone = backbone
-    yield wrapped
-    context.close()
-    server.shutdown()
-    assert wrapped.requests and wrapped.off_origin() == [], wrapped.off_origin()
+    """A page of its own on a plain static server: the site's library folder and backbone."""
+    with library_page(browser, tmp_path_factory.mktemp("host"), [BACKBONE_URL]) as wrapped:
+        wrapped.site_backbone = build.TEST_SITE / BACKBONE_URL
+        yield wrapped
 
 
 @pytest.fixture(scope="module")

