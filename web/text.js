@@ -310,13 +310,22 @@ registerRunKind("text", {
 
 function modeShown() { $("text-rank-label").hidden = mode() !== "lora"; }
 
+// each mode's epochs and learning rate, as tests/text/test_few_shot.py measured them
+const MODE_DEFAULTS = { head: { epochs: 30, lr: 0.01 }, lora: { epochs: 4, lr: 0.001 } };
+
 // ---- set up -----------------------------------------------------------------------------------------------------
 
 export function setUpText(ready) {
   view = new TrainingView("text", flow, ["download", "checkpoint", "artifacts"]);
   $("text-load").onclick = () => ready.then(load).catch(showError);
   $("text-add-class").onclick = () => change(() => task.addClass(`Class ${classes.length + 1}`)).catch(showError);
-  $("text-mode").onchange = () => { modeShown(); view.startOver(); };
+  $("text-mode").onchange = () => {
+    const defaults = MODE_DEFAULTS[mode()];
+    $("text-epochs").value = defaults.epochs;
+    $("text-lr").value = defaults.lr;
+    modeShown();
+    view.startOver();
+  };
   $("text-csv").onchange = (e) => {
     const file = e.target.files[0];
     if (file) chooseCsv(file).catch(showError).finally(() => { e.target.value = ""; });

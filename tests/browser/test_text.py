@@ -177,6 +177,8 @@ def test_lora_trains_a_short_run_and_its_merged_download_predicts_as_the_page(ap
     page = app.page
     page.select_option("#text-mode", "lora")
     assert page.is_visible("#text-rank-label")
+    # LoRA's epochs and learning rate, as the few-shot test measured them
+    assert (page.input_value("#text-epochs"), page.input_value("#text-lr")) == ("4", "0.001")
     page.fill("#text-rank", "4")
     done = train(page, "lora", 2, 0.003)
     print(done)
