@@ -36,5 +36,5 @@ def test_embeddings_and_head_training_equal_the_cpu():
     np.testing.assert_allclose(gpu.training.module.get_contiguous_parameters(),
                                cpu.training.module.get_contiguous_parameters(), rtol=1e-4, atol=1e-6)
     features = gpu.store[next(iter(gpu.store))][0][None]
-    np.testing.assert_allclose(gpu._head().run([features])[0], cpu._head().run([features])[0], rtol=1e-4,
+    np.testing.assert_allclose(gpu._model().run([features])[0], cpu._model().run([features])[0], rtol=1e-4,
                                atol=1e-6)
