@@ -32,6 +32,14 @@ def tabular_handle(registry, data):
     return handle
 
 
+
+def reference_losses(reference, **options) -> list:
+    """The losses of the task ``reference`` trained in CPython by its Trainer, evaluating after each epoch."""
+    expected = []
+    reference.training.trainer.configure(**options, keep_best=False, evaluate=lambda _t: reference.evaluate())
+    reference.training.trainer.run(on_progress=expected.append)
+    return [r["loss"] for r in expected]
+
 def test_a_tabular_task_trains_in_the_registry_as_the_cpython_task_does():
     data = wine_csv()
     registry = Registry()
@@ -206,11 +214,7 @@ def test_personalize_trains_through_the_registry_as_the_cpython_task_does():
     reference.setup(False, 0.34, 1)
     _, records, summary = train(registry, handle, {"epochs": 4, "batchSize": 2, "learningRate": 0.003,
                                                    "keepBest": False})
-    expected = []
-    reference.training.trainer.configure(epochs=4, batch_size=2, learning_rate=0.003, keep_best=False,
-                                         evaluate=lambda _t: reference.evaluate())
-    reference.training.trainer.run(on_progress=expected.append)
-    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert [r["loss"] for r in records] == reference_losses(reference, epochs=4, batch_size=2, learning_rate=0.003)
     assert summary["metrics"] == reference.evaluate() and summary["metrics"]["on"] == "validation"
     assert registry.call("export_model", handle, []) == reference.export_model()
     x = images["china"][:1]
@@ -306,11 +310,7 @@ def test_text_trains_through_the_registry_as_the_cpython_task_does():
     reference.setup("head", 8, 0, 1)
     _, records, summary = train(registry, handle, {"epochs": 3, "batchSize": 4, "learningRate": 0.01,
                                                    "keepBest": False})
-    expected = []
-    reference.training.trainer.configure(epochs=3, batch_size=4, learning_rate=0.01, keep_best=False,
-                                         evaluate=lambda _t: reference.evaluate())
-    reference.training.trainer.run(on_progress=expected.append)
-    assert [r["loss"] for r in records] == [r["loss"] for r in expected]
+    assert [r["loss"] for r in records] == reference_losses(reference, epochs=3, batch_size=4, learning_rate=0.01)
     assert summary["metrics"] == reference.evaluate() and summary["metrics"]["on"] == "train"
     probe = ["Fry the garlic in olive oil.", " ".join(["a long day at the stadium"] * 40)]
     prediction = registry.call("predict", handle, [probe])
