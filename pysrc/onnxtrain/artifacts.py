@@ -11,7 +11,8 @@ from ._files import atomic_write
 from .checkpoint import CheckpointData, write_checkpoint
 from .ir import load as load_ir, ort_names, to_bytes
 from .ir.model import Model
-from .onnxblock.building import building
+from .onnxblock import protos
+from .onnxblock.building import building, empty_model
 from .onnxblock.training_graph import build_training_models
 
 
@@ -56,8 +57,8 @@ def _block(what: str, value, enum, table: dict):
 def _as_model(model) -> Model:
     if isinstance(model, Model):
         return copy.deepcopy(model)
-    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto, without importing onnx
-        return load_ir(model.SerializeToString())
+    if protos.is_proto(model):  # an onnx.ModelProto, without importing onnx
+        return protos.model_from_proto(model)
     return load_ir(model)
 
 
@@ -71,12 +72,15 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
         raise NotImplementedError("onnxtrain does not write the .ort model format; use the .onnx artifacts")
     if custom_op_library is not None:
         raise NotImplementedError("onnxtrain cannot load custom op libraries")
+    given_proto = protos.is_proto(model)
     base = _as_model(model)
     inits = [t.name for t in base.graph.initializers]
+    inputs = [v.name for v in base.graph.inputs]
     requires_grad, frozen = list(requires_grad or []), list(frozen_params or [])
-    unknown = [n for n in requires_grad + frozen if n not in inits]
+    unknown = [n for n in requires_grad + frozen if n not in inits and n not in inputs]
     if unknown:
-        raise ValueError(f"'{unknown[0]}' is not an initializer of the model (initializers: {inits[:20]})")
+        raise ValueError(f"'{unknown[0]}' is not an initializer or an input of the model "
+                         f"(initializers: {inits[:20]}, inputs: {inputs[:20]})")
     if optimizer is not None and not requires_grad:
         raise ValueError("an optimizer needs requires_grad: name the parameters to train")
     additional = list(additional_output_names or [])
@@ -84,7 +88,7 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
     opt_block = None if optimizer is None else _block("optimizer", optimizer, OptimType, _OPTIMIZERS)
 
     forward_outputs = {v.name: v for v in base.graph.outputs}
-    with building(base) as b:
+    with building(base, protos=given_proto) as b:  # user loss blocks see self.base as the model was given
         if loss_block is None:
             loss_name = base.graph.outputs[0].name
         else:
@@ -99,10 +103,9 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
     opset = base.opset("") or 17
     out = {ort_names.TRAINING_MODEL: to_bytes(training), ort_names.EVAL_MODEL: to_bytes(eval_model)}
     if opt_block is not None:
-        with onnxblock.empty_base(opset) as opt_model:
-            opt_model.opset_imports = {ort_names.MS_DOMAIN: 1, "": opset}
+        with building(empty_model(opset)) as opt:
             opt_block((trainable_tensors, frozen_tensors))
-        out[ort_names.OPTIMIZER_MODEL] = to_bytes(opt_model)
+        out[ort_names.OPTIMIZER_MODEL] = to_bytes(opt.model)
     state = CheckpointData(trainable={t.name: t.data for t in trainable_tensors},
                            frozen={t.name: t.data for t in frozen_tensors})
     out[ort_names.CHECKPOINT] = write_checkpoint(state, layout="artifact")

@@ -51,38 +51,43 @@ def _eval_copy(model: Model) -> Model:
     return model
 
 
-def _accumulation(model: Model, trainable: list, n_user_outputs: int) -> None:
-    """Replace the gradient outputs with in-place accumulation into caller-fed buffers."""
+def _accumulation(model: Model, differentiated: list, n_user_outputs: int) -> None:
+    """Replace the gradient outputs with in-place accumulation into caller-fed buffers, typed as the values
+    differentiated (parameters, and graph inputs that require a gradient)."""
     graph = model.graph
-    params = {v.name: v for v in graph.inputs}
+    values = {v.name: v for v in graph.inputs}
     outputs = graph.outputs[:n_user_outputs]
-    for i, name in enumerate(trainable):
+    for i, name in enumerate(differentiated):
         graph.nodes.append(Node("InPlaceAccumulatorV2",
                                 [ort_names.grad_buffer(name), ort_names.grad(name), ort_names.LAZY_RESET_GRAD],
                                 [ort_names.grad_flag(name)], name=ort_names.accumulator_node(n_user_outputs + i),
                                 domain=ort_names.MS_DOMAIN))
         outputs.append(ValueInfo(ort_names.grad_flag(name), TensorType(DataType.BOOL, [1])))
-    graph.inputs += [ValueInfo(ort_names.grad_buffer(n), copy.deepcopy(params[n].type)) for n in trainable]
+    graph.inputs += [ValueInfo(ort_names.grad_buffer(n), copy.deepcopy(values[n].type)) for n in differentiated]
     graph.inputs.append(ValueInfo(ort_names.LAZY_RESET_GRAD, TensorType(DataType.BOOL, [1])))
     graph.outputs = outputs
     model.opset_imports.setdefault(ort_names.MS_DOMAIN, 1)
 
 
-def build_training_models(model: Model, loss_name: str, additional_outputs: list, trainable: list, frozen: list):
-    """(training model, eval model, (trainable tensors, frozen tensors)); ``model`` is changed."""
+def build_training_models(model: Model, loss_name: str, additional_outputs: list, requires_grad: list, frozen: list):
+    """(training model, eval model, (trainable tensors, frozen tensors)); ``model`` is changed.
+    ``requires_grad`` names parameters (initializers) and graph inputs; as in ORT, gradients follow the
+    order of the training model's inputs: the graph inputs first, then the parameters in initializer order."""
     probe = copy.copy(model)
     probe.graph = copy.copy(model.graph)
     probe.graph.outputs = [ValueInfo(loss_name)]
     loss_type = infer_types(probe, [loss_name])[loss_name]
     model.graph.outputs = [ValueInfo(loss_name, loss_type)] + list(additional_outputs)
+    input_grads = [v.name for v in model.graph.inputs if v.name in requires_grad]
     by_name = {t.name: t for t in model.graph.initializers}
-    order = [t.name for t in model.graph.initializers if t.name in trainable or t.name in frozen]
-    trainable = [n for n in order if n in trainable]
-    frozen = [n for n in order if n in frozen]
+    order = [t.name for t in model.graph.initializers if t.name in requires_grad or t.name in frozen]
+    trainable = [n for n in order if n in requires_grad]
+    frozen = [n for n in order if n in frozen and n not in requires_grad]
     for name in order:
         model.graph.initializers.remove(by_name[name])
     model.graph.inputs += [ValueInfo(n, TensorType(by_name[n].data_type, list(by_name[n].dims))) for n in order]
     eval_model = _eval_copy(model)
-    training = build_gradient_graph(model, loss_name, trainable) if trainable else copy.deepcopy(model)
-    _accumulation(training, trainable, 1 + len(additional_outputs))
+    differentiated = input_grads + trainable
+    training = build_gradient_graph(model, loss_name, differentiated) if differentiated else copy.deepcopy(model)
+    _accumulation(training, differentiated, 1 + len(additional_outputs))
     return training, eval_model, ([by_name[n] for n in trainable], [by_name[n] for n in frozen])
