@@ -271,10 +271,10 @@ class Linear(Block):
         self._in, self._out, self._bias, self._alpha, self._beta = in_features, out_features, bias, alpha, beta
 
     def build(self, linear_input_name):
+        # ORT's layout and initialization: weight [in, out] from a standard normal, a Gemm without transB
         rng = np.random.default_rng()
-        bound = 1 / np.sqrt(self._in)
-        weight = _constant("linear.weight", rng.uniform(-bound, bound, (self._out, self._in)).astype(np.float32))
+        weight = _constant("linear.weight", rng.standard_normal((self._in, self._out)).astype(np.float32))
         inputs = [linear_input_name, weight]
         if self._bias:
-            inputs.append(_constant("linear.bias", rng.uniform(-bound, bound, self._out).astype(np.float32)))
-        return _node("Gemm", inputs, "linear.output", node_token="linear", alpha=self._alpha, beta=self._beta, transB=1)
+            inputs.append(_constant("linear.bias", rng.standard_normal(self._out).astype(np.float32)))
+        return _node("Gemm", inputs, "linear.output", node_token="linear", alpha=self._alpha, beta=self._beta)
