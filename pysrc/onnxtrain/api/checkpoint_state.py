@@ -6,14 +6,11 @@ import os
 import numpy as np
 
 from ..checkpoint import CheckpointData, OptimizerGroup, read_checkpoint, write_checkpoint
+from .errors import nominal_state_error
 
 #: Property under which a save with optimizer state keeps the current learning rate.  ORT 1.19.2 keeps only
 #: the initial one, so a resumed run silently fell back to it; onnxtrain restores the current one.
 LEARNING_RATE_PROPERTY = "onnxtrain.learning_rate"
-
-
-class NominalStateError(RuntimeError):
-    pass
 
 
 class _Entry:
@@ -65,8 +62,7 @@ class Parameter:
 def _copy_into(name: str, entry: _Entry, value) -> None:
     value = np.asarray(value)
     if entry.data is None:
-        raise NominalStateError(f"parameter '{name}' belongs to a nominal checkpoint state: load all parameters "
-                                f"with Module.copy_buffer_to_parameters(buffer, trainable_only=False) first")
+        raise nominal_state_error("parameter", f"parameter '{name}'")
     if value.shape != entry.data.shape or value.dtype != entry.data.dtype:
         raise ValueError(f"parameter '{name}' is {entry.data.dtype.name}{list(entry.data.shape)}; "
                          f"cannot assign {value.dtype.name}{list(value.shape)}")
@@ -85,8 +81,7 @@ class Parameters:
         if name not in entries:
             raise KeyError(f"no parameter named '{name}' in the checkpoint state (parameters: {sorted(entries)})")
         if self._state.is_nominal:
-            raise NominalStateError("Cannot get parameter from a nominal state: load the parameters with "
-                                    "Module.copy_buffer_to_parameters(buffer, trainable_only=False) first")
+            raise nominal_state_error("parameter", f"parameter '{name}'")
         return entries[name]
 
     def __getitem__(self, name: str) -> Parameter:

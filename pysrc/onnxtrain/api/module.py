@@ -7,9 +7,10 @@ from .. import ir
 from ..ir.model import Model, TensorType
 from ..ir.ort_names import LAZY_RESET_GRAD, buffer_param, grad_buffer, is_grad_flag
 from ..runtime import Session
-from .checkpoint_state import CheckpointState, NominalStateError
-from .errors import ArtifactError, reworded
+from .checkpoint_state import CheckpointState
+from .errors import ArtifactError, ParameterBufferError, nominal_state_error, reworded
 from .export import inference_model
+from .values import ContiguousParameters, as_ort_values, fed_ort_values, host_array
 
 def load_model(source, what: str) -> Model:
     """An IR model from a path, bytes or an IR Model; errors name ``what``."""
@@ -82,11 +83,11 @@ class Module:
     # -- steps -------------------------------------------------------------------------------------
 
     def __call__(self, *user_inputs):
-        """A train step in training mode (returns the loss and any extra outputs), else an eval step."""
+        """A train step in training mode (returns the loss and any extra outputs), else an eval step.  The inputs
+        are numpy arrays or values whose ``numpy()`` gives one; where none is a numpy array and onnxruntime
+        OrtValues are among them, the outputs are OrtValues, as in ORT."""
         if self._state.is_nominal:
-            raise NominalStateError(f"Cannot perform {'TrainStep' if self.training else 'EvalStep'} with a nominal "
-                                    "state: load the parameters with copy_buffer_to_parameters(buffer, "
-                                    "trainable_only=False) first")
+            raise nominal_state_error("TrainStep" if self.training else "EvalStep")
         if self.training:
             outputs = self._train_step(user_inputs)
         else:
@@ -95,6 +96,8 @@ class Module:
             self._check_count(user_inputs, self._eval_user_inputs)
             outputs = self._eval.run(self._feeds(self._eval_layout, user_inputs))
         outputs = [np.asarray(o) for o in outputs]
+        if fed_ort_values(user_inputs):
+            outputs = as_ort_values(outputs)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _train_step(self, user_inputs, defer: bool = False):
@@ -169,27 +172,36 @@ class Module:
     def get_parameters_size(self, trainable_only: bool = True) -> int:
         return int(sum(np.prod(self._param_shapes[n], dtype=np.int64) for n in self._buffer_names(trainable_only)))
 
-    def get_contiguous_parameters(self, trainable_only: bool = False) -> np.ndarray:
-        """The parameters (in training-model input order) flattened into one new float32 array."""
+    def get_contiguous_parameters(self, trainable_only: bool = False) -> ContiguousParameters:
+        """The parameters (in training-model input order) flattened into one new float32 array; like ORT's
+        OrtValue, it answers ``numpy()``."""
         names = self._buffer_names(trainable_only)
         entries = self._state._entries
         self._state._on_host()
         if self._state.is_nominal:
-            raise NominalStateError("Cannot get parameter from a nominal state")
+            raise nominal_state_error("contiguous")
         if not names:
-            return np.zeros(0, np.float32)
-        return np.concatenate([entries[n].data.ravel() for n in names]).astype(np.float32, copy=False)
+            return np.zeros(0, np.float32).view(ContiguousParameters)
+        flat = np.concatenate([entries[n].data.ravel() for n in names]).astype(np.float32, copy=False)
+        return flat.view(ContiguousParameters)
 
     def copy_buffer_to_parameters(self, buffer, trainable_only: bool = True) -> None:
-        """Copy a flat float32 buffer (the layout of get_contiguous_parameters) into the parameters."""
-        buffer = np.asarray(buffer)
+        """Copy a float32 buffer (the layout of get_contiguous_parameters, any shape of that size) into the
+        parameters: a numpy array, or a value whose ``numpy()`` gives one (an OrtValue, as ORT takes).  On a
+        nominal state, ``trainable_only=False`` loads every parameter and ends the nominal state."""
+        buffer = host_array(buffer)
         if self._state.is_nominal and trainable_only:
-            raise NominalStateError("For nominal checkpoint state, all parameters need to be loaded into the "
-                                    "model (trainable_only = false)")
+            raise nominal_state_error("trainable_only")
         size = self.get_parameters_size(trainable_only)
-        if buffer.dtype != np.float32 or buffer.ndim != 1 or buffer.size != size:
-            raise ValueError(f"the parameter buffer must be a 1-D float32 array of {size} elements "
-                             f"(trainable_only={trainable_only}); got {buffer.dtype.name}{list(buffer.shape)}")
+        layout = (f"the buffer holds the {'trainable ' if trainable_only else ''}parameters' {size} float32 values, "
+                  f"as get_contiguous_parameters(trainable_only={trainable_only}) gives them; got "
+                  f"{buffer.dtype.name}{list(buffer.shape)}")
+        if buffer.size != size:
+            raise ParameterBufferError(f"Parameters buffer size incorrect. Expected:{size}, Actual:{buffer.size} "
+                                       f"({layout})")
+        if buffer.dtype != np.float32:
+            raise ParameterBufferError(f"Tensor type mismatch. ({layout})")
+        buffer = buffer.reshape(-1)
         entries = self._state._entries
         self._state._on_host(writing=True)
         offset = 0
@@ -222,7 +234,7 @@ class Module:
         if self._eval_model is None:
             raise RuntimeError("export_model_for_inferencing needs the eval model: pass eval_model_uri to Module")
         if self._state.is_nominal:
-            raise NominalStateError("Cannot export a nominal state: load the parameters first")
+            raise nominal_state_error("export")
         if isinstance(graph_output_names, str):
             graph_output_names = [graph_output_names]
         self._state._on_host()

@@ -9,8 +9,8 @@ import numpy as np
 from ..ir.dtypes import DataType
 from ..ir.model import SequenceType, TensorType
 from ..ir.ort_names import ADAMW, LEARNING_RATE, MOMENTUMS, OPTIMIZER_INPUTS, SGD, STEP
-from .checkpoint_state import LEARNING_RATE_PROPERTY, NominalStateError
-from .errors import ArtifactError, LearningRateError
+from .checkpoint_state import LEARNING_RATE_PROPERTY
+from .errors import ArtifactError, LearningRateError, nominal_state_error
 from .module import Module, load_model, session_on
 
 #: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
@@ -140,7 +140,7 @@ class Optimizer:
     def step(self) -> None:
         """One optimizer update; the step count advances when the model reports an update."""
         if self._state.is_nominal:
-            raise NominalStateError("Cannot perform an optimizer step with a nominal state")
+            raise nominal_state_error("optimizer", "Optimizer.step")
         self._ensure_moments()
         entries = self._state._entries
         states = self._group.states

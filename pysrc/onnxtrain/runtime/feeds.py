@@ -35,6 +35,20 @@ def as_bit_patterns(name: str, code: int):
     return tag
 
 
+def _as_array(name: str, value) -> np.ndarray:
+    """A fed value that is not a numpy array as one: a list, tuple or scalar, or what its ``numpy()`` gives (an
+    onnxruntime OrtValue, a CPU torch tensor)."""
+    if isinstance(value, (list, tuple, int, float, bool, np.generic)):
+        return np.asarray(value)
+    numpy = getattr(value, "numpy", None)
+    if callable(numpy):
+        array = numpy()
+        if isinstance(array, np.ndarray):
+            return array
+    raise FeedError(f"input '{name}' must be a numpy array, got {type(value).__name__} (feed an array, or a value "
+                    f"whose numpy() gives one, such as an onnxruntime OrtValue)")
+
+
 def check_feed(value_info):
     """A function that validates one fed value for ``value_info`` and returns it."""
     name, typ = value_info.name, value_info.type
@@ -69,10 +83,7 @@ def check_feed(value_info):
 
     def check_tensor(value):
         if not isinstance(value, np.ndarray):
-            if isinstance(value, (list, tuple, int, float, bool, np.generic)):
-                value = np.asarray(value)
-            else:
-                raise FeedError(f"input '{name}' must be a numpy array, got {type(value).__name__}")
+            value = _as_array(name, value)
         if value.dtype != dtype:
             raise FeedError(f"input '{name}' must have dtype {dtype.name}, got {value.dtype.name} "
                             f"(shape {list(value.shape)})")
