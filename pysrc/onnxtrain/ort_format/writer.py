@@ -358,3 +358,26 @@ def encode_ort_model(model: Model) -> bytes:
     missing = untyped_values(model)
     types = infer_types(model, missing) if missing else {}
     return _Writer(model, types).finish()
+
+
+def _ops(graph: Graph, model: Model, found: set):
+    for node in graph.nodes:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        schema = find_schema(domain, node.op_type, model.opset(domain) or 0)
+        found.add((domain or "ai.onnx", schema.since_version if schema else 0, node.op_type))
+        for a in node.attributes.values():
+            for sub in _subgraphs(a):
+                _ops(sub, model, found)
+
+
+def required_operators_config(model: Model, ort_path: str) -> str:
+    """The ``.required_operators.config`` text that onnxruntime's converter writes beside ``ort_path``
+    (the ops a minimal build must include: per domain and schema version, the op types)."""
+    found = set()
+    _ops(model.graph, model, found)
+    lines = ["# Generated from model/s:", f"# - {ort_path}"]
+    groups = {}
+    for domain, version, op in found:
+        groups.setdefault((domain, version), set()).add(op)
+    lines += [f"{d};{v};{','.join(sorted(ops))}" for (d, v), ops in sorted(groups.items())]
+    return "\n".join(lines) + "\n"
