@@ -211,7 +211,7 @@ class _Writer:
                     outs[p].append((i, j, k))
         entries = []
         for i in range(len(graph.nodes)):
-            vectors = [self.structs(ins[i]), self.structs(outs[i])]
+            vectors = [self.structs(sorted(ins[i])), self.structs(sorted(outs[i]))]  # ORT's order
             entries.append(self.table(3, [(S.EDGE_NODE_INDEX, "uint32", i), (S.EDGE_INPUT_EDGES, "offset", vectors[0]),
                                           (S.EDGE_OUTPUT_EDGES, "offset", vectors[1])]))
         return self.tables(entries)
@@ -251,7 +251,8 @@ class _Writer:
                                          f"the type of every value")
                 args[name] = ValueInfo(name, self.types[name])
         scope = outer | set(args)
-        inits = self.tables([self.tensor(t, where) for t in g.initializers])
+        # sorted by name, to be deterministic (ORT writes its hash map's order)
+        inits = self.tables([self.tensor(t, where) for t in sorted(g.initializers, key=lambda t: t.name)])
         node_args = self.tables([self.value_info(n, vi, where) for n, vi in args.items()])
         nodes = self.tables([self.node(i, n, implicit[i], where, scope) for i, n in enumerate(g.nodes)])
         edges = self.edges(g, implicit)
