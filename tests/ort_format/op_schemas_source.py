@@ -153,7 +153,8 @@ def table_source() -> str:
         body = textwrap.fill(entries, 112, initial_indent="    ", subsequent_indent="    ",
                              break_on_hyphens=False, break_long_words=False)
         blocks.append(f'    {domain!r}: """\n{body}\n""",')
-    return (HEADER + f"# Written by tests/ort_format/op_schemas_source.py from onnx {onnx.__version__}'s schemas and the ORT\n"
+    return (HEADER
+            + f"# Written by tests/ort_format/op_schemas_source.py from onnx {onnx.__version__}'s schemas and the ORT\n"
             f"# format files onnxruntime {onnxruntime.__version__} writes.  Per domain, one entry per schema\n"
             "# version: op@since(input keys)output keys, a key being the parameter's type constraint or, for a fixed\n"
             "# type, its name; '*' marks a variadic parameter.\n"
