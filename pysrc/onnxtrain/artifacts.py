@@ -14,6 +14,7 @@ from .ir.model import Model
 from .onnxblock import protos
 from .onnxblock.building import building, empty_model
 from .onnxblock.training_graph import build_training_models
+from .ort_format import encode_ort_model, required_operators_config
 
 
 class LossType(Enum):
@@ -62,14 +63,24 @@ def _as_model(model) -> Model:
     return load_ir(model)
 
 
+def _ort_files(onnx_name: str, model: Model, directory, prefix: str) -> dict:
+    """What onnxruntime's converter writes beside ``onnx_name`` (its Fixed style at its default level, "all"):
+    ``<stem>.ort`` and ``<stem>.required_operators.config``, whose header names the .ort file by its absolute
+    path.  The model is written as it is, not optimized first."""
+    stem = onnx_name[:-len(".onnx")]
+    ort_name = stem + ".ort"
+    ort_path = ort_name if directory is None else os.path.abspath(os.path.join(os.fspath(directory), prefix + ort_name))
+    return {ort_name: encode_ort_model(model),
+            stem + ".required_operators.config": required_operators_config(model, ort_path).encode("utf-8")}
+
+
 def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None, optimizer=None,
                        artifact_directory=None, prefix: str = "", ort_format: bool = False, custom_op_library=None,
                        additional_output_names=None, nominal_checkpoint: bool = False, loss_input_names=None):
     """Generate the training artifacts.  With ``artifact_directory=None`` return them as a dict of bytes
     (``training_model.onnx``, ``eval_model.onnx``, ``optimizer_model.onnx``, ``checkpoint`` and, if asked,
-    ``nominal_checkpoint``); otherwise write ``<prefix><name>`` files there atomically."""
-    if ort_format:
-        raise NotImplementedError("onnxtrain does not write the .ort model format; use the .onnx artifacts")
+    ``nominal_checkpoint``; with ``ort_format``, each model's ``.ort`` and ``.required_operators.config`` too);
+    otherwise write ``<prefix><name>`` files there atomically, once all of them are made."""
     if custom_op_library is not None:
         raise NotImplementedError("onnxtrain cannot load custom op libraries")
     given_proto = protos.is_proto(model)
@@ -101,11 +112,16 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
         model, loss_name, [forward_outputs[n] for n in additional], requires_grad, frozen)
 
     opset = base.opset("") or 17
-    out = {ort_names.TRAINING_MODEL: to_bytes(training), ort_names.EVAL_MODEL: to_bytes(eval_model)}
+    models = {ort_names.TRAINING_MODEL: training, ort_names.EVAL_MODEL: eval_model}
     if opt_block is not None:
         with building(empty_model(opset)) as opt:
             opt_block((trainable_tensors, frozen_tensors))
-        out[ort_names.OPTIMIZER_MODEL] = to_bytes(opt.model)
+        models[ort_names.OPTIMIZER_MODEL] = opt.model
+    out = {}
+    for name, m in models.items():
+        out[name] = to_bytes(m)
+        if ort_format:
+            out.update(_ort_files(name, m, artifact_directory, prefix))
     state = CheckpointData(trainable={t.name: t.data for t in trainable_tensors},
                            frozen={t.name: t.data for t in frozen_tensors})
     out[ort_names.CHECKPOINT] = write_checkpoint(state, layout="artifact")

@@ -89,8 +89,11 @@ def test_artifacts_as_bytes_and_errors():
                                        optimizer=artifacts.OptimType.SGD)
     assert sorted(out) == ["checkpoint", "eval_model.onnx", "optimizer_model.onnx", "training_model.onnx"]
     assert list(read_checkpoint(out["checkpoint"]).trainable) == oc.MLP_ALL
-    with pytest.raises(NotImplementedError, match=".ort model format"):
-        artifacts.generate_artifacts(oc.mlp(), requires_grad=oc.MLP_ALL, ort_format=True)
+    with_ort = artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=3, n_out=2), requires_grad=oc.MLP_ALL,
+                                            loss=artifacts.LossType.MSELoss, ort_format=True)
+    assert sorted(with_ort) == ["checkpoint", "eval_model.onnx", "eval_model.ort",
+                                "eval_model.required_operators.config", "training_model.onnx", "training_model.ort",
+                                "training_model.required_operators.config"]
     with pytest.raises(ValueError, match="'fc9.weight' is not an initializer"):
         artifacts.generate_artifacts(oc.mlp(), requires_grad=["fc9.weight"])
     model = oc.mlp(n_in=4, hidden=3, n_out=2)

@@ -1,0 +1,88 @@
+"""generate_artifacts(..., ort_format=True): the ORT format models beside the .onnx ones, which onnxruntime
+1.19.2 loads (InferenceSession, and training's Module and Optimizer: its full build reads .ort too) and
+runs as it runs the .onnx models."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ort_cases as oc
+
+MODELS = ("training_model", "eval_model", "optimizer_model")
+EXPECTED = sorted(["pre_checkpoint"] + [f"pre_{m}{ext}" for m in MODELS
+                                    for ext in (".onnx", ".ort", ".required_operators.config")])
+BATCH = 4
+
+
+def fixed_mlp():
+    """The 8-6-3 MLP of ort_cases with its batch axis fixed at BATCH."""
+    model = oc.mlp(n_in=8, hidden=6, n_out=3)
+    for vi in list(model.graph.input) + list(model.graph.output):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param:
+                d.Clear()
+                d.dim_value = BATCH
+    return model
+
+
+def _generate(training, folder):
+    a = training.artifacts
+    a.generate_artifacts(fixed_mlp(), requires_grad=oc.MLP_ALL, loss=a.LossType.CrossEntropyLoss,
+                         optimizer=a.OptimType.AdamW, artifact_directory=str(folder), prefix="pre_", ort_format=True)
+
+
+def _batches(steps=3):
+    rng = np.random.default_rng(7)
+    return [(rng.standard_normal((BATCH, 8)).astype(np.float32), rng.integers(0, 3, BATCH).astype(np.int64))
+            for _ in range(steps)]
+
+
+def _train_in_ort(folder, ext):
+    """Losses of three steps and the eval loss after them, in onnxruntime-training, from the .onnx or .ort."""
+    api = oc.ort_api()
+    state = api.CheckpointState.load_checkpoint(str(folder / "pre_checkpoint"))
+    module = api.Module(str(folder / f"pre_training_model{ext}"), state, str(folder / f"pre_eval_model{ext}"))
+    optimizer = api.Optimizer(str(folder / f"pre_optimizer_model{ext}"), module)
+    losses = []
+    for x, y in _batches(1) * 3:  # one batch, three steps: the loss must fall
+        module.train()
+        losses.append(float(module(x, y)))
+        optimizer.step()
+        module.lazy_reset_grad()
+    module.eval()
+    x, y = _batches(2)[1]
+    return losses, float(module(x, y))
+
+
+def test_the_same_files_are_written(training, tmp_path):
+    _generate(training, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == EXPECTED
+    config = (tmp_path / "pre_eval_model.required_operators.config").read_text().splitlines()
+    assert config[:2] == ["# Generated from model/s:", f"# - {tmp_path / 'pre_eval_model.ort'}"]
+    assert any(line.startswith("ai.onnx;13;") and "Gemm" in line.split(";")[2].split(",") for line in config[2:])
+    assert (tmp_path / "pre_eval_model.ort").read_bytes()[4:8] == b"ORTM"
+
+
+def test_ort_files_train_in_onnxruntime_as_the_onnx_files_do(training, tmp_path):
+    _generate(training, tmp_path)
+    from_onnx = _train_in_ort(tmp_path, ".onnx")
+    from_ort = _train_in_ort(tmp_path, ".ort")
+    np.testing.assert_allclose(from_ort[0], from_onnx[0], rtol=1e-6)
+    np.testing.assert_allclose(from_ort[1], from_onnx[1], rtol=1e-6)
+    assert from_ort[0][2] < from_ort[0][0]
+
+
+def test_eval_ort_runs_in_inference_session_as_the_onnx_does(training, tmp_path):
+    import onnxruntime
+    _generate(training, tmp_path)
+    x, y = _batches(1)[0]
+    params = {t.name: oc.numpy_helper.to_array(t) for t in fixed_mlp().graph.initializer}
+    outputs = {}
+    for ext in (".onnx", ".ort"):
+        session = onnxruntime.InferenceSession(str(tmp_path / f"pre_eval_model{ext}"),
+                                               providers=["CPUExecutionProvider"])
+        feeds = {"input": x, "labels": y, **params}
+        assert [i.name for i in session.get_inputs()] == ["input", "labels"] + oc.MLP_ALL
+        outputs[ext] = session.run(None, feeds)
+    assert len(outputs[".ort"]) == len(outputs[".onnx"]) == 1
+    np.testing.assert_allclose(outputs[".ort"][0], outputs[".onnx"][0], rtol=1e-6)

@@ -1,0 +1,165 @@
+"""Writes pysrc/onnxtrain/ort_format/op_schemas.py, the op schemas' facts the ORT format needs:
+``python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/op_schemas.py``.
+
+The ONNX domains come from onnx's schemas (onnx 1.16, which onnxruntime 1.19.2 is built with).
+onnxruntime's own domains have no schema outside its binary, so they are read from what it writes: the
+ORT format files that onnxruntime 1.19.2 converts (optimizations off) from onnxtrain's artifacts of every
+case in tests/ort_cases.py, whose kernel type-string resolvers name each formal input and output.
+test_op_schemas.py checks that the shipped module is what this prints."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import pathlib
+import sys
+import tempfile
+import textwrap
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent / "pysrc")]
+
+
+def _key(param, constraints) -> str:
+    return param.type_str if param.type_str in constraints else param.name
+
+
+def onnx_schemas() -> dict:
+    """{domain: {(op, since): (inputs, outputs)}}: per formal parameter its key, '*' after a variadic one."""
+    import onnx.defs
+    out = collections.defaultdict(dict)
+    for s in onnx.defs.get_all_schemas_with_history():
+        constraints = {c.type_param_str for c in s.type_constraints}
+        variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
+        ins = tuple(_key(p, constraints) + ("*" if p.option == variadic else "") for p in s.inputs)
+        outs = tuple(_key(p, constraints) + ("*" if p.option == variadic else "") for p in s.outputs)
+        out[s.domain][(s.name, s.since_version)] = (ins, outs)
+    return out
+
+
+def ort_schemas() -> dict:
+    """The same for onnxruntime's domains, read back from the ORT format files it writes."""
+    os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = "disable"
+    from ort_cases import CASES, generate
+    import onnxtrain.artifacts
+    import onnxtrain.onnxblock
+    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
+    from onnxtrain.ort_format.reader import read_ort
+
+    found = collections.defaultdict(dict)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, case in CASES.items():
+            folder = pathlib.Path(tmp, name)
+            folder.mkdir()
+            generate(case, folder, onnxtrain.onnxblock, onnxtrain.artifacts)
+            with contextlib.redirect_stdout(sys.stderr):  # the converter prints its progress
+                convert_onnx_models_to_ort(folder, optimization_styles=[OptimizationStyle.Fixed])
+        for path in sorted(pathlib.Path(tmp).rglob("*.ort")):
+            ort_file = read_ort(path.read_bytes())
+            for node in ort_file.nodes:
+                domain = node["domain"]
+                if domain in ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"):
+                    continue
+                args = ort_file.resolver[f"{domain}:{node['op_type']}:{node['since_version']}"]
+                n_in = len(node["input_arg_counts"])
+                ins, outs = [None] * n_in, [None] * (1 + max([i for k, a in args.items() for t, i in a if t == 1],
+                                                          default=-1))
+                for key, pairs in args.items():
+                    for arg_type, index in pairs:
+                        (ins if arg_type == 0 else outs)[index] = key
+                ins = [k + ("*" if c > 1 else "") for k, c in zip(ins, node["input_arg_counts"])]
+                prev = found[domain].get((node["op_type"], node["since_version"]))
+                if prev is not None:  # a variadic input seen once with one argument is still variadic
+                    ins = [a if a.endswith("*") else b for a, b in zip(ins, prev[0])]
+                found[domain][(node["op_type"], node["since_version"])] = (tuple(ins), tuple(outs))
+    return found
+
+
+HEADER = '''"""The op schemas' facts an ORT format file carries per node: the schema version a node resolves to
+(``since_version``), how many arguments fill each formal input (``input_arg_counts``), and which inputs
+and outputs each kernel type string names (the kernel type-string resolver, which onnxruntime 1.19.2
+reads from the file even in its full build).  onnxruntime's own domains list only the ops that its
+converter was seen to write (see the source below)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+'''
+
+FOOTER = '''
+
+@dataclass(frozen=True)
+class OpSchema:
+    since_version: int
+    inputs: tuple   # per formal input, its kernel type string key
+    outputs: tuple
+    variadic_input: bool  # the last formal input takes the rest of the arguments
+
+    def input_arg_counts(self, n_inputs: int) -> list:
+        """Per formal input, how many of a node's ``n_inputs`` arguments it takes."""
+        counts = [1 if i < n_inputs else 0 for i in range(len(self.inputs))]
+        if self.variadic_input and self.inputs:
+            counts[-1] = max(n_inputs - len(self.inputs) + 1, 0)
+        return counts
+
+    def kernel_type_str_args(self) -> dict:
+        """{kernel type string: [(0 for an input or 1 for an output, formal index)]}."""
+        out = {}
+        for kind, keys in ((0, self.inputs), (1, self.outputs)):
+            for i, key in enumerate(keys):
+                out.setdefault(key, []).append((kind, i))
+        return out
+
+
+def _parse(entry: str):
+    head, outs = entry.split(")")
+    op, rest = head.split("@")
+    version, ins = rest.split("(")
+    ins = ins.split(",") if ins else []
+    variadic = bool(ins) and ins[-1].endswith("*")
+    return op, OpSchema(int(version), tuple(k.rstrip("*") for k in ins),
+                        tuple(k.rstrip("*") for k in outs.split(",")) if outs else (), variadic)
+
+
+@lru_cache(maxsize=None)
+def _domain(domain: str) -> dict:
+    out = {}
+    for entry in SCHEMAS.get(domain, "").split():
+        op, schema = _parse(entry)
+        out.setdefault(op, []).append(schema)
+    return out
+
+
+def find_schema(domain: str, op_type: str, opset: int):
+    """The schema ``op_type`` of ``domain`` ("" or "ai.onnx" for ONNX's) resolves to at ``opset``, or None."""
+    domain = "" if domain == "ai.onnx" else domain
+    chosen = None
+    for schema in _domain(domain).get(op_type, ()):
+        if schema.since_version <= opset:
+            chosen = schema
+    return chosen
+'''
+
+
+def table_source() -> str:
+    import onnx
+    import onnxruntime
+    tables = {**onnx_schemas(), **ort_schemas()}
+    blocks = []
+    for domain in sorted(tables):
+        entries = " ".join(f"{op}@{v}({','.join(ins)}){','.join(outs)}"
+                           for (op, v), (ins, outs) in sorted(tables[domain].items()))
+        body = textwrap.fill(entries, 112, initial_indent="    ", subsequent_indent="    ",
+                             break_on_hyphens=False, break_long_words=False)
+        blocks.append(f'    {domain!r}: """\n{body}\n""",')
+    return (HEADER
+            + f"# Written by tests/ort_format/op_schemas_source.py from onnx {onnx.__version__}'s schemas and the ORT\n"
+            f"# format files onnxruntime {onnxruntime.__version__} writes.  Per domain, one entry per schema\n"
+            "# version: op@since(input keys)output keys, a key being the parameter's type constraint or, for a fixed\n"
+            "# type, its name; '*' marks a variadic parameter.\n"
+            "SCHEMAS = {\n" + "\n".join(blocks) + "\n}\n" + FOOTER)
+
+
+if __name__ == "__main__":
+    print(table_source(), end="")
