@@ -434,3 +434,177 @@ CASES = _elementwise() + _matmul() + _shape_ops() + _slice() + _indexing() + _co
 @pytest.mark.parametrize("m, knows_more, sizes", CASES)
 def test_types_match_onnx(m, knows_more, sizes):
     assert_matches(m, knows_more, sizes)
+
+
+def test_data_dependent_dims_are_unknown_not_guessed():
+    """A Reshape to a shape fed at run time and NonZero: onnx knows the rank and no dims; any int we give is
+    held to two runs whose data differ."""
+    m = model([node("Reshape", ["x", "s"], ["y"]), node("NonZero", ["x"], ["nz"])],
+              [inp("x", ["N", 4]), inp("s", [2], I64)])
+    inferred, theirs = onnx_types(m)
+    got = ours(m)
+    assert [len(got[n].shape) for n in ("y", "nz")] == [len(theirs[n][1]) for n in ("y", "nz")] == [2, 2]
+    assert got["nz"].shape[0] == 2 and got["nz"].elem_type == I64
+    rng = np.random.default_rng(1)
+    for target in ([-1, 2], [4, -1]):
+        check_at_run_time(inferred, {"y": got["y"]}, [{"N": 2}, {"N": 6}],
+                          {"s": lambda shape, t=target: np.int64(t), "x": lambda shape: rng.standard_normal(shape)
+                           .astype(np.float32)})
+
+
+# ---- symbols unified by weights and constants, and true conflicts --------------------------------------
+
+def test_symbol_pinned_by_a_weight_shows_downstream():
+    """x ["N", "F"] into Gemm with W [3, 4]: F can only be 4, so x's other readers see 4 (onnx keeps F: it does
+    not unify symbols across a node)."""
+    m = model([node("Gemm", ["x", "w"], ["y"], transB=1), node("Relu", ["x"], ["r"]),
+               node("ReduceSum", ["x", "ax"], ["s"], keepdims=0)],
+              [inp("x", ["N", "F"])], [weight("w", (3, 4)), ints("ax", [0])], opset=13)
+    assert_matches(m, knows_more={"r": ["N", 4], "s": [4]}, sizes=[{"N": 2, "F": 4}, {"N": 5, "F": 4}])
+
+
+@pytest.mark.parametrize("pin", ["matmul", "conv", "sce-classes"])
+def test_symbol_pinned_by_other_ops(pin):
+    """Each op pins a symbol of its input to a weight's fixed size; onnx leaves the input's other readers with the
+    symbol, onnxtrain gives the size."""
+    if pin == "matmul":   # MatMul's contracted axis: K = 4
+        m = model([node("MatMul", ["x", "w"], ["y"]), node("Neg", ["x"], ["r"])], [inp("x", ["N", "K"])],
+                  [weight("w", (4, 6))])
+        more, sizes = {"r": ["N", 4]}, [{"N": 2, "K": 4}, {"N": 3, "K": 4}]
+    elif pin == "conv":   # Conv's input channels: C = 3 (the weight's in-channels times group)
+        m = model([node("Conv", ["x", "w"], ["y"]), node("Neg", ["x"], ["r"])], [inp("x", ["N", "C", 5, 5])],
+                  [weight("w", (4, 3, 3, 3))])
+        more, sizes = {"r": ["N", 3, 5, 5]}, [{"N": 2, "C": 3}, {"N": 3, "C": 3}]
+    else:                 # a loss weight of 5 classes pins the scores' class axis: C = 5
+        m = model([node("SoftmaxCrossEntropyLoss", ["s", "l", "w"], ["loss", "lp"], reduction="none")],
+                  [inp("s", ["N", "C"]), inp("l", ["N"], I64)], [weight("w", (5,))])
+        more, sizes = {"lp": ["N", 5]}, [{"N": 2, "C": 5}, {"N": 4, "C": 5}]
+    assert_matches(m, knows_more=more, sizes=sizes)
+
+
+@pytest.mark.parametrize("tie", ["softmax-cross-entropy", "matmul", "concat"])
+def test_symbols_tied_by_an_op_share_one_name(tie):
+    """Two inputs whose symbols an op ties (the labels' batch and the scores' batch of a loss; MatMul's
+    contracted axes) come out under one symbol, whichever of the two; onnx names each after its own input."""
+    if tie == "softmax-cross-entropy":
+        m = model([node("SoftmaxCrossEntropyLoss", ["scores", "labels"], ["loss"], reduction="none"),
+                   node("Identity", ["scores"], ["s"]), node("Identity", ["labels"], ["l"])],
+                  [inp("scores", ["N", 5]), inp("labels", ["M"], I64)])
+        pairs, symbols = [("s", 0, "l", 0), ("loss", 0, "s", 0)], {"N", "M"}
+        sizes = [{"N": 2, "M": 2}, {"N": 7, "M": 7}]
+    elif tie == "matmul":
+        m = model([node("MatMul", ["a", "b"], ["c"]), node("Identity", ["a"], ["ia"]), node("Identity", ["b"], ["ib"])],
+                  [inp("a", ["N", "K"]), inp("b", ["J", 3])])
+        pairs, symbols = [("ia", 1, "ib", 0)], {"K", "J"}
+        sizes = [{"N": 2, "K": 4, "J": 4}, {"N": 2, "K": 6, "J": 6}]
+    else:   # Concat ties every axis but its own: the two batch symbols are one
+        m = model([node("Concat", ["a", "b"], ["c"], axis=1), node("Identity", ["a"], ["ia"]),
+                   node("Identity", ["b"], ["ib"])], [inp("a", ["N", 2]), inp("b", ["M", 3])])
+        pairs, symbols = [("ia", 0, "ib", 0), ("c", 0, "ia", 0)], {"N", "M"}
+        sizes = [{"N": 2, "M": 2}, {"N": 5, "M": 5}]
+    inferred, _ = onnx_types(m)
+    got = ours(m)
+    for first, i, second, j in pairs:
+        a, b = got[first].shape[i], got[second].shape[j]
+        assert a == b and a in symbols, f"{first}[{i}] is {a!r}, {second}[{j}] is {b!r}: expected one of {symbols}"
+    check_at_run_time(inferred, got, sizes)
+
+
+def _refused(m, op, names, inputs):
+    """infer_types refuses ``m`` with a ValueError naming the op type, one of the nodes ``names`` (with its
+    ``inputs``) and the axis."""
+    with pytest.raises(ValueError) as caught:
+        ours(m)
+    message = str(caught.value)
+    assert op in message, message
+    assert any(name in message and all(i in message for i in inputs[name]) for name in names), message
+    assert re.search(r"axis|axes|dim", message, re.IGNORECASE), message
+
+
+def test_conflict_with_a_weight_is_refused():
+    """x [N, 3] MatMul W [4, 5]: the contracted axes disagree (onnx refuses it too)."""
+    m = model([node("MatMul", ["feats", "proj.weight"], ["y"])], [inp("feats", ["N", 3])], [weight("proj.weight", (4, 5))])
+    m.graph.node[0].name = "linear_7"
+    with pytest.raises(onnx.shape_inference.InferenceError):
+        onnx_types(m)
+    _refused(m, "MatMul", ["linear_7"], {"linear_7": ["feats", "proj.weight"]})
+
+
+@pytest.mark.parametrize("form", ["gemm", "conv"])
+def test_two_pins_that_disagree_are_refused(form):
+    """One symbol pinned to two sizes by two nodes (F = 4 and F = 5; C = 3 and C = 2): onnx does not see it (it
+    does not unify), onnxtrain must refuse it naming the node where the sizes meet."""
+    if form == "gemm":
+        nodes = [helper.make_node("Gemm", ["feats", "wa"], ["ya"], name="head_a", transB=1),
+                 helper.make_node("Gemm", ["feats", "wb"], ["yb"], name="head_b", transB=1)]
+        m = model(nodes, [inp("feats", ["N", "F"])], [weight("wa", (3, 4)), weight("wb", (3, 5))])
+    else:
+        nodes = [helper.make_node("Conv", ["feats", "wa"], ["ya"], name="head_a"),
+                 helper.make_node("Conv", ["feats", "wb"], ["yb"], name="head_b")]
+        m = model(nodes, [inp("feats", ["N", "C", 5, 5])], [weight("wa", (4, 3, 3, 3)), weight("wb", (4, 2, 3, 3))])
+    onnx_types(m)  # onnx accepts it
+    _refused(m, "Gemm" if form == "gemm" else "Conv", ["head_a", "head_b"],
+             {"head_a": ["feats", "wa"], "head_b": ["feats", "wb"]})
+
+
+# ---- com.microsoft training ops, against what onnxruntime-training declares and produces ---------------
+
+MS = "com.microsoft"
+
+
+def test_loss_internal_and_accumulator_shapes_at_run_time():
+    m = model([node("SoftmaxCrossEntropyLossInternal", ["scores", "labels"], ["none", "log_prob"], domain=MS,
+                    reduction="none"),
+               node("SoftmaxCrossEntropyLossInternal", ["scores", "labels"], ["mean", "log_prob_2"], domain=MS),
+               node("InPlaceAccumulatorV2", ["buffer", "grad", "reset"], ["done", "accumulated"], domain=MS)],
+              [inp("scores", ["N", 5]), inp("labels", ["N"], I64), inp("buffer", ["N", 3]), inp("grad", ["N", 3]),
+               inp("reset", [1], BOOL)], domains=[(MS, 1)])
+    got = ours(m)
+    expected = {"none": (F, ["N"]), "log_prob": (F, ["N", 5]), "mean": (F, []), "log_prob_2": (F, ["N", 5]),
+                "done": (BOOL, [1]), "accumulated": (F, ["N", 3])}
+    assert {n: (t.elem_type, t.shape) for n, t in got.items()} == expected
+    check_at_run_time(m, got, [{"N": 2}, {"N": 7}])
+
+
+def _ort_run_shapes(m, feeds) -> dict:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in m.graph.output]
+    return {n: (np.asarray(v).dtype, np.shape(v)) for n, v in zip(names, session.run(names, feeds))}
+
+
+@pytest.mark.parametrize("which", ["training", "optimizer"])
+@pytest.mark.parametrize("case", ["mlp_ce_adamw", "mlp_ce_sgd"])
+def test_ort_training_and_optimizer_models(case, which):
+    """The loss and InPlaceAccumulatorV2's flags of ORT's training model, and AdamWOptimizer's or
+    SGDOptimizerV2's flag of its optimizer model (whose inputs are sequences): as ORT declares them and as they
+    come out when ORT runs them."""
+    import ort_cases
+    files = ort_cases.files(case)
+    training = onnx.load(files["training"])
+    params = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in training.graph.input
+              if vi.name in ort_cases.MLP_ALL}
+    m = training if which == "training" else onnx.load(files["optimizer"])
+    ops = ({"InPlaceAccumulatorV2", "SoftmaxCrossEntropyLoss"} if which == "training"
+           else {"AdamWOptimizer", "SGDOptimizerV2"})
+    declared = {o.name: (o.type.tensor_type.elem_type, _dims(o.type)) for o in m.graph.output}
+    names = [o for n in m.graph.node if n.op_type in ops for o in n.output if o in declared]
+    assert len(names) == (5 if which == "training" else 1)
+    got = infer_types(ir.load(m.SerializeToString()), names)
+    assert {n: (t.elem_type, t.shape) for n, t in got.items()} == {n: declared[n] for n in names}
+    for batch in (2, 5):
+        if which == "training":
+            feeds = {"input": np.zeros((batch, 20), np.float32), "labels": np.zeros(batch, np.int64),
+                     "lazy_reset_grad": np.array([True])}
+            for vi in m.graph.input:
+                if vi.name not in feeds:
+                    feeds[vi.name] = np.zeros(params[vi.name.split("_grad.accumulation.buffer")[0]], np.float32)
+        else:
+            feeds = {"learning_rate": np.float32([0.1]), "step": np.int64([1])}
+            feeds.update({vi.name: [np.zeros(s, np.float32) for s in params.values()] for vi in m.graph.input
+                          if vi.type.HasField("sequence_type")})
+        ran = _ort_run_shapes(m, feeds)
+        for n in names:
+            assert ran[n] == (helper.tensor_dtype_to_np_dtype(got[n].elem_type), tuple(got[n].shape)), n
