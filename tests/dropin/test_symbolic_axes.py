@@ -105,9 +105,9 @@ def _data(kind):
 
 
 def _custom_loss(onnxblock):
-    """A loss Block on constants (a Block, not a TrainingBlock: generate_artifacts wraps it in its own
-    TrainingBlock, and ORT's then finds no parameters in a nested one): 0.9 * BCE with constant per-class weights of fixed shape [3] (which meet the
-    output's symbolic class axis) + 0.1 * the mean squared distance to the constant 0.5."""
+    """A loss Block on constants: 0.9 * BCE with constant per-class weights of fixed shape [3] (which meet the
+    output's symbolic class axis) + 0.1 * the mean squared distance to the constant 0.5. A Block, not a
+    TrainingBlock: generate_artifacts wraps the loss in its own TrainingBlock, and ORT then finds no parameters."""
     class ConstantLoss(onnxblock.Block):
         def __init__(self):
             super().__init__()
@@ -121,7 +121,8 @@ def _custom_loss(onnxblock):
         def build(self, output_name):
             distance = self.mean(self.square(self.sub(output_name, self.half())))
             # both terms [1]: ORT cannot build the gradient of Add over a scalar and a [1]
-            return self.add(self.mul_rest(self.rest(), self.bce(output_name, "target")), self.mul(self.tenth(), distance))
+            bce = self.mul_rest(self.rest(), self.bce(output_name, "target"))
+            return self.add(bce, self.mul(self.tenth(), distance))
     return ConstantLoss()
 
 
@@ -231,7 +232,8 @@ def test_true_conflict_is_refused_and_nothing_written(tmp_path):
     nodes = [helper.make_node("Gemm", ["feats", "weight_a"], ["a"], name="head_a", transB=1),
              helper.make_node("Gemm", ["feats", "weight_b"], ["b"], name="head_b", transB=1),
              helper.make_node("Add", ["a", "b"], ["output"], name="sum")]
-    graph = helper.make_graph(nodes, "conflict", [helper.make_tensor_value_info("feats", TensorProto.FLOAT, ["N", "F"])],
+    graph = helper.make_graph(nodes, "conflict",
+                              [helper.make_tensor_value_info("feats", TensorProto.FLOAT, ["N", "F"])],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 3])], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     existing, fresh = tmp_path / "existing", tmp_path / "fresh"

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxtrain import ir
 from onnxtrain.runtime.shapes import infer_types
 
-F, F16, I32, I64, BOOL = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
+F, F16, I64, BOOL = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.BOOL
 FRESH = "unk__"  # the prefix of the symbols onnx invents
 
 
@@ -215,7 +215,8 @@ def _matmul():
                      {}, None, id="matmul-1d"),
         pytest.param(model([node("MatMul", ["x", "w"], ["y"])], [inp("x", ["B", "S", 4])], [weight("w", (4, 6))]),
                      {}, None, id="matmul-batched"),
-        pytest.param(model([node("MatMul", ["x", "y"], ["z"])], [inp("x", ["B", 1, "N", "K"]), inp("y", ["H", "K", 2])]),
+        pytest.param(model([node("MatMul", ["x", "y"], ["z"])],
+                           [inp("x", ["B", 1, "N", "K"]), inp("y", ["H", "K", 2])]),
                      {}, None, id="matmul-broadcast-batch"),
     ]
 
@@ -294,7 +295,8 @@ def _indexing():
                            [inp("x", ["N", 5]), inp("idx", ["N", 2], I64)]), {}, None, id="gather-elements"),
         pytest.param(model([node("TopK", ["x", "k"], ["values", "indices"], axis=-1)], [inp("x", ["N", 6])],
                            [ints("k", [2])]), {}, None, id="topk"),
-        pytest.param(model([node("ArgMax", ["x"], ["keep"], axis=1), node("ArgMax", ["x"], ["drop"], axis=1, keepdims=0),
+        pytest.param(model([node("ArgMax", ["x"], ["keep"], axis=1),
+                            node("ArgMax", ["x"], ["drop"], axis=1, keepdims=0),
                             node("ArgMin", ["x"], ["last"], axis=0, keepdims=0, select_last_index=1)],
                            [inp("x", ["N", 6, "S"])]), {}, None, id="argmax"),
     ]
@@ -405,7 +407,8 @@ def _misc():
     then = helper.make_graph([node("Relu", ["x"], ["then_out"])], "then", [], [onnx.ValueInfoProto(name="then_out")])
     other = helper.make_graph([node("Neg", ["x"], ["else_out"])], "else", [], [onnx.ValueInfoProto(name="else_out")])
     return [
-        pytest.param(model([node("Pad", ["x", "pads"], ["p"]), node("Pad", ["x", "pads", "zero"], ["r"], mode="reflect")],
+        pytest.param(model([node("Pad", ["x", "pads"], ["p"]),
+                            node("Pad", ["x", "pads", "zero"], ["r"], mode="reflect")],
                            [inp("x", ["N", 4])], [ints("pads", [0, 1, 0, 2]), floats("zero", 0.0)]),
                      {}, None, id="pad"),
         pytest.param(model([node("Pad", ["x", "pads", "", "axes"], ["p"])], [inp("x", ["N", 3, 4])],
@@ -523,7 +526,8 @@ def _refused(m, op, names, inputs):
 
 def test_conflict_with_a_weight_is_refused():
     """x [N, 3] MatMul W [4, 5]: the contracted axes disagree (onnx refuses it too)."""
-    m = model([node("MatMul", ["feats", "proj.weight"], ["y"])], [inp("feats", ["N", 3])], [weight("proj.weight", (4, 5))])
+    m = model([node("MatMul", ["feats", "proj.weight"], ["y"])], [inp("feats", ["N", 3])],
+              [weight("proj.weight", (4, 5))])
     m.graph.node[0].name = "linear_7"
     with pytest.raises(onnx.shape_inference.InferenceError):
         onnx_types(m)
@@ -535,16 +539,17 @@ def test_two_pins_that_disagree_are_refused(form):
     """One symbol pinned to two sizes by two nodes (F = 4 and F = 5; C = 3 and C = 2): onnx does not see it (it
     does not unify), onnxtrain must refuse it naming the node where the sizes meet."""
     if form == "gemm":
-        nodes = [helper.make_node("Gemm", ["feats", "wa"], ["ya"], name="head_a", transB=1),
-                 helper.make_node("Gemm", ["feats", "wb"], ["yb"], name="head_b", transB=1)]
-        m = model(nodes, [inp("feats", ["N", "F"])], [weight("wa", (3, 4)), weight("wb", (3, 5))])
+        nodes = [helper.make_node("Gemm", ["feats", "weight_a"], ["ya"], name="head_a", transB=1),
+                 helper.make_node("Gemm", ["feats", "weight_b"], ["yb"], name="head_b", transB=1)]
+        m = model(nodes, [inp("feats", ["N", "F"])], [weight("weight_a", (3, 4)), weight("weight_b", (3, 5))])
     else:
-        nodes = [helper.make_node("Conv", ["feats", "wa"], ["ya"], name="head_a"),
-                 helper.make_node("Conv", ["feats", "wb"], ["yb"], name="head_b")]
-        m = model(nodes, [inp("feats", ["N", "C", 5, 5])], [weight("wa", (4, 3, 3, 3)), weight("wb", (4, 2, 3, 3))])
+        nodes = [helper.make_node("Conv", ["feats", "weight_a"], ["ya"], name="head_a"),
+                 helper.make_node("Conv", ["feats", "weight_b"], ["yb"], name="head_b")]
+        m = model(nodes, [inp("feats", ["N", "C", 5, 5])],
+                  [weight("weight_a", (4, 3, 3, 3)), weight("weight_b", (4, 2, 3, 3))])
     onnx_types(m)  # onnx accepts it
     _refused(m, "Gemm" if form == "gemm" else "Conv", ["head_a", "head_b"],
-             {"head_a": ["feats", "wa"], "head_b": ["feats", "wb"]})
+             {"head_a": ["feats", "weight_a"], "head_b": ["feats", "weight_b"]})
 
 
 # ---- com.microsoft training ops, against what onnxruntime-training declares and produces ---------------
