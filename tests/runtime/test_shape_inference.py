@@ -420,6 +420,11 @@ def _misc():
         pytest.param(model([node("Einsum", ["a", "b"], ["c"], equation="bij,bjk->bik"),
                             node("Einsum", ["a"], ["tr"], equation="bii->b")],
                            [inp("a", ["B", 3, 3]), inp("b", ["B", 3, "K"])], opset=12), {}, None, id="einsum"),
+        pytest.param(model([node("Einsum", ["a", "b"], ["c"], equation="...ij,...jk"),
+                            node("Einsum", ["a", "b"], ["d"], equation="...ij,...jk->...ik"),
+                            node("Einsum", ["a"], ["s"], equation="bij->")],
+                           [inp("a", ["B", 3, 3]), inp("b", [1, 3, "K"])], opset=12), {}, None,
+                     id="einsum-ellipsis-implicit"),
         pytest.param(model([node("LSTM", ["x", "w", "r", "b"], ["y", "y_h", "y_c"], hidden_size=2)], [rnn_x],
                            [weight("w", (1, 8, 3)), weight("r", (1, 8, 2)), weight("b", (1, 16))], opset=14),
                      {}, None, id="lstm"),
@@ -613,3 +618,12 @@ def test_ort_training_and_optimizer_models(case, which):
         ran = _ort_run_shapes(m, feeds)
         for n in names:
             assert ran[n] == (helper.tensor_dtype_to_np_dtype(got[n].elem_type), tuple(got[n].shape)), n
+
+
+def test_every_op_with_a_gradient_rule_has_a_shape_rule():
+    """Artifact generation infers every value of the forward graph; ops autodiff knows must not fall back."""
+    from onnxtrain.autodiff import GRADIENT_RULES, NO_GRADIENT
+    from onnxtrain.runtime.shape_rules import SHAPE_RULES
+    ruled = {op for domain, op in SHAPE_RULES if domain == ""}
+    assert sorted(set(GRADIENT_RULES) - ruled) == []
+    assert sorted(set(NO_GRADIENT) - ruled) == []

@@ -97,3 +97,8 @@ def cast_like(ctx):
 @shape_rule("Dropout")
 def dropout(ctx):
     return [(ctx.elem(0), ctx.shape(0)), (DataType.BOOL, ctx.shape(0))]
+
+
+@shape_rule("RandomNormalLike", "RandomUniformLike")
+def random_like(ctx):
+    return [(ctx.attr("dtype", ctx.elem(0)), ctx.shape(0))]

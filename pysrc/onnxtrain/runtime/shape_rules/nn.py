@@ -252,3 +252,33 @@ def recurrent(ctx):
     else:
         y, state = [seq, dirs, batch, hidden], [dirs, batch, hidden]
     return [(ctx.elem(0), y), (ctx.elem(0), state), (ctx.elem(0), state)]
+
+
+@shape_rule("Einsum")
+def einsum(ctx):
+    equation = ctx.attr("equation").replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    letters, ellipses = {}, []
+    for i, term in enumerate(terms):
+        s = ctx.shape(i)
+        if s is None:
+            return [(ctx.elem(0), None)]
+        named = term.replace("...", "")
+        n_ellipsis = len(s) - len(named)
+        head, _, tail = term.partition("...")
+        if "..." in term:
+            ellipses.append(s[len(head):len(head) + n_ellipsis])
+            dims = dict(zip(head, s[:len(head)])) | dict(zip(tail, s[len(head) + n_ellipsis:]))
+        else:
+            dims = dict(zip(term, s))
+        for letter, d in dims.items():
+            letters[letter] = ctx.unify(letters[letter], d, f"the axes labelled '{letter}'") \
+                if letter in letters else d
+    batch = broadcast(ctx, ellipses) if ellipses else []
+    if not arrow:
+        counts = {c: lhs.count(c) for c in letters}
+        rhs = ("..." if ellipses else "") + "".join(sorted(c for c, n in counts.items() if n == 1))
+    head, _, tail = rhs.partition("...")
+    out = [letters[c] for c in head] + (batch if "..." in rhs else []) + [letters[c] for c in tail]
+    return [(ctx.elem(0), [ctx.symbols.find(d) for d in out])]
