@@ -20,6 +20,7 @@ SIZES = {"fc1.weight": HIDDEN * N_IN, "fc1.bias": HIDDEN, "fc2.weight": N_OUT * 
 
 # onnxruntime-training 1.19.2's sentences for the calls it refuses on a nominal state
 GET_PARAMETER = "Cannot get parameter from a nominal state. Please load the parameter states first"
+SET_PARAMETER = "Cannot copy parameter to a nominal state. Please load all the parameter states first"
 COPY_PARAMETERS = "Cannot copy parameters from a nominal checkpoint state. Please load the model parameters first."
 TRAIN_STEP = "Cannot perform TrainStep with a nominal state. Please load the model parameters first."
 EVAL_STEP = "Cannot perform EvalStep with a nominal state. Please load the model parameters first."
@@ -257,6 +258,7 @@ def test_a_nominal_state_refuses_what_needs_the_values(training, files, tmp_path
     # what needs them is refused with ORT's sentences
     assert_refused(GET_PARAMETER, state.parameters.__getitem__, "fc1.weight")
     assert_refused(GET_PARAMETER, list, state.parameters)
+    assert_refused(SET_PARAMETER, state.parameters.__setitem__, "fc1.weight", np.ones((2, 2), np.float32))
     assert_refused(COPY_PARAMETERS, module.get_contiguous_parameters, False)
     assert_refused(COPY_PARAMETERS, module.get_contiguous_parameters, True)
     assert_refused(TRAIN_STEP, module, *batch())

@@ -75,20 +75,20 @@ class Parameters:
     def __init__(self, state: "CheckpointState"):
         self._state = state
 
-    def _entry(self, name: str) -> _Entry:
+    def _entry(self, name: str, call: str = "parameter") -> _Entry:
         self._state._on_host(writing=True)
         entries = self._state._entries
         if name not in entries:
             raise KeyError(f"no parameter named '{name}' in the checkpoint state (parameters: {sorted(entries)})")
         if self._state.is_nominal:
-            raise nominal_state_error("parameter", f"parameter '{name}'")
+            raise nominal_state_error(call, f"parameter '{name}'")
         return entries[name]
 
     def __getitem__(self, name: str) -> Parameter:
         return Parameter(name, self._entry(name))
 
     def __setitem__(self, name: str, value) -> None:
-        _copy_into(name, self._entry(name), value)
+        _copy_into(name, self._entry(name, "set_parameter"), value)
 
     def __contains__(self, name: str) -> bool:
         return name in self._state._entries

@@ -21,6 +21,7 @@ class ParameterBufferError(ValueError, RuntimeError):
 #: which callers match; onnxtrain's messages start with them.
 NOMINAL = {
     "parameter": "Cannot get parameter from a nominal state. Please load the parameter states first",
+    "set_parameter": "Cannot copy parameter to a nominal state. Please load all the parameter states first",
     "contiguous": "Cannot copy parameters from a nominal checkpoint state. Please load the model parameters first.",
     "TrainStep": "Cannot perform TrainStep with a nominal state. Please load the model parameters first.",
     "EvalStep": "Cannot perform EvalStep with a nominal state. Please load the model parameters first.",
