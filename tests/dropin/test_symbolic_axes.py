@@ -248,3 +248,12 @@ def test_true_conflict_is_refused_and_nothing_written(tmp_path):
         assert "Gemm" in message and "feats" in message and "axis" in message.lower(), message
         assert any(n in message and f"weight_{n[-1]}" in message for n in ("head_a", "head_b")), message
     assert list(existing.iterdir()) == [] and not fresh.exists()
+
+
+def test_string_inputs_may_be_numpy_str_arrays(training, tmp_path, forward_models, ort_reference):
+    """Strings fed as numpy's fixed-width str arrays (``np.array(words)``) train as the object arrays do."""
+    _, expected = ort_reference("label-encoder")
+    folder = _generate(training, forward_models("label-encoder"), "label-encoder", tmp_path / training.name)
+    words, labels = _data("words")
+    got = _train(training.api, folder, [words.astype(str), labels])
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)

@@ -85,6 +85,8 @@ def check_feed(value_info):
         if not isinstance(value, np.ndarray):
             value = _as_array(name, value)
         if value.dtype != dtype:
+            if dtype == object and value.dtype.kind in "US":   # numpy's str arrays, as onnxruntime takes them
+                return check_tensor(value.astype(object))
             raise FeedError(f"input '{name}' must have dtype {dtype.name}, got {value.dtype.name} "
                             f"(shape {list(value.shape)})")
         if bits is not None:
