@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.model import AttrType
 from ..ir.ort_names import MS_DOMAIN
 from .conv import Conv
 from .registry import kernel, lookup
@@ -35,18 +36,26 @@ def FusedGemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, activati
                                                         transB=transB), params)
 
 
+FusedGemm.attribute_types = dict.fromkeys(("activation_alpha", "activation_beta", "activation_gamma"), AttrType.FLOAT)
+
+
 @kernel("FusedConv", domain=MS_DOMAIN)
-def FusedConv(X, W, B=None, Z=None, *, activation="", activation_params=None, **conv_attrs):
+def FusedConv(X, W, B=None, Z=None, *, activation="", activation_params=None, auto_pad="NOTSET", dilations=None,
+              group=1, kernel_shape=None, pads=None, strides=None):
     """activation(Conv(X, W, B) + Z); activation_params lists the activation's parameters in order."""
     name = activation.decode() if isinstance(activation, bytes) else activation
     values = list(activation_params if activation_params is not None else [])
     names = ACTIVATIONS.get(name, ())
     if name in ACTIVATIONS and len(values) > len(names):
         raise ValueError(f"FusedConv: activation '{name}' takes {len(names)} parameters, got {len(values)}")
-    y = Conv(X, W, B, **conv_attrs)
+    y = Conv(X, W, B, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
+             strides=strides)
     if Z is not None:
         y = y + Z
     return _activate("FusedConv", name, y, dict(zip(names, values)))
+
+
+FusedConv.attribute_types = {"activation_params": AttrType.FLOATS}
 
 
 @kernel("GeluGrad", domain=MS_DOMAIN)
