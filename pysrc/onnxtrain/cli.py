@@ -13,7 +13,7 @@ import zipfile
 
 import numpy as np
 
-from . import artifacts, ir
+from . import artifacts, ir, ort_format
 from ._files import atomic_write
 from .api import CheckpointState
 from .checkpoint import CheckpointError, read_checkpoint
@@ -77,7 +77,7 @@ def inspect_file(path: str, out=sys.stdout) -> None:
                 print(f"  {name}: " + ", ".join(f"{m} {_array_text(a)}" for m, a in moments.items()), file=out)
         print(f"properties: {data.properties}", file=out)
         return
-    model = ir.load(path)
+    model = ort_format.load_model(path)
     g = model.graph
     opsets = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in model.opset_imports.items())
     print(f"model {path}: IR {model.ir_version}, opsets {opsets}, {len(g.nodes)} nodes", file=out)

@@ -43,3 +43,18 @@ def test_errors_are_one_clear_line(tmp_path):
     (tmp_path / "junk").write_bytes(b"not a model at all")
     r = cli("inspect", tmp_path / "junk")
     assert r.returncode == 1 and "junk" in r.stderr
+
+
+def test_inspect_shows_an_ort_file_as_its_onnx_file(tmp_path):
+    from onnxtrain import artifacts
+    artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=3, n_out=2), requires_grad=oc.MLP_ALL,
+                                 loss=artifacts.LossType.CrossEntropyLoss, artifact_directory=str(tmp_path),
+                                 ort_format=True)
+    shown = {}
+    for ext in (".onnx", ".ort"):
+        r = cli("inspect", tmp_path / f"training_model{ext}")
+        assert r.returncode == 0, r.stderr
+        shown[ext] = r.stdout.replace(str(tmp_path / f"training_model{ext}"), "MODEL")
+    # the same lines; the ORT format keeps its initializers sorted by name
+    assert sorted(shown[".ort"].splitlines()) == sorted(shown[".onnx"].splitlines())
+    assert "com.microsoft::InPlaceAccumulatorV2" in shown[".ort"]

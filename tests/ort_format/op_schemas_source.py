@@ -2,9 +2,11 @@
 ``python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/op_schemas.py``.
 
 The ONNX domains come from onnx's schemas (onnx 1.16, which onnxruntime 1.19.2 is built with).
-onnxruntime's own domains have no schema outside its binary, so they are read from what it writes: the
-ORT format files that onnxruntime 1.19.2 converts (optimizations off) from onnxtrain's artifacts of every
-case in tests/ort_cases.py, whose kernel type-string resolvers name each formal input and output.
+onnxruntime's own ops have no schema outside its binary, so they are read from what it writes: the ORT
+format files that onnxruntime 1.19.2 converts (optimizations off) from onnxtrain's artifacts of every case
+in tests/ort_cases.py, from onnxtrain's and onnxruntime's artifacts of the models in harvest_models.py
+(one per op whose gradient is one of onnxruntime's ops), and from one-node models of its forward ops;
+their kernel type-string resolvers name each formal input and output.
 test_op_schemas.py checks that the shipped module is what this prints."""
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import tempfile
 import textwrap
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent / "pysrc")]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent.parent / "pysrc")]
 
 
 def _key(param, constraints) -> str:
@@ -37,30 +39,66 @@ def onnx_schemas() -> dict:
     return out
 
 
-def ort_schemas() -> dict:
-    """The same for onnxruntime's domains, read back from the ORT format files it writes."""
-    os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = "disable"
-    from ort_cases import CASES, generate
+def _convert(folder) -> None:
+    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
+    with contextlib.redirect_stdout(sys.stderr):  # the converter prints its progress
+        # onnxruntime cannot load its own eval model of a BatchNormalization in training mode: skip that one
+        convert_onnx_models_to_ort(folder, optimization_styles=[OptimizationStyle.Fixed],
+                                   allow_conversion_failures=True)
+
+
+def _sources(tmp: pathlib.Path):
+    """Folders of ONNX models to convert: onnxtrain's artifacts of every case in tests/ort_cases.py, and
+    onnxtrain's and onnxruntime's artifacts of the harvest models, and the one-node forward models."""
+    import onnx
+    import harvest_models
+    import ort_cases
     import onnxtrain.artifacts
     import onnxtrain.onnxblock
-    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
+    for name, case in ort_cases.CASES.items():
+        folder = tmp / name
+        folder.mkdir()
+        ort_cases.generate(case, folder, onnxtrain.onnxblock, onnxtrain.artifacts)
+        yield folder
+    sides = {"onnxtrain": onnxtrain.artifacts, "ort": ort_cases.ort_training().artifacts}
+    for name, (model, params) in harvest_models.training_models().items():
+        for side, artifacts in sides.items():
+            if side == "ort" and name in harvest_models.ORT_CANNOT:
+                continue
+            folder = tmp / f"{name}-{side}"
+            folder.mkdir()
+            artifacts.generate_artifacts(model, requires_grad=params, loss=artifacts.LossType.MSELoss,
+                                         optimizer=artifacts.OptimType.SGD, artifact_directory=str(folder))
+            yield folder
+    for name, model in harvest_models.forward_ms_models().items():
+        folder = tmp / f"{name}-forward"
+        folder.mkdir()
+        onnx.save(model, str(folder / "model.onnx"))
+        yield folder
+
+
+def ort_schemas() -> dict:
+    """The same for onnxruntime's own ops, read back from the ORT format files it writes: those of its
+    domains, and those it adds to ONNX's (MaxPoolGrad)."""
+    os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = "disable"
     from onnxtrain.ort_format.reader import read_ort
 
+    onnx_ops = onnx_schemas()[""]
     found = collections.defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, case in CASES.items():
-            folder = pathlib.Path(tmp, name)
-            folder.mkdir()
-            generate(case, folder, onnxtrain.onnxblock, onnxtrain.artifacts)
-            with contextlib.redirect_stdout(sys.stderr):  # the converter prints its progress
-                convert_onnx_models_to_ort(folder, optimization_styles=[OptimizationStyle.Fixed])
+        for folder in _sources(pathlib.Path(tmp)):
+            _convert(folder)
         for path in sorted(pathlib.Path(tmp).rglob("*.ort")):
             ort_file = read_ort(path.read_bytes())
             for node in ort_file.nodes:
                 domain = node["domain"]
-                if domain in ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"):
+                if domain in ("ai.onnx.ml", "ai.onnx.preview.training"):
                     continue
-                args = ort_file.resolver[f"{domain}:{node['op_type']}:{node['since_version']}"]
+                if domain in ("", "ai.onnx"):
+                    if any(op == node["op_type"] for op, _ in onnx_ops):
+                        continue
+                    domain = ""
+                args = ort_file.resolver[f"{node['domain']}:{node['op_type']}:{node['since_version']}"]
                 n_in = len(node["input_arg_counts"])
                 ins, outs = [None] * n_in, [None] * (1 + max([i for k, a in args.items() for t, i in a if t == 1],
                                                           default=-1))
@@ -78,8 +116,8 @@ def ort_schemas() -> dict:
 HEADER = '''"""The op schemas' facts an ORT format file carries per node: the schema version a node resolves to
 (``since_version``), how many arguments fill each formal input (``input_arg_counts``), and which inputs
 and outputs each kernel type string names (the kernel type-string resolver, which onnxruntime 1.19.2
-reads from the file even in its full build).  onnxruntime's own domains list only the ops that its
-converter was seen to write (see the source below)."""
+reads from the file even in its full build).  onnxruntime's own ops (its domains', and the few it adds to
+ONNX's) are only those its converter was seen to write (see the source below)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -145,7 +183,9 @@ def find_schema(domain: str, op_type: str, opset: int):
 def table_source() -> str:
     import onnx
     import onnxruntime
-    tables = {**onnx_schemas(), **ort_schemas()}
+    tables = onnx_schemas()
+    for domain, ops in ort_schemas().items():
+        tables[domain] = {**tables.get(domain, {}), **ops}
     blocks = []
     for domain in sorted(tables):
         entries = " ".join(f"{op}@{v}({','.join(ins)}){','.join(outs)}"

@@ -152,7 +152,8 @@ def test_decode_of_orts_optimized_file(tmp_path):
     """ORT's own converter output at its default level ("all": fused nodes, listed after their consumers)
     reads back into a model in run order."""
     ort_artifacts = oc.ort_training().artifacts
-    ort_artifacts.generate_artifacts(oc.mlp(n_in=8, hidden=4, n_out=3), requires_grad=oc.MLP_ALL,
+    forward = oc.mlp(n_in=8, hidden=4, n_out=3)
+    ort_artifacts.generate_artifacts(forward, requires_grad=oc.MLP_ALL,
                                      loss=ort_artifacts.LossType.MSELoss, artifact_directory=str(tmp_path),
                                      ort_format=True)
     ort_file = read_ort((tmp_path / "eval_model.ort").read_bytes())
@@ -163,23 +164,26 @@ def test_decode_of_orts_optimized_file(tmp_path):
     for n in model.graph.nodes:
         assert all(i in produced for i in n.inputs if i), n.name
         produced.update(n.outputs)
-    # ORT's optimizer fused Gemm and Relu into com.microsoft::FusedGemm, which onnxtrain has no kernel for
-    from onnxtrain.runtime.plan import GraphError
-    with pytest.raises(GraphError, match="no kernel for op com.microsoft::FusedGemm"):
-        Session(model)
+    # ORT's optimizer fused Gemm and Relu into com.microsoft::FusedGemm: onnxtrain runs it as ORT does
+    import onnxruntime
+    rng = np.random.default_rng(2)
+    feeds = {"input": rng.standard_normal((5, 8)).astype(np.float32),
+             "target": rng.standard_normal((5, 3)).astype(np.float32),
+             **{t.name: oc.numpy_helper.to_array(t) for t in forward.graph.initializer}}
+    feeds = {i.name: feeds[i.name] for i in model.graph.inputs}
+    ref = onnxruntime.InferenceSession(str(tmp_path / "eval_model.ort"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(Session(model).run(feeds)[0], ref.run(None, feeds)[0], rtol=1e-6)
 
 
 def test_nothing_is_written_when_a_model_cannot_be_written(tmp_path):
+    """com.microsoft::QuickGeluGrad, off the parameters' path (on the input), has no schema in the table."""
     model = oc.mlp(n_in=4, hidden=3, n_out=2)
-    model.graph.node[1].op_type = "Sigmoid"
-    model.graph.node[1].domain = ""
-    model.opset_import[0].version = 17
     out = tmp_path / "out"
-    model.graph.node[2].op_type = "Gemm"
-    model.graph.node.add().CopyFrom(oc.helper.make_node("Gelu", ["output"], ["gelu"], domain="com.microsoft"))
-    model.graph.output[0].name = "gelu"
+    model.graph.node[0].input[0] = "odd_input"
+    model.graph.node.insert(0, oc.helper.make_node("QuickGeluGrad", ["input", "input"], ["odd_input"],
+                                                   domain="com.microsoft"))
     model.opset_import.add().CopyFrom(oc.helper.make_opsetid("com.microsoft", 1))
-    with pytest.raises(OrtFormatError, match="com.microsoft::Gelu"):
+    with pytest.raises(OrtFormatError, match="com.microsoft::QuickGeluGrad"):
         artifacts.generate_artifacts(model, requires_grad=oc.MLP_ALL, loss=artifacts.LossType.MSELoss,
                                      artifact_directory=str(out), ort_format=True)
     assert not out.exists() or list(out.iterdir()) == []
@@ -190,3 +194,39 @@ def test_not_an_ort_file():
         read_ort(b"\x08\x00\x00\x00ODTC\x00\x00\x00\x00")
     with pytest.raises(OrtFormatError, match="truncated or corrupt"):
         read_ort(b"\xff\x00\x00\x00ORTM\x00\x00")
+
+
+def test_a_model_is_told_ort_by_its_content_not_its_name(tmp_path):
+    from onnxtrain import ir
+    from onnxtrain.ort_format import load_model
+    model = ir.load(oc.mlp(n_in=4, hidden=3, n_out=2).SerializeToString())
+    data = encode_ort_model(model)
+    (tmp_path / "model.onnx").write_bytes(data)
+    (tmp_path / "model.ort").write_bytes(ir.to_bytes(model))
+    for loaded in (load_model(tmp_path / "model.onnx"), load_model(data)):
+        assert [n.op_type for n in loaded.graph.nodes] == ["Gemm", "Relu", "Gemm"]
+    assert [n.op_type for n in load_model(tmp_path / "model.ort").graph.nodes] == ["Gemm", "Relu", "Gemm"]
+    with pytest.raises(OrtFormatError, match="model.onnx: .*truncated or corrupt"):
+        (tmp_path / "model.onnx").write_bytes(data[:40])
+        load_model(tmp_path / "model.onnx")
+
+
+def test_the_api_takes_ort_files_as_bytes(tmp_path):
+    """onnxtrain's Module and Optimizer take an .ort model's bytes (onnxruntime's take paths only)."""
+    from onnxtrain import api
+    artifacts.generate_artifacts(oc.mlp(n_in=4, hidden=8, n_out=3), requires_grad=oc.MLP_ALL,
+                                 loss=artifacts.LossType.CrossEntropyLoss, optimizer=artifacts.OptimType.AdamW,
+                                 artifact_directory=str(tmp_path / "a"), ort_format=True)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((4, 4)).astype(np.float32), rng.integers(0, 3, 4).astype(np.int64)
+    losses = {}
+    for ext in (".onnx", ".ort"):
+        models = [(tmp_path / "a" / f"{m}{ext}").read_bytes() for m in ("training_model", "eval_model",
+                                                                       "optimizer_model")]
+        module = api.Module(models[0], api.CheckpointState.load_checkpoint(str(tmp_path / "a" / "checkpoint")),
+                            models[1])
+        optimizer = api.Optimizer(models[2], module)
+        losses[ext] = [float(module(x, y))]
+        optimizer.step()
+        losses[ext].append(float(module(x, y)))
+    assert losses[".ort"] == losses[".onnx"] and losses[".ort"][1] < losses[".ort"][0]

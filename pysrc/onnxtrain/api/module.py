@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ir
+from .. import ir, ort_format
 from ..ir.model import Model, TensorType
 from ..ir.ort_names import LAZY_RESET_GRAD, buffer_param, grad_buffer, is_grad_flag
 from ..runtime import Session
@@ -13,11 +13,11 @@ from .export import inference_model
 from .values import ContiguousParameters, as_ort_values, fed_ort_values, host_array
 
 def load_model(source, what: str) -> Model:
-    """An IR model from a path, bytes or an IR Model; errors name ``what``."""
+    """An IR model from a path or bytes of an ONNX or ORT format model, or an IR Model; errors name ``what``."""
     if isinstance(source, Model):
         return source
     try:
-        return ir.load(source)
+        return ort_format.load_model(source)
     except (OSError, ValueError) as e:
         raise reworded(e, f"cannot load the {what}: {e}") from e
 

@@ -1,8 +1,8 @@
 """The op schemas' facts an ORT format file carries per node: the schema version a node resolves to
 (``since_version``), how many arguments fill each formal input (``input_arg_counts``), and which inputs
 and outputs each kernel type string names (the kernel type-string resolver, which onnxruntime 1.19.2
-reads from the file even in its full build).  onnxruntime's own domains list only the ops that its
-converter was seen to write (see the source below)."""
+reads from the file even in its full build).  onnxruntime's own ops (its domains', and the few it adds to
+ONNX's) are only those its converter was seen to write (see the source below)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,12 +57,13 @@ SCHEMAS = {
     Loop@1(I,B,V*)V* Loop@11(I,B,V*)V* Loop@13(I,B,V*)V* Loop@16(I,B,V*)V* Loop@19(I,B,V*)V* Loop@21(I,B,V*)V*
     LpNormalization@1(T)T LpPool@1(T)T LpPool@2(T)T LpPool@11(T)T LpPool@18(T)T MatMul@1(T,T)T MatMul@9(T,T)T
     MatMul@13(T,T)T MatMulInteger@10(T1,T2,T1,T2)T3 Max@1(T*)T Max@6(T*)T Max@8(T*)T Max@12(T*)T Max@13(T*)T
-    MaxPool@1(T)T MaxPool@8(T)T,I MaxPool@10(T)T,I MaxPool@11(T)T,I MaxPool@12(T)T,I MaxRoiPool@1(T,T)T
-    MaxUnpool@9(T1,T2,T2)T1 MaxUnpool@11(T1,T2,T2)T1 Mean@1(T*)T Mean@6(T*)T Mean@8(T*)T Mean@13(T*)T
-    MeanVarianceNormalization@9(T)T MeanVarianceNormalization@13(T)T MelWeightMatrix@17(T1,T1,T1,T2,T2)T3
-    Min@1(T*)T Min@6(T*)T Min@8(T*)T Min@12(T*)T Min@13(T*)T Mish@18(T)T Mod@10(T,T)T Mod@13(T,T)T Mul@1(T,T)T
-    Mul@6(T,T)T Mul@7(T,T)T Mul@13(T,T)T Mul@14(T,T)T Multinomial@7(T1)T2 Neg@1(T)T Neg@6(T)T Neg@13(T)T
-    NegativeLogLikelihoodLoss@12(T,Tind,T)T NegativeLogLikelihoodLoss@13(T,Tind,T)T
+    MaxPool@1(T)T MaxPool@8(T)T,I MaxPool@10(T)T,I MaxPool@11(T)T,I MaxPool@12(T)T,I MaxPoolGrad@9(T,I)T
+    MaxRoiPool@1(T,T)T MaxUnpool@9(T1,T2,T2)T1 MaxUnpool@11(T1,T2,T2)T1 Mean@1(T*)T Mean@6(T*)T Mean@8(T*)T
+    Mean@13(T*)T MeanVarianceNormalization@9(T)T MeanVarianceNormalization@13(T)T
+    MelWeightMatrix@17(T1,T1,T1,T2,T2)T3 Min@1(T*)T Min@6(T*)T Min@8(T*)T Min@12(T*)T Min@13(T*)T Mish@18(T)T
+    Mod@10(T,T)T Mod@13(T,T)T Mul@1(T,T)T Mul@6(T,T)T Mul@7(T,T)T Mul@13(T,T)T Mul@14(T,T)T Multinomial@7(T1)T2
+    Neg@1(T)T Neg@6(T)T Neg@13(T)T NegativeLogLikelihoodLoss@12(T,Tind,T)T
+    NegativeLogLikelihoodLoss@13(T,Tind,T)T
     NonMaxSuppression@10(boxes,scores,max_output_boxes_per_class,iou_threshold,score_threshold)selected_indices
     NonMaxSuppression@11(boxes,scores,max_output_boxes_per_class,iou_threshold,score_threshold)selected_indices
     NonZero@9(T)Y NonZero@13(T)Y Not@1(T)T OneHot@9(T1,T2,T3)T3 OneHot@11(T1,T2,T3)T3 Optional@15(V)O
@@ -123,9 +124,16 @@ SCHEMAS = {
 """,
     'com.microsoft': """
     AdamWOptimizer@1(T1,T2,S_WEIGHT,S_GRAD,S_MOMENT,S_MOMENT,T_BOOL)T_BOOL,S_WEIGHT,S_MOMENT,S_MOMENT
-    ConvGrad@1(T,T,T)T,T,T InPlaceAccumulatorV2@1(T,T_GRAD,T_BOOL)T_BOOL,T InplaceClipGradNorm@1(S_GRAD)S_GRAD
-    ReluGrad@1(T,T)T SGDOptimizerV2@1(T1,S_WEIGHT,S_GRAD,T_BOOL)T_BOOL,S_WEIGHT SigmoidGrad@1(T,T)T
-    SoftmaxCrossEntropyLossGrad@1(T,T,Tind,T)T
+    BatchNormInternal@1(T,T1,T1,T2,T2)T,T2,T2,T2,T2 BatchNormalizationGrad@1(T,T,T1,T2,T2)T,T1,T1
+    BiasGelu@1(T,T)T ConvGrad@1(T,T,T)T,T,T DropoutGrad@1(T,T2,T1,T2)T FastGelu@1(T,T)T FusedConv@1(T,T,T,T)T
+    FusedGemm@1(T,T,T)T FusedMatMul@1(T,T)T GRUGrad@1(T,T,T,T,TSize,T,T,T,T,T)T,T,T,T,T
+    GRUTraining@1(T,T,T,T,TSize,T)T,T,T GatherElementsGrad@1(T,I,Tind)T GatherGrad@1(I,Tind,T)T Gelu@1(T)T
+    GeluGrad@1(T,T)T InPlaceAccumulatorV2@1(T,T_GRAD,T_BOOL)T_BOOL,T InplaceClipGradNorm@1(S_GRAD)S_GRAD
+    LSTMGrad@1(T,T,T,TSize,T,T,T,T,T,T,T,T)T,T,T,T,T,T,T LSTMTraining@1(T,T,T,T,TSize,T,T,T)T,T,T,T,T
+    LayerNormalizationGrad@1(V,T,V,U,U)T,V,V LeakyReluGrad@1(T,T)T LogSoftmaxGrad_13@1(T,T)T QuickGelu@1(T)T
+    ReduceAllL2@1(TIn*)TOut ReluGrad@1(T,T)T SGDOptimizerV2@1(T1,S_WEIGHT,S_GRAD,T_BOOL)T_BOOL,S_WEIGHT
+    Scale@1(T,ScaleT)T SigmoidGrad@1(T,T)T SliceGrad@1(T,I,Tind,Tind,Tind,Tind)T
+    SoftmaxCrossEntropyLossGrad@1(T,T,Tind,T)T SoftmaxGrad_13@1(T,T)T TanhGrad@1(T,T)T
 """,
 }
 
