@@ -90,7 +90,7 @@ def generate_artifacts(model, requires_grad=None, frozen_params=None, loss=None,
     requires_grad, frozen = list(requires_grad or []), list(frozen_params or [])
     unknown = [n for n in requires_grad + frozen if n not in inits and n not in inputs]
     if unknown:
-        raise ValueError(f"'{unknown[0]}' is not an initializer or an input of the model "
+        raise ValueError(f"'{unknown[0]}' is not an initializer of the model, nor an input "
                          f"(initializers: {inits[:20]}, inputs: {inputs[:20]})")
     if optimizer is not None and not requires_grad:
         raise ValueError("an optimizer needs requires_grad: name the parameters to train")

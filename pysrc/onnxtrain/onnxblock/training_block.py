@@ -55,7 +55,7 @@ class TrainingBlock(Block):
             unknown = [n for n in self._requires_grad if n not in known | inputs]
             unknown += [n for n in self._frozen_params if n not in known | inputs]
             if unknown:
-                raise ValueError(f"'{unknown[0]}' is not an initializer or an input of the model")
+                raise ValueError(f"'{unknown[0]}' is not an initializer of the model, nor an input")
             self._training_model, self._eval_model, self._parameters = build_training_models(
                 shallow_copy(b.model), output, [], self._requires_grad, self._frozen_params)
             self._protos = b.protos
