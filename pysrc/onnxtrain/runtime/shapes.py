@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import dtypes
-from ..ir.model import Graph, Model, Node, Tensor, TensorType, ValueInfo
+from ..ir.model import Graph, Model, Node, TensorType, ValueInfo
 from .plan import attribute_value, describe_node, outer_names, subgraphs, topological_order
-from .shape_rules import SHAPE_RULES, ShapeConflictError, ShapeInferenceError, UNKNOWN
+from .shape_rules import SHAPE_RULES, ShapeConflictError, ShapeInferenceError
 from .symbols import Symbols
 
 __all__ = ["ShapeConflictError", "ShapeInferenceError", "infer_types"]
@@ -142,8 +142,8 @@ class _Inference:
         for k, name in enumerate(outputs):
             if name and k < len(results) and results[k] is not None:
                 elem, shape = results[k]
-                self.types[name] = TensorType(elem, None if shape is None else
-                                              [self.symbols.fresh() if d is None else d for d in shape])
+                dims = None if shape is None else [self.symbols.fresh() if d is None else d for d in shape]
+                self.types[name] = TensorType(None if elem is None else dtypes.DataType(elem), dims)
         for k, dims in ctx.out_dims.items():
             if k < len(outputs) and outputs[k]:
                 dims = dims if isinstance(dims, np.ndarray) else np.array(dims, dtype=object)

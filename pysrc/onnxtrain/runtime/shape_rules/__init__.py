@@ -6,7 +6,7 @@ unknown), or None for an output it cannot type. Setting ``ctx.out_dims[k]`` give
 """
 from __future__ import annotations
 
-from ._registry import SHAPE_RULES, UNKNOWN, ShapeConflictError, ShapeInferenceError, shape_rule
+from ._registry import SHAPE_RULES, ShapeConflictError, ShapeInferenceError, shape_rule
 from . import elementwise, nn, tensor, training  # noqa: F401  (they fill the table)
 
-__all__ = ["SHAPE_RULES", "UNKNOWN", "ShapeConflictError", "ShapeInferenceError", "shape_rule"]
+__all__ = ["SHAPE_RULES", "ShapeConflictError", "ShapeInferenceError", "shape_rule"]

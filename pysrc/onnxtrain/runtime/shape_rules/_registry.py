@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 SHAPE_RULES = {}
-UNKNOWN = None
 
 
 class ShapeInferenceError(ValueError):

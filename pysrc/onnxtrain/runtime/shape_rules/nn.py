@@ -34,7 +34,9 @@ def matmul(ctx):
     b2 = b + [1] if len(b) == 1 else b
     ctx.unify(a2[-1], b2[-2], f"axis {len(a) - 1} of A and axis {max(len(b) - 2, 0)} of B")
     batch = broadcast(ctx, [a2[:-2], b2[:-2]])
-    out = batch + ([ctx.symbols.find(a2[-2])] if len(a) > 1 else []) + ([ctx.symbols.find(b2[-1])] if len(b) > 1 else [])
+    rows = [ctx.symbols.find(a2[-2])] if len(a) > 1 else []
+    columns = [ctx.symbols.find(b2[-1])] if len(b) > 1 else []
+    out = batch + rows + columns
     return [(elem, out)]
 
 

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from ...ir import dtypes
 from ...ir.dtypes import DataType
 from ._registry import ShapeConflictError, axis_of, broadcast, product, shape_rule
 
@@ -257,7 +258,6 @@ def scatter(ctx):
 @shape_rule("ConstantOfShape")
 def constant_of_shape(ctx):
     value = ctx.attr("value")
-    from ...ir import dtypes
     elem = DataType.FLOAT if value is None else dtypes.from_numpy(np.asarray(value).dtype)
     return [(elem, _target(ctx, 0))]
 
