@@ -18,7 +18,7 @@ from ..ops.registry import normalize_domain
 from .plan import IN_PLACE_OPS, node_reads, subgraphs, topological_order
 from .session import Session
 from .shape_rules import SHAPE_RULES, Out, ShapeInferenceError
-from .shape_rules._context import Context, UnknownRank
+from .shape_rules._context import Context, NoRule, UnknownRank
 from .shape_rules._symbols import FRESH, Symbols
 
 __all__ = ["ShapeInferenceError", "infer_types"]
@@ -99,17 +99,18 @@ def _infer_node(model: Model, node, states: dict, symbols: Symbols, infer_subgra
         if name and name not in states:
             c.fail(f"input '{name}' has no type")
     rule = SHAPE_RULES.get((domain, node.op_type))
-    outs = None
+    outs, why = None, ""
     if rule is not None:
         try:
             outs = rule(c)
         except UnknownRank:
             outs = [Out(c.elem(0) if c.has(0) else None, None) for _ in node.outputs]
+        except NoRule as e:
+            why = f" ({e})"
         if isinstance(outs, Out):
             outs = [outs]
-        outs = list(outs)
-        if len(outs) < sum(1 for o in node.outputs if o):
-            outs += [Out(None, None)] * (len(node.outputs) - len(outs))
+        if outs is not None:
+            outs = list(outs) + [Out(None, None)] * (len(node.outputs) - len(outs))
     wanted = [i for i, o in enumerate(node.outputs) if o]
     if outs is not None and all(outs[i].value is not None for i in wanted):
         return outs
@@ -121,7 +122,7 @@ def _infer_node(model: Model, node, states: dict, symbols: Symbols, infer_subgra
                 raise
     if outs is not None:
         return outs
-    return _without_rule(model, node, c)
+    return _without_rule(model, node, c, why)
 
 
 def _foldable(node, c: Context, domain: str) -> bool:
@@ -136,9 +137,9 @@ def _foldable(node, c: Context, domain: str) -> bool:
     return True
 
 
-def _without_rule(model: Model, node, c: Context) -> list:
+def _without_rule(model: Model, node, c: Context, why: str = "") -> list:
     """An op with no shape rule: run its kernel on inputs of exactly the known shapes, or refuse it."""
-    op = f"{node.domain or 'ai.onnx'}::{node.op_type}"
+    op = f"{node.domain or 'ai.onnx'}::{node.op_type}{why}"
     if subgraphs(node):
         c.fail(f"onnxtrain has no shape rule for {op}, and it holds subgraphs")
     arrays = []

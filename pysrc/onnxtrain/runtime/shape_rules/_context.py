@@ -13,6 +13,10 @@ INT64 = 7
 BOOL = 9
 
 
+class NoRule(Exception):
+    """The op's rule does not cover this form of it (``why``): the driver treats the node as ruleless."""
+
+
 class UnknownRank(Exception):
     """An input the rule reads has no known rank: the node's outputs get no shape."""
 
@@ -95,6 +99,9 @@ class Context:
     # ---- dims ------------------------------------------------------------------------------------------
     def fresh(self) -> str:
         return self.symbols.fresh()
+
+    def unsupported(self, why: str):
+        raise NoRule(why)
 
     def fail(self, why: str):
         raise ShapeInferenceError(f"{self.where()}: {why}")

@@ -60,9 +60,25 @@ def _shaped(c, value):
     return None if value is None else [d if d is not None else c.fresh() for d in value]
 
 
+def binary_shape(c) -> list:
+    """numpy broadcasting; before opset 7, A's shape, B broadcast to it only with ``broadcast=1`` (at ``axis``)."""
+    if c.opset >= 7:
+        return c.broadcast([0, 1])
+    a, b = c.shape(0), c.shape(1)
+    if not c.attr("broadcast", 0):
+        for k in range(len(a)):
+            c.same(0, k, 1, k)
+        return c.shape(0)
+    axis = c.attr("axis", len(a) - len(b))
+    for k in range(len(b)):
+        if b[k] != 1:
+            c.same(0, axis + k, 1, k)
+    return c.shape(0)
+
+
 @rule("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 def binary(c):
-    shape = c.broadcast([0, 1])
+    shape = binary_shape(c)
     value = None
     if c.node.op_type in ("Add", "Sub", "Mul", "Div") and c.elem(0) in (6, 7) and len(shape) <= 1:
         value = _shaped(c, _pairwise(c, _arith(c.node.op_type)))
@@ -81,7 +97,7 @@ def _equal(x, y):
 
 @rule("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor")
 def compare(c):
-    shape = c.broadcast([0, 1])
+    shape = binary_shape(c)
     value = None
     if c.node.op_type == "Equal" and len(shape) <= 1:
         known = _pairwise(c, _equal)

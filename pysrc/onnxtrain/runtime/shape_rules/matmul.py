@@ -61,7 +61,7 @@ def qlinear_matmul(c):
 @rule("FusedMatMul", domain=MS)
 def fused_matmul(c):
     if c.attr("transBatchA", 0) or c.attr("transBatchB", 0):
-        c.fail("FusedMatMul's transBatchA and transBatchB have no shape rule")
+        c.unsupported("transBatchA and transBatchB")
     return c.out(c.elem(0), matmul_shape(c, 0, 1, bool(c.attr("transA", 0)), bool(c.attr("transB", 0))))
 
 

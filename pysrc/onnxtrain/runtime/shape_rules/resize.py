@@ -16,6 +16,15 @@ def _scaled(c, dims: list, scales) -> list:
     return out
 
 
+def _keep_aspect(c, dims: list, axes: list, sizes: list, policy: str) -> list:
+    """One scale for every resized axis, the largest that fits (not_larger) or the smallest that covers."""
+    if not all(isinstance(d, int) for d in [dims[a] for a in axes] + sizes):
+        return [c.fresh() if k in axes else d for k, d in enumerate(dims)]
+    ratios = [s / dims[a] for a, s in zip(axes, sizes)]
+    scale = min(ratios) if policy == "not_larger" else max(ratios)
+    return [int(round(scale * d)) if k in axes else d for k, d in enumerate(dims)]
+
+
 @rule("Resize")
 def resize(c):
     dims = c.shape(0)
@@ -33,7 +42,7 @@ def resize(c):
         return Out(c.elem(0), [c.fresh() if k in axes else d for k, d in enumerate(dims)])
     if sizes is not None:
         if policy != "stretch":
-            c.fail(f"keep_aspect_ratio_policy '{policy}' has no shape rule")
+            return Out(c.elem(0), _keep_aspect(c, dims, axes, sizes, policy))
         for a, d in zip(axes, sizes):
             out[a] = d
         return Out(c.elem(0), out)

@@ -23,7 +23,7 @@ def constant(c):
             v = c.attr(name)
             break
     else:
-        c.fail("Constant has none of the value attributes onnxtrain reads (a sparse value?)")
+        c.unsupported("a sparse value")
     a = c.node.attributes[name].value
     if name == "value":
         return Out(a.data_type, list(a.dims), a.data)
