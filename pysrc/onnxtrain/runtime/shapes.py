@@ -171,7 +171,8 @@ def _dummy(elem, shape: list) -> np.ndarray:
 def _run_node(model: Model, node, c: Context, arrays: list, keep_values: bool) -> list:
     names = [n for n in node.inputs if n]
     by_name = dict(zip(node.inputs, arrays))
-    inits = [Tensor(n, by_name[n], c.states[n].elem or dtypes.from_numpy(by_name[n].dtype)) for n in dict.fromkeys(names)]
+    inits = [Tensor(n, by_name[n], c.states[n].elem or dtypes.from_numpy(by_name[n].dtype))
+             for n in dict.fromkeys(names)]
     outputs = [o for o in node.outputs if o]
     graph = Graph(name="shape", nodes=[node], outputs=[ValueInfo(o) for o in outputs], initializers=inits)
     with np.errstate(all="ignore"):

@@ -38,9 +38,9 @@ def matmul_shape(c, i: int, j: int, ta: bool = False, tb: bool = False) -> list:
     kb = 0 if len(b) == 1 else len(b) - 1 if tb else len(b) - 2
     c.same(i, ka, j, kb)
     find = c.symbols.find
-    lead = broadcast(c, [(c.node.inputs[i], [find(d) for d in a2[:-2]]), (c.node.inputs[j], [find(d) for d in b2[:-2]])])
-    out = lead + [find(a2[-2])] * (len(a) > 1) + [find(b2[-1])] * (len(b) > 1)
-    return out
+    lead = broadcast(c, [(c.node.inputs[i], [find(d) for d in a2[:-2]]),
+                         (c.node.inputs[j], [find(d) for d in b2[:-2]])])
+    return lead + [find(a2[-2])] * (len(a) > 1) + [find(b2[-1])] * (len(b) > 1)
 
 
 @rule("MatMul")
