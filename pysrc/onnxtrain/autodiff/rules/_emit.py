@@ -59,6 +59,33 @@ def legacy_broadcast(c) -> dict:
     return {"broadcast": 1, **copy_attrs(c.node, "axis")}
 
 
+def broadcast_axes(x_dims: list, grad_dims: list, start: int) -> tuple:
+    """(axes of grad that x was surely broadcast along, axes where that depends on x's size at run time):
+    x's dims sit at grad's axes start.. (dims are ints, symbols or None)."""
+    sure, maybe = [], []
+    for i, d in enumerate(x_dims):
+        g = grad_dims[start + i]
+        if d == 1:
+            if g != 1:
+                sure.append(start + i)
+        elif not isinstance(d, int) and g != 1 and (d is None or d != g):
+            maybe.append((start + i, i))
+    return sure, maybe
+
+
+def sum_where_one(c, grad, x, maybe: list):
+    """``grad`` summed (dims kept) over the axes of ``maybe`` ([(grad axis, x axis)]) where x's size is 1 at
+    run time: symbolic dims that may or may not have been broadcast."""
+    if not maybe:
+        return grad
+    if c.opset < 13:
+        raise NotImplementedError(f"{c.where()}: '{x}' may be broadcast along axes {[a for a, _ in maybe]}, "
+                                  f"which only the run can tell; that gradient needs opset 13 or later")
+    sizes = c.op("Gather", shape_of(c, x), c.ints([i for _, i in maybe], "x_axes"), axis=0)
+    axes = c.op("Compress", c.ints([a for a, _ in maybe], "maybe_axes"), sizes.eq(c.ints([1], "one")), axis=0)
+    return c.op("ReduceSum", grad, axes, keepdims=1, noop_with_empty_axes=1)
+
+
 def unbroadcast(c, grad, grad_shape, x):
     """``grad`` (of shape ``grad_shape``) summed over the axes along which ``x`` was broadcast."""
     x_shape = c.shape(x)
@@ -71,10 +98,12 @@ def unbroadcast(c, grad, grad_shape, x):
         outside = list(range(start)) + list(range(start + len(x_shape), len(grad_shape)))
     else:
         start, outside = lead, list(range(lead))
-    axes = outside + [start + i for i, d in enumerate(x_shape) if d == 1 and grad_shape[start + i] != 1]
-    if not axes:
+    sure, maybe = broadcast_axes(x_shape, grad_shape, start)
+    axes = outside + sure
+    if not axes and not maybe:
         return grad
-    summed = reduce_sum(c, grad, sorted(axes), keepdims=1)
+    summed = reduce_sum(c, grad, sorted(axes), keepdims=1) if axes else grad
+    summed = sum_where_one(c, summed, x, maybe)
     if not outside:
         return summed
     return c.op("Reshape", summed, shape=x_shape) if c.opset < 5 else reshape_like(c, summed, x)

@@ -1,7 +1,7 @@
 """Gradient rules of the matrix products: Gemm, MatMul, Einsum."""
 from __future__ import annotations
 
-from ._emit import expand_like, reduce_sum, reshape_like, text, unbroadcast, unsqueeze
+from ._emit import broadcast_axes, expand_like, reduce_sum, reshape_like, sum_where_one, text, unbroadcast, unsqueeze
 from ._registry import rule
 
 
@@ -57,10 +57,11 @@ def _swap_last(c, v, rank: int):
 def _unbroadcast_to(c, grad, grad_shape, x, matrix_shape):
     """Sum ``grad`` over broadcast batch axes down to ``matrix_shape``, then reshape to x's own shape."""
     lead = len(grad_shape) - len(matrix_shape)
-    axes = list(range(lead)) + [lead + i for i, d in enumerate(matrix_shape[:-2])
-                                if d == 1 and grad_shape[lead + i] != 1]
+    sure, maybe = broadcast_axes(matrix_shape[:-2], grad_shape, lead)
+    axes = list(range(lead)) + sure
     if axes:
         grad = reduce_sum(c, grad, axes, keepdims=1)
+    grad = sum_where_one(c, grad, x, maybe) if len(matrix_shape) == len(c.shape(x)) else grad
     if axes and lead or len(matrix_shape) != len(c.shape(x)):
         grad = reshape_like(c, grad, x)
     return grad

@@ -28,11 +28,16 @@ def _transpose(c, x, y, dy):
 def _concat(c, x, y, dy):
     axis = c.node.attr("axis")
     sizes = [c.shape(v)[axis] for v in x]
-    if not all(isinstance(s, int) for s in sizes):
-        raise NotImplementedError(f"{c.where()}: the Concat gradient needs static sizes along axis {axis}")
     if len(x) == 1:
         return [dy[0]]
-    return split(c, dy[0], sizes, axis)
+    if all(isinstance(s, int) for s in sizes):
+        return split(c, dy[0], sizes, axis)
+    if c.opset < 13:
+        raise NotImplementedError(f"{c.where()}: the Concat gradient needs static sizes along axis {axis} "
+                                  f"before opset 13")
+    # symbolic sizes: the split sizes are read from the inputs' shapes at run time
+    lengths = [c.op("Gather", shape_of(c, v), c.ints([axis], "concat_axis"), axis=0) for v in x]
+    return c.op("Split", dy[0], c.op("Concat", *lengths, axis=0), n_outputs=len(x), axis=axis)
 
 
 @rule("Split")

@@ -1,64 +1,40 @@
-"""The table of shape rules, the errors inference raises, and the helpers rules share."""
+"""The shape-rule table: (domain, op_type) -> rule, and the error every rule raises.
+
+A rule takes the node's context ``c`` (_context.py) and returns one ``Out`` per output of the node (a list, or a
+single Out for a one-output op): the element type, the dims (ints and symbols, from ``c.shape``, ``c.fresh()``),
+and, for small tensors known while inferring (shapes, axes, constants), their value.
+"""
 from __future__ import annotations
 
-SHAPE_RULES = {}
+from dataclasses import dataclass
+from typing import Any, Optional
+
+SHAPE_RULES: dict = {}  # (domain, op_type) -> rule
 
 
 class ShapeInferenceError(ValueError):
-    """A value's type cannot be known before running the graph; the message names the node and why."""
+    """A model whose shapes cannot be inferred: a true conflict between dims, or an op whose output shapes
+    cannot be known without running it on real data (the message names the node, its inputs and why)."""
 
 
-class ShapeConflictError(ShapeInferenceError):
-    """Two dims that must agree are different ints; the message names the node, its inputs and the axis."""
+@dataclass(slots=True)
+class Out:
+    """What inference knows about one value.  ``shape``: None when the rank is unknown, else one dim per axis
+    (an int, or a symbol: a str).  ``value``: a numpy array when the value itself is known, or a list of dims
+    for a 0-D or 1-D int tensor whose elements are dims (a shape vector with symbols).  ``type``: the ir Type
+    of a value that is not a tensor (a sequence, an optional, a map)."""
+    elem: Optional[int]
+    shape: Optional[list]
+    value: Any = None
+    type: Any = None
 
 
-def shape_rule(*op_types: str, domain: str = ""):
+def rule(*op_types: str, domain: str = ""):
+    """Register ``fn`` as the shape rule of ``op_types`` in ``domain``."""
     def register(fn):
         for op in op_types:
+            if (domain, op) in SHAPE_RULES:
+                raise ValueError(f"shape rule for {domain or 'ai.onnx'}::{op} registered twice")
             SHAPE_RULES[(domain, op)] = fn
         return fn
     return register
-
-
-def broadcast(ctx, shapes: list):
-    """onnx's multidirectional broadcasting: 1 gives way; a symbol meeting an int gives the int (the symbol
-    might be 1, so it is not pinned); two symbols stay the first unless they are the same."""
-    if any(s is None for s in shapes):
-        return None
-    rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for axis in range(rank):
-        dims = [s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0]
-        ints = {d for d in dims if isinstance(d, int) and d != 1}
-        if len(ints) > 1:
-            raise ShapeConflictError(f"{ctx.where()}: axis {axis} of the broadcast shapes is {sorted(ints)}")
-        if ints:
-            out.append(ints.pop())
-            continue
-        syms = list(dict.fromkeys(d for d in dims if d != 1))
-        if not syms:
-            out.append(1)
-        elif len(syms) == 1:
-            out.append(syms[0])
-        else:
-            out.append(None)
-    return out
-
-
-def product(dims):
-    """The product of dims when it is an int or one symbol times 1s, else None."""
-    total, syms = 1, []
-    for d in dims:
-        if d is None:
-            return None
-        if isinstance(d, int):
-            total *= d
-        else:
-            syms.append(d)
-    if not syms:
-        return total
-    return syms[0] if len(syms) == 1 and total == 1 else None
-
-
-def axis_of(axis: int, rank: int) -> int:
-    return axis + rank if axis < 0 else axis

@@ -1,104 +1,143 @@
-"""Elementwise ops: one input's type, broadcasting, comparisons, casts."""
+"""Elementwise ops: one shape in, the same out; broadcasting binaries and variadics; comparisons (bool);
+Where, Cast.  On shape vectors (int tensors whose elements are dims) the arithmetic is carried out too."""
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtypes import DataType
-from ._registry import broadcast, shape_rule
+from ._context import BOOL
+from ._registry import Out, rule
 
-SAME = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Clip", "Cos", "Cosh", "Elu",
-        "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "LeakyRelu", "Log",
-        "LogSoftmax", "LpNormalization", "LRN", "MeanVarianceNormalization", "Mish", "Neg", "Reciprocal", "Relu",
-        "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt",
-        "Tan", "Tanh", "ThresholdedRelu", "CumSum", "Trilu", "BitwiseNot", "InstanceNormalization",
-        "GroupNormalization", "ReverseSequence")
-BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-          "Max", "Min", "Sum", "Mean")
-TO_BOOL = ("And", "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual")
-ARITHMETIC = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}
+UNARY = ("Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Cos", "Cosh", "Erf", "Exp", "Floor",
+         "Log", "Neg", "Reciprocal", "Round", "Sign", "Sin", "Sinh", "Sqrt", "Tan", "BitwiseNot", "Det")
 
 
-@shape_rule(*SAME)
-def same(ctx):
-    return [(ctx.elem(0), ctx.shape(0))]
+@rule(*UNARY[:-1])
+def unary(c):
+    return c.like(0)
 
 
-@shape_rule("Gelu", "FastGelu", "BiasGelu", "QuickGelu", domain="com.microsoft")
-def ms_same(ctx):
-    return [(ctx.elem(0), ctx.shape(0))]
+@rule("Det")
+def det(c):
+    return c.out(c.elem(0), c.shape(0)[:-2])
 
 
-@shape_rule("IsNaN", "IsInf", "Not")
-def to_bool_same(ctx):
-    return [(DataType.BOOL, ctx.shape(0))]
+@rule("Identity")
+def identity(c):
+    s = c.state(0)
+    return Out(s.elem, None if s.shape is None else c.shape(0), s.value, s.type)
 
 
-def _symbolic_arithmetic(ctx):
-    """Add, Sub and Mul of dims vectors where one side is all ints: kept when it leaves symbols unchanged."""
-    a, b = ctx.dims(0), ctx.dims(1)
-    if a is None or b is None or ctx.node.op_type not in ARITHMETIC:
-        return
-    try:
-        a, b = np.broadcast_arrays(a, b)
-    except ValueError:
-        return
-    out = np.empty(a.shape, dtype=object)
-    for idx in np.ndindex(a.shape):
-        x, y = a[idx], b[idx]
+@rule("Not", "IsNaN", "IsInf")
+def boolean_unary(c):
+    return c.like(0, BOOL)
+
+
+def _pairwise(c, fn):
+    """``fn`` on the elements of two shape vectors, broadcast; None when either is not a known vector."""
+    a, b = c.dims(0), c.dims(1)
+    if a is None or b is None or (len(a) != len(b) and 1 not in (len(a), len(b))):
+        return None
+    n = max(len(a), len(b))
+    return [fn(a[i if len(a) > 1 else 0], b[i if len(b) > 1 else 0]) for i in range(n)]
+
+
+def _arith(op):
+    def on(x, y):
         if isinstance(x, int) and isinstance(y, int):
-            out[idx] = int(ARITHMETIC[ctx.node.op_type](x, y))
-        elif ctx.node.op_type == "Mul" and 1 in (x, y):
-            out[idx] = y if x == 1 else x
-        elif ctx.node.op_type in ("Add", "Sub") and y == 0:
-            out[idx] = x
-        else:
-            return
-    ctx.out_dims[0] = out
+            if op == "Div":
+                return None if y == 0 else int(np.trunc(x / y)) if x % y else x // y
+            return {"Add": x + y, "Sub": x - y, "Mul": x * y}[op]
+        if op in ("Add", "Sub") and y == 0 or op in ("Mul", "Div") and y == 1:
+            return x
+        if op in ("Add", "Mul") and x == (0 if op == "Add" else 1):
+            return y
+        return None
+    return on
 
 
-@shape_rule(*BINARY)
-def binary(ctx):
-    if ctx.attr("broadcast") is not None:   # before opset 7: the second input is fitted to the first
-        return [(ctx.elem(0), ctx.shape(0))]
-    shapes = [ctx.shape(i) for i in range(ctx.n_inputs) if ctx.has(i)]
-    _symbolic_arithmetic(ctx)
-    return [(ctx.elem(0), broadcast(ctx, shapes))]
+def _shaped(c, value):
+    """A computed shape vector, an invented dim for each element not known."""
+    return None if value is None else [d if d is not None else c.fresh() for d in value]
 
 
-@shape_rule("PRelu")
-def prelu(ctx):
-    """The slope broadcasts to X, one way (at opset 6, per channel)."""
-    return [(ctx.elem(0), ctx.shape(0))]
+def binary_shape(c) -> list:
+    """numpy broadcasting; before opset 7, A's shape, B broadcast to it only with ``broadcast=1`` (at ``axis``)."""
+    if c.opset >= 7:
+        return c.broadcast([0, 1])
+    a, b = c.shape(0), c.shape(1)
+    if not c.attr("broadcast", 0):
+        for k in range(len(a)):
+            c.same(0, k, 1, k)
+        return c.shape(0)
+    axis = c.attr("axis", len(a) - len(b))
+    for k in range(len(b)):
+        if b[k] != 1:
+            c.same(0, axis + k, 1, k)
+    return c.shape(0)
 
 
-@shape_rule(*TO_BOOL)
-def compare(ctx):
-    return [(DataType.BOOL, broadcast(ctx, [ctx.shape(0), ctx.shape(1)]))]
+@rule("Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def binary(c):
+    shape = binary_shape(c)
+    value = None
+    if c.node.op_type in ("Add", "Sub", "Mul", "Div") and c.elem(0) in (6, 7) and len(shape) <= 1:
+        value = _shaped(c, _pairwise(c, _arith(c.node.op_type)))
+    return c.out(c.elem(0), shape, value)
 
 
-@shape_rule("Where")
-def where(ctx):
-    return [(ctx.elem(1), broadcast(ctx, [ctx.shape(i) for i in range(3)]))]
+def _equal(x, y):
+    if isinstance(x, int) and isinstance(y, int):
+        return int(x == y)
+    if x == y:
+        return 1
+    if (isinstance(x, int) and x < 0) or (isinstance(y, int) and y < 0):
+        return 0  # a dim is never negative
+    return None
 
 
-@shape_rule("Cast")
-def cast(ctx):
-    dims = ctx.dims(0)
-    if dims is not None and ctx.attr("to") in (DataType.INT64, DataType.INT32):
-        ctx.out_dims[0] = dims
-    return [(ctx.attr("to"), ctx.shape(0))]
+@rule("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor")
+def compare(c):
+    shape = binary_shape(c)
+    value = None
+    if c.node.op_type == "Equal" and len(shape) <= 1:
+        known = _pairwise(c, _equal)
+        if known is not None and None not in known:
+            value = np.array(known, bool).reshape(shape)
+    return c.out(BOOL, shape, value)
 
 
-@shape_rule("CastLike")
-def cast_like(ctx):
-    return [(ctx.elem(1), ctx.shape(0))]
+@rule("Sum", "Max", "Min", "Mean")
+def variadic(c):
+    return c.out(c.elem(0), c.broadcast())
 
 
-@shape_rule("Dropout")
-def dropout(ctx):
-    return [(ctx.elem(0), ctx.shape(0)), (DataType.BOOL, ctx.shape(0))]
+@rule("Where")
+def where(c):
+    shape = c.broadcast([0, 1, 2])
+    cond, x, y = c.value(0), c.dims(1), c.dims(2)
+    value = None
+    if cond is not None and x is not None and y is not None and len(shape) <= 1:
+        n = shape[0] if shape else 1
+        if isinstance(n, int):
+            pick = lambda v, i: v[i if len(v) > 1 else 0]  # noqa: E731
+            flags = cond.reshape(-1)
+            value = [pick(x, i) if flags[i if flags.size > 1 else 0] else pick(y, i) for i in range(n)]
+    return c.out(c.elem(1), shape, value)
 
 
-@shape_rule("RandomNormalLike", "RandomUniformLike")
-def random_like(ctx):
-    return [(ctx.attr("dtype", ctx.elem(0)), ctx.shape(0))]
+def _cast_value(c, to: int):
+    dims = c.dims(0)
+    if dims is not None and to in (6, 7) and c.elem(0) in (6, 7):
+        return dims
+    return None
+
+
+@rule("Cast")
+def cast(c):
+    to = int(c.attr("to"))
+    return c.out(to, c.shape(0), _cast_value(c, to))
+
+
+@rule("CastLike")
+def cast_like(c):
+    return c.out(c.elem(1), c.shape(0), _cast_value(c, c.elem(1)))

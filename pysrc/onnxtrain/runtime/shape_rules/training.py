@@ -1,46 +1,72 @@
-"""ORT's training ops (com.microsoft): accumulators, optimizers, and the gradient ops autodiff emits that
-keep an input's type."""
+"""ORT's training ops: gradient accumulation, the optimizers (over sequences of tensors), clipping, and
+ai.onnx.preview.training's optimizers."""
 from __future__ import annotations
 
-from ...ir.dtypes import DataType
-from ._registry import shape_rule
+from ._context import BOOL
+from ._registry import Out, rule
 
 MS = "com.microsoft"
-LIKE_INPUT = {  # gradient op -> the input whose type its first output has
-    "ReluGrad": 0, "SigmoidGrad": 0, "TanhGrad": 0, "LeakyReluGrad": 0, "QuickGeluGrad": 0, "GeluGrad": 0,
-    "FastGeluGrad": 0, "BiasGeluGrad_dX": 0, "SoftmaxGrad_13": 0, "LogSoftmaxGrad_13": 0, "DropoutGrad": 0,
-    "SoftmaxCrossEntropyLossInternalGrad": 1, "SoftmaxCrossEntropyLossGrad": 1, "SoftmaxCrossEntropyGrad": 1,
-}
+PREVIEW = "ai.onnx.preview.training"
 
 
-@shape_rule(*LIKE_INPUT, domain=MS)
-def like_input(ctx):
-    i = LIKE_INPUT[ctx.node.op_type]
-    return [(ctx.elem(i), ctx.shape(i))]
+def _flag() -> Out:
+    return Out(BOOL, [1])
 
 
-@shape_rule("InPlaceAccumulatorV2", domain=MS)
-def accumulator_v2(ctx):
-    return [(DataType.BOOL, [1]), (ctx.elem(0), ctx.shape(0))]
+@rule("InPlaceAccumulatorV2", domain=MS)
+def in_place_accumulator_v2(c):
+    return [_flag(), Out(c.elem(0), c.broadcast([0, 1]))]
 
 
-@shape_rule("InPlaceAccumulator", domain=MS)
-def accumulator(ctx):
-    return [(ctx.elem(0), ctx.shape(0))]
+@rule("InPlaceAccumulator", domain=MS)
+def in_place_accumulator(c):
+    return Out(c.elem(0), c.broadcast([0, 1]))
 
 
-@shape_rule("ZeroGradient", domain=MS)
-def zero_gradient(ctx):
-    return [(ctx.elem(0), ctx.shape(0))]
+def _same_type(c, i: int) -> Out:
+    s = c.state(i)
+    if s.type is not None:
+        return Out(None, None, type=s.type)
+    return c.like(i)
 
 
-@shape_rule("AdamWOptimizer", "SGDOptimizerV2", "AdamOptimizer", "SGDOptimizer", "LambOptimizer", domain=MS)
-def optimizer(ctx):
-    """The updated flag, then the parameters, and the moments, as sequences of the inputs' types."""
-    flag = (DataType.BOOL, [1])
-    return [flag] + [None] * (len(ctx.node.outputs) - 1)
+@rule("AdamWOptimizer", domain=MS)
+def adamw(c):
+    return [_flag(), _same_type(c, 2), _same_type(c, 4), _same_type(c, 5)]
 
 
-@shape_rule("InplaceClipGradNorm", domain=MS)
-def clip_grad_norm(ctx):
-    return [None]
+@rule("SGDOptimizerV2", domain=MS)
+def sgd(c):
+    return [_flag(), _same_type(c, 1)]
+
+
+@rule("InplaceClipGradNorm", domain=MS)
+def clip_grad_norm(c):
+    return _same_type(c, 0)
+
+
+@rule("Group", domain=MS)
+def group(c):
+    return _flag()
+
+
+def _preview(c, per: int):
+    """Inputs R, T, then ``per`` groups of n tensors (X, G and the states); outputs the updated ones."""
+    n = (c.n_inputs - 2) // per
+    outs = []
+    groups = [range(2 + n * g, 2 + n * (g + 1)) for g in range(per)]
+    keep = [groups[0]] + list(groups[2:])
+    for g in keep:
+        outs += [c.like(i) for i in g]
+    return outs
+
+
+@rule("Adagrad", "Momentum", domain=PREVIEW)
+def adagrad(c):
+    return _preview(c, 3)
+
+
+@rule("Adam", domain=PREVIEW)
+def adam(c):
+    return _preview(c, 4)
+
