@@ -1,5 +1,5 @@
-"""Writes pysrc/onnxtrain/ort_format/op_schemas.py, the op schemas' facts the ORT format needs:
-``python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/op_schemas.py``.
+"""Writes pysrc/onnxtrain/ort_format/schema_table.py, the op schemas' facts the ORT format needs:
+``python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/schema_table.py``.
 
 The ONNX domains come from onnx's schemas (onnx 1.16, which onnxruntime 1.19.2 is built with).
 onnxruntime's own ops have no schema outside its binary, so they are read from what it writes: the ORT
@@ -113,71 +113,11 @@ def ort_schemas() -> dict:
     return found
 
 
-HEADER = '''"""The op schemas' facts an ORT format file carries per node: the schema version a node resolves to
-(``since_version``), how many arguments fill each formal input (``input_arg_counts``), and which inputs
-and outputs each kernel type string names (the kernel type-string resolver, which onnxruntime 1.19.2
-reads from the file even in its full build).  onnxruntime's own ops (its domains', and the few it adds to
-ONNX's) are only those its converter was seen to write (see the source below)."""
-from __future__ import annotations
-
-from dataclasses import dataclass
-from functools import lru_cache
+HEADER = '''"""The op schemas' facts an ORT format file carries, as data: per domain, one entry per schema version
+(see op_schemas.py, which reads them)."""
 
 '''
 
-FOOTER = '''
-
-@dataclass(frozen=True)
-class OpSchema:
-    since_version: int
-    inputs: tuple   # per formal input, its kernel type string key
-    outputs: tuple
-    variadic_input: bool  # the last formal input takes the rest of the arguments
-
-    def input_arg_counts(self, n_inputs: int) -> list:
-        """Per formal input, how many of a node's ``n_inputs`` arguments it takes."""
-        counts = [1 if i < n_inputs else 0 for i in range(len(self.inputs))]
-        if self.variadic_input and self.inputs:
-            counts[-1] = max(n_inputs - len(self.inputs) + 1, 0)
-        return counts
-
-    def kernel_type_str_args(self) -> dict:
-        """{kernel type string: [(0 for an input or 1 for an output, formal index)]}."""
-        out = {}
-        for kind, keys in ((0, self.inputs), (1, self.outputs)):
-            for i, key in enumerate(keys):
-                out.setdefault(key, []).append((kind, i))
-        return out
-
-
-def _parse(entry: str):
-    head, outs = entry.split(")")
-    op, rest = head.split("@")
-    version, ins = rest.split("(")
-    ins = ins.split(",") if ins else []
-    variadic = bool(ins) and ins[-1].endswith("*")
-    return op, OpSchema(int(version), tuple(k.rstrip("*") for k in ins),
-                        tuple(k.rstrip("*") for k in outs.split(",")) if outs else (), variadic)
-
-
-@lru_cache(maxsize=None)
-def _domain(domain: str) -> dict:
-    out = {}
-    for entry in SCHEMAS.get(domain, "").split():
-        op, schema = _parse(entry)
-        out.setdefault(op, []).append(schema)
-    return out
-
-
-def find_schema(domain: str, op_type: str, opset: int):
-    """The schema ``op_type`` of ``domain`` ("" or "ai.onnx" for ONNX's) resolves to at ``opset``, or None."""
-    domain = "" if domain == "ai.onnx" else domain
-    chosen = None
-    for schema in _domain(domain).get(op_type, ()):
-        if schema.since_version <= opset:
-            chosen = schema
-    return chosen
-'''
 
 
 def table_source() -> str:
@@ -198,7 +138,7 @@ def table_source() -> str:
             f"# format files onnxruntime {onnxruntime.__version__} writes.  Per domain, one entry per schema\n"
             "# version: op@since(input keys)output keys, a key being the parameter's type constraint or, for a fixed\n"
             "# type, its name; '*' marks a variadic parameter.\n"
-            "SCHEMAS = {\n" + "\n".join(blocks) + "\n}\n" + FOOTER)
+            "SCHEMAS = {\n" + "\n".join(blocks) + "\n}\n")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@ from pathlib import Path
 import op_schemas_source
 from onnxtrain.ort_format.op_schemas import find_schema
 
-SHIPPED = Path(__file__).resolve().parents[2] / "pysrc" / "onnxtrain" / "ort_format" / "op_schemas.py"
+SHIPPED = Path(__file__).resolve().parents[2] / "pysrc" / "onnxtrain" / "ort_format" / "schema_table.py"
 
 
 def test_the_table_is_up_to_date():
     assert SHIPPED.read_text() == op_schemas_source.table_source(), \
-        "run: python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/op_schemas.py"
+        "run: python tests/ort_format/op_schemas_source.py > pysrc/onnxtrain/ort_format/schema_table.py"
 
 
 def test_lookups():
