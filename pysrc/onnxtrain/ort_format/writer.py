@@ -22,6 +22,12 @@ from .errors import OrtFormatError
 from .op_schemas import find_schema
 
 
+#: the flatbuffers Builder method that writes a table field of each kind
+_PREPEND = {"offset": "PrependUOffsetTRelativeSlot", "int64": "PrependInt64Slot", "int32": "PrependInt32Slot",
+            "uint32": "PrependUint32Slot", "int8": "PrependInt8Slot", "uint8": "PrependUint8Slot",
+            "float32": "PrependFloat32Slot"}
+
+
 class _Writer:
     def __init__(self, model: Model, types: dict):
         self.b = flatbuffers.Builder(1024)
@@ -52,24 +58,8 @@ class _Writer:
         b = self.b
         b.StartObject(nfields)
         for slot, kind, value in fields:
-            if value is None:
-                continue
-            if kind == "offset":
-                b.PrependUOffsetTRelativeSlot(slot, value, 0)
-            elif kind == "int64":
-                b.PrependInt64Slot(slot, value, 0)
-            elif kind == "int32":
-                b.PrependInt32Slot(slot, value, 0)
-            elif kind == "uint32":
-                b.PrependUint32Slot(slot, value, 0)
-            elif kind == "int8":
-                b.PrependInt8Slot(slot, value, 0)
-            elif kind == "uint8":
-                b.PrependUint8Slot(slot, value, 0)
-            elif kind == "float32":
-                b.PrependFloat32Slot(slot, value, 0.0)
-            else:
-                raise AssertionError(kind)
+            if value is not None:
+                getattr(b, _PREPEND[kind])(slot, value, 0)
         return b.EndObject()
 
     def optional_string(self, s):
