@@ -344,8 +344,8 @@ def untyped_values(model: Model) -> list:
 
 
 def encode_ort_model(model: Model) -> bytes:
-    """The ORT format bytes of ``model``.  The types of values the model does not declare are learned by
-    running it once on small inputs (runtime.shapes)."""
+    """The ORT format bytes of ``model``.  The types of values the model does not declare come from shape
+    inference (runtime.shapes)."""
     missing = untyped_values(model)
     types = infer_types(model, missing) if missing else {}
     return _Writer(model, types).finish()
