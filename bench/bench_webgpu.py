@@ -22,9 +22,9 @@ from onnxtrain import api, artifacts  # noqa: E402
 from onnxtrain.ir.dtypes import DataType  # noqa: E402
 from onnxtrain.ir.model import Graph, Model, Node, TensorType, ValueInfo  # noqa: E402
 from onnxtrain.tasks.tabular import mlp_model  # noqa: E402
-from onnxtrain.webgpu.device import open_device  # noqa: E402
-from onnxtrain.webgpu.residency import Residency  # noqa: E402
-from onnxtrain.webgpu.session import WebGPUSession  # noqa: E402
+from onnxtrain.runtime.residency import Residency  # noqa: E402
+from onnxtrain.runtime import Session  # noqa: E402
+from onnxtrain.webgpu import open_provider  # noqa: E402
 
 
 ROUNDS = 5
@@ -65,12 +65,12 @@ def matmul_model(n: int) -> Model:
 
 def bench_gemm(sizes: list, reps: int) -> list:
     torch, tdev = torch_device()
-    gpu = open_device()
+    gpu = open_provider()
     rows = []
     for n in sizes:
         rng = np.random.default_rng(n)
         a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-        session = WebGPUSession(matmul_model(n))
+        session = Session(matmul_model(n), gpu)
         held = Residency(gpu)
         feeds = [held.resident(a), held.resident(b)]
         got = session.run(feeds)[0]
@@ -78,7 +78,7 @@ def bench_gemm(sizes: list, reps: int) -> list:
 
         def ours():
             session.run(feeds, [])
-            gpu.finish()
+            gpu.device.finish()
         seconds = timed(ours, reps)
         row = {"n": n, "webgpu_ms": seconds * 1e3, "webgpu_gflops": 2 * n ** 3 / seconds / 1e9, "max_rel_err": err,
                "dispatches": session.last_program.dispatch_count}
@@ -109,7 +109,7 @@ def bench_mlp_step(n_in: int, hidden: list, batch: int, reps: int) -> dict:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, n_in), dtype=np.float32)
     y = rng.integers(0, n_out, batch).astype(np.int64)
-    gpu = module._train.device
+    gpu = module._train.provider.device
 
     def ours():
         float(module(x, y))
@@ -150,7 +150,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    gpu = open_device()
+    gpu = open_provider().device
     print("adapter:", json.dumps(gpu.adapter_info), flush=True)
     quick = args.quick or str(gpu.adapter_info.get("adapter_type", "")).upper() == "CPU"
     reps = args.reps or (2 if quick else 20)

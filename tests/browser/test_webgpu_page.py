@@ -1,7 +1,7 @@
 """WebGPU in the page: inside the engine's worker, Programs run on navigator.gpu (web/lib/webgpu.mjs, through
 onnxtrain/webgpu/page.py) and equal the CPU Session, with one call from Python into the page per run.  Chromium
 runs headless with --enable-unsafe-webgpu (its SwiftShader adapter, even with --disable-gpu); without the flag
-there is no adapter, and WebGPUSession says so."""
+there is no adapter, and the WebGPU provider says so."""
 import base64
 import json
 
@@ -40,12 +40,12 @@ import base64, json
 import numpy as np
 from onnxtrain import ir
 from onnxtrain.runtime import Session
-from onnxtrain.webgpu.session import WebGPUSession
+from onnxtrain.webgpu import open_provider
 
 def run_both(model_b64, shapes):
     model = ir.load(base64.b64decode(model_b64))
-    gpu, cpu = WebGPUSession(model), Session(model)
-    device, rng = gpu.device, np.random.default_rng(0)
+    gpu, cpu = Session(model, open_provider()), Session(model)
+    device, rng = gpu.provider.device, np.random.default_rng(0)
     out = {"diff": [], "calls": [], "submissions": [], "adapter": device.adapter_info}
     for shape in shapes:
         a, b = (rng.standard_normal(shape).astype(np.float32) * 3 for _ in range(2))
@@ -148,14 +148,14 @@ json.dumps({{"cpu": cpu_losses, "gpu": gpu_losses, "params": float(np.max(np.abs
 
 
 def test_without_the_flag_there_is_no_adapter(site_page):
-    """The tests' usual Chromium (no --enable-unsafe-webgpu): WebGPUSession raises NoAdapterError."""
+    """The tests' usual Chromium (no --enable-unsafe-webgpu): the WebGPU provider raises NoAdapterError."""
     code = f"""
 import base64
 from onnxtrain import ir
-from onnxtrain.webgpu import NoAdapterError
-from onnxtrain.webgpu.session import WebGPUSession
+from onnxtrain.runtime import Session
+from onnxtrain.webgpu import NoAdapterError, open_provider
 try:
-    WebGPUSession(ir.load(base64.b64decode({model_bytes()!r})))
+    Session(ir.load(base64.b64decode({model_bytes()!r})), open_provider())
     message = None
 except NoAdapterError as e:
     message = str(e)

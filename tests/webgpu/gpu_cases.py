@@ -14,7 +14,7 @@ from onnxtrain import ir
 from onnxtrain.ir import Attribute, AttrType, Graph, Model, Node, SequenceType, Tensor, TensorType, ValueInfo
 from onnxtrain.ir.dtypes import DataType
 from onnxtrain.runtime import Session
-from onnxtrain.webgpu.session import WebGPUSession
+from onnxtrain.webgpu import WebGPUProvider, open_provider
 
 UNDEFINED = 0
 ELEM = {np.dtype(np.float32): DataType.FLOAT, np.dtype(np.int64): DataType.INT64,
@@ -91,10 +91,15 @@ def node_model(op_type: str, inputs: dict, outputs: list, domain: str = "", opse
                       [tensor_info(n) for n in outputs], [tensor(n, v) for n, v in initializers.items()], opsets)
 
 
+def gpu_session(model, device=None) -> Session:
+    """A runtime Session on the WebGPU provider: the process's, or one over ``device``."""
+    return Session(model, open_provider() if device is None else WebGPUProvider(device))
+
+
 def run_both(model, feeds: list, allow_fallback: bool = False):
     """(gpu outputs, cpu outputs, the GPU session) for ``feeds`` in input order.  Unless ``allow_fallback``,
     every node must have run on the GPU."""
-    gpu = WebGPUSession(model)
+    gpu = gpu_session(model)
     got = gpu.run([np.array(f, copy=True) for f in feeds])
     want = Session(model).run([np.array(f, copy=True) for f in feeds])
     if not allow_fallback:

@@ -21,7 +21,7 @@ def trainer(device, name="mlp_ce_adamw", **options):
 
 def test_guarded_steps_equal_the_cpu_in_one_submission_each():
     cpu, gpu = trainer("cpu"), trainer("webgpu")
-    device = gpu.module._train.device
+    device = gpu.module._train.provider.device
     gpu.step()
     before = device.submissions
     cpu.step()

@@ -3,10 +3,9 @@ test_layout.py's cases run inside Pyodide too, where there is no onnxruntime).""
 import numpy as np
 import onnxruntime as ort
 
-from gpu_cases import make_model, make_node, node_model, tensor, tensor_info
+from gpu_cases import gpu_session, make_model, make_node, node_model, tensor, tensor_info
 from onnxtrain import ir
 from onnxtrain.ir.dtypes import DataType
-from onnxtrain.webgpu.session import WebGPUSession
 
 rng = np.random.default_rng(0)
 
@@ -24,7 +23,7 @@ def test_slice_negative_step_start_below_the_axis_as_onnxruntime():
     x = floats(5)
     init = {"s": i64(-10), "e": i64(-20), "a": i64(0), "st": i64(-1)}
     model = node_model("Slice", {"X": x}, ["Y"], initializers=init)
-    got = WebGPUSession(model).run([x])[0]
+    got = gpu_session(model).run([x])[0]
     reference = make_model([make_node("Slice", ["X", "s", "e", "a", "st"], ["Y"])], "g",
                            [tensor_info("X", DataType.FLOAT)], [tensor_info("Y", DataType.FLOAT)],
                            [tensor(n, v) for n, v in init.items()])

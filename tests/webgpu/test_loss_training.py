@@ -3,23 +3,21 @@
 The optimizers and InplaceClipGradNorm update sequences of parameters in place: their tests feed GPU buffers that
 outlive the run (residents), read them back after each run, and compare them with the arrays the CPU kernels
 updated."""
-import itertools
-
 import numpy as np
 import pytest
 
-from gpu_cases import (assert_close, check_node, make_model, make_node, node_model, run_both, sequence_info, tensor,
-                       tensor_info)
+from gpu_cases import (assert_close, check_node, gpu_session, make_model, make_node, node_model, run_both,
+                       sequence_info, tensor, tensor_info)
 from onnxtrain.ir.dtypes import DataType
 from onnxtrain.runtime import Session
-from onnxtrain.webgpu.allocate import Buffer
-from onnxtrain.webgpu.device import open_device
+from onnxtrain.runtime.allocate import Buffer
+from onnxtrain.runtime.program import Program, Storage
+from onnxtrain.runtime.program import Tensor as GPUTensor
+from onnxtrain.runtime.residency import Resident as RuntimeResident
+from onnxtrain.webgpu import open_provider
 from onnxtrain.webgpu.lowering import Dispatch, pack_params
-from onnxtrain.webgpu.program import Program
-from onnxtrain.webgpu.session import WebGPUSession
 from onnxtrain.webgpu.shaders import shader
-from onnxtrain.webgpu.tensors import Storage, from_gpu_bytes, to_gpu_array
-from onnxtrain.webgpu.tensors import Tensor as GPUTensor
+from onnxtrain.webgpu.tensors import from_gpu_bytes, to_gpu_array
 
 IN_PYODIDE = True
 MS = "com.microsoft"
@@ -125,7 +123,7 @@ def test_softmax_cross_entropy_loss_internal_grad(reduction):
 
 
 def test_empty_batch_falls_back():
-    gpu = WebGPUSession(node_model("NegativeLogLikelihoodLoss", {"x": floats(0, 4), "t": labels((0,), 4)}, ["Y"],
+    gpu = gpu_session(node_model("NegativeLogLikelihoodLoss", {"x": floats(0, 4), "t": labels((0,), 4)}, ["Y"],
                                    reduction="sum"))
     got, want, gpu = run_both(gpu.model, [floats(0, 4), labels((0,), 4)], allow_fallback=True)
     assert_close(got, want)
@@ -158,21 +156,17 @@ def test_in_place_accumulator(shapes, flag):
 
 # -- optimizers and clipping, on residents ----------------------------------------------------------
 
-_serials = itertools.count(10 ** 9)
-
-
-class Resident:
+class Resident(RuntimeResident):
     """A GPU buffer fed to a session in place of an array (a parameter, gradient or moment)."""
+    __slots__ = ()
 
     def __init__(self, device, array):
-        self.gpu_buffer = device.buffer(max(4, array.nbytes), "a test resident")
-        device.write(self.gpu_buffer, to_gpu_array(array, "a test resident"))
-        self.shape, self.dtype, self.serial = array.shape, array.dtype, next(_serials)
-        self.device_newer = self.host_newer = False
+        super().__init__(device.buffer(max(4, array.nbytes), "a test resident"), array.shape, array.dtype)
+        device.write(self.buffer, to_gpu_array(array, "a test resident"))
 
     def read(self, device):
         nbytes = 4 * int(np.prod(self.shape))
-        return from_gpu_bytes(device.read([(self.gpu_buffer, nbytes)])[0], self.dtype, self.shape)
+        return from_gpu_bytes(device.read([(self.buffer, nbytes)])[0], self.dtype, self.shape)
 
 
 def seq_model(op, inputs: list, outputs: list, initializers=None, **attrs):
@@ -203,11 +197,11 @@ SHAPES = [(5, 3), (300,), (2, 3, 4), (1,)]
 def run_steps(op, state: dict, fed: dict, steps, outputs, rtol=1e-5, atol=1e-6, initializers=None, **attrs):
     """Run ``op`` for each feed of ``steps`` (a dict of the non-sequence inputs per step), sequences in ``state``
     held on the GPU as residents and on the CPU as arrays updated in place; after each step, compare them."""
-    device = open_device()
+    device = open_provider().device
     names = list(fed) + list(state)
     first = {**fed, **steps[0], **state}
     model = seq_model(op, [(n, first[n]) for n in names], outputs, initializers, **attrs)
-    gpu, cpu = WebGPUSession(model, device), Session(model)
+    gpu, cpu = gpu_session(model, device), Session(model)
     residents = {n: [Resident(device, a) for a in seq] for n, seq in state.items()}
     host = {n: [a.copy() for a in seq] for n, seq in state.items()}
     for feeds in steps:
@@ -248,7 +242,7 @@ def test_adamw_with_a_known_update_signal(signal):
     _, residents, _ = run_steps("AdamWOptimizer", state, fed, [{}],
                                 [("flag", False), ("w", True), ("m1_out", True), ("m2_out", True)],
                                 initializers={"signal": np.array([signal])})
-    assert (np.array_equal(residents["weights"][1].read(open_device()), state["weights"][1])) != signal
+    assert (np.array_equal(residents["weights"][1].read(open_provider().device), state["weights"][1])) != signal
 
 
 def test_sgd_steps():
@@ -267,10 +261,10 @@ def test_clip_grad_norm(max_norm):
 
 
 def test_clip_grad_norm_is_deterministic():
-    device = open_device()
+    device = open_provider().device
     grads = params([(257, 130), (33,)], 8, scale=10.0)
     model = seq_model("InplaceClipGradNorm", [("gradients", grads)], [("out", True)], max_norm=0.5)
-    gpu = WebGPUSession(model, device)
+    gpu = gpu_session(model, device)
     results = []
     for _ in range(2):
         residents = [Resident(device, g) for g in grads]
@@ -301,7 +295,7 @@ def adamw_scalars(lr, step, alpha, beta):
                         pack_params([float(alpha), float(beta), 0.0, 1]), (1, 1, 1), [4, 4, 32])
     program = Program([dispatch], [Buffer(4, "feed"), Buffer(4, "feed"), Buffer(32, "temp")],
                       [(0, None, lr_in), (1, None, step_in)], [GPUTensor((8,), np.dtype(np.float32), out)])
-    runner = open_device().runner(program)
+    runner = open_provider().runner(program)
     try:
         return runner.run([np.array([lr], np.float32), np.array([step], np.int32)], [0])[0]
     finally:

@@ -3,10 +3,9 @@ onnxruntime)."""
 import numpy as np
 import pytest
 
-from gpu_cases import assert_close, check_node, node_model, run_both
+from gpu_cases import assert_close, check_node, gpu_session, node_model, run_both
 from onnxtrain.webgpu.errors import WebGPUError
 from onnxtrain.webgpu.kernels import matrix
-from onnxtrain.webgpu.session import WebGPUSession
 
 IN_PYODIDE = True
 rng = np.random.default_rng(0)
@@ -124,7 +123,7 @@ def test_fused_matmul_trans_batch_is_not_lowered():
     model = node_model("FusedMatMul", {"A": floats(2, 3, 4), "B": floats(4, 3, 5)}, ["Y"], domain=MS,
                        transBatchA=1)
     with pytest.raises(WebGPUError, match="transBatchA"):
-        WebGPUSession(model).run([floats(2, 3, 4), floats(4, 3, 5)])
+        gpu_session(model).run([floats(2, 3, 4), floats(4, 3, 5)])
 
 
 def test_long_batches_merge():
@@ -144,6 +143,6 @@ def test_batch_rank_over_six_falls_back():
 def test_deterministic(shapes):
     a, b, c = floats(*shapes[0]), floats(*shapes[1]), floats(shapes[1][1])
     model = node_model("Gemm", {"A": a, "B": b, "C": c}, ["Y"], alpha=0.5)
-    first = WebGPUSession(model).run([a, b, c])[0]
-    again = WebGPUSession(model).run([a, b, c])[0]
+    first = gpu_session(model).run([a, b, c])[0]
+    again = gpu_session(model).run([a, b, c])[0]
     assert first.tobytes() == again.tobytes()

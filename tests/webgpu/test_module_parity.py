@@ -85,7 +85,7 @@ def test_one_submission_per_step():
     state = api.CheckpointState.load_checkpoint(files["checkpoint"])
     module = api.Module(files["training"], state, files["eval"], device="webgpu")
     optimizer = api.Optimizer(files["optimizer"], module)
-    device = module._train.device
+    device = module._train.provider.device
     module(*batches[0])
     optimizer.step()
     module.lazy_reset_grad()
@@ -105,15 +105,15 @@ def test_unknown_device_is_named():
 
 
 def test_execution_providers_fall_back_in_order_and_never_silently(monkeypatch):
-    from onnxtrain.api.module import provider_for
-    from onnxtrain.webgpu import NoAdapterError, device
+    from onnxtrain.providers import provider_for
+    from onnxtrain.webgpu import NoAdapterError, provider
     assert provider_for(["webgpu", "wasm"]) == "webgpu"
     assert provider_for(["wasm", "webgpu"]) == "wasm"
     assert provider_for(None) == "wasm"
 
     def no_adapter():
         raise NoAdapterError("WebGPU: no adapter")
-    monkeypatch.setattr(device, "open_device", no_adapter)
+    monkeypatch.setattr(provider, "open_provider", no_adapter)
     assert provider_for(["webgpu", "wasm"]) == "wasm"
     with pytest.raises(RuntimeError, match="'webgpu' is available here \\(webgpu: WebGPU: no adapter\\)"):
         provider_for(["webgpu"])

@@ -2,11 +2,10 @@
 import numpy as np
 import pytest
 
-from gpu_cases import assert_close, check_node, node_model, run_both
+from gpu_cases import assert_close, check_node, gpu_session, node_model, run_both
 from onnxtrain import ir
 from onnxtrain.ir.model import TensorType
 from onnxtrain.tasks.preprocess import preprocess_model
-from onnxtrain.webgpu.session import WebGPUSession
 
 IN_PYODIDE = True
 MS = "com.microsoft"
@@ -82,7 +81,7 @@ def test_batch_norm_grad(shape):
 
 def assert_deterministic(model, feeds: dict) -> None:
     """Two runs of ``model`` on the GPU give the same bits."""
-    gpu = WebGPUSession(model)
+    gpu = gpu_session(model)
     first = gpu.run([np.array(v) for v in feeds.values()])
     second = gpu.run([np.array(v) for v in feeds.values()])
     assert gpu.fallbacks == []

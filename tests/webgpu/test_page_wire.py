@@ -7,9 +7,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxtrain import ir
 from onnxtrain.runtime.plan import Plan
-from onnxtrain.webgpu.device import PARAMS_ALIGN
+from onnxtrain.webgpu import open_provider
+from onnxtrain.webgpu.lowering import PARAMS_ALIGN
 from onnxtrain.webgpu.page import program_wire
-from onnxtrain.webgpu.program import compile_program
+from onnxtrain.runtime.program import compile_program
 
 
 def test_wire_of_a_program_with_a_cpu_node():
@@ -19,7 +20,7 @@ def test_wire_of_a_program_with_a_cpu_node():
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(np.arange(3, dtype=np.float32), "c")])
     model = ir.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
-    program = compile_program(Plan(model), [np.zeros((2, 3), np.float32)], model)
+    program = compile_program(Plan(model), [np.zeros((2, 3), np.float32)], open_provider(), model)
     desc, blob = program_wire(program)
     desc = json.loads(json.dumps(desc))
     assert [len(s) for s in desc["segments"]] == [1, 2]           # Add | Round on the CPU | Relu, Relu

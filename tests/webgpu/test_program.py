@@ -3,10 +3,9 @@ the run, buffer reuse by liveness, GPU memory errors, the program cache, and ord
 import numpy as np
 import pytest
 
-from gpu_cases import assert_close, make_model, make_node, run_both, tensor, tensor_info
+from gpu_cases import assert_close, gpu_session, make_model, make_node, run_both, tensor, tensor_info
 from onnxtrain.ir.dtypes import DataType
 from onnxtrain.webgpu import GPUMemoryError
-from onnxtrain.webgpu.session import WebGPUSession
 
 IN_PYODIDE = True
 rng = np.random.default_rng(0)
@@ -32,7 +31,7 @@ def test_an_in_place_node_on_the_cpu_leaves_the_constants_alone():
     buf = np.ones(4, np.float32)
     m = model([make_node("InPlaceAccumulatorV2", ["buf", "v"], ["flag", "out"], domain="com.microsoft")],
               [("v", DataType.FLOAT, [4])], ["out"], [("buf", buf)])
-    session = WebGPUSession(m)
+    session = gpu_session(m)
     v = np.full(4, 2, np.float32)
     first = session.run([v])[0]
     second = session.run([v])[0]
@@ -62,7 +61,7 @@ def test_buffers_are_reused_once_dead():
 
 def test_a_new_batch_size_compiles_a_new_program_and_the_old_one_stays():
     m = model([make_node("Relu", ["x"], ["y"])], [("x", DataType.FLOAT, ["n", 3])], ["y"])
-    session = WebGPUSession(m)
+    session = gpu_session(m)
     for n in (4, 5, 4):
         x = rng.standard_normal((n, 3)).astype(np.float32)
         np.testing.assert_array_equal(session.run([x])[0], np.maximum(x, 0))
@@ -71,21 +70,21 @@ def test_a_new_batch_size_compiles_a_new_program_and_the_old_one_stays():
 
 def test_a_tensor_over_the_buffer_limit_is_a_clear_error():
     m = model([make_node("Relu", ["x"], ["y"])], [("x", DataType.FLOAT, None)], ["y"])
-    session = WebGPUSession(m)
-    limit = session.device.limits["max-storage-buffer-binding-size"]
-    session.device.limits["max-storage-buffer-binding-size"] = 1024
+    session = gpu_session(m)
+    limit = session.provider.device.limits["max-storage-buffer-binding-size"]
+    session.provider.device.limits["max-storage-buffer-binding-size"] = 1024
     try:
         with pytest.raises(GPUMemoryError, match="limit of 1024 bytes"):
             session.run([np.zeros(1000, np.float32)])
         assert session.run([np.ones(8, np.float32)])[0].sum() == 8
     finally:
-        session.device.limits["max-storage-buffer-binding-size"] = limit
+        session.provider.device.limits["max-storage-buffer-binding-size"] = limit
 
 
 def test_feeds_written_while_work_is_pending_do_not_overtake_it():
     """Two runs recorded before a submission each see their own feed."""
     m = model([make_node("Neg", ["x"], ["y"])], [("x", DataType.FLOAT, [4])], ["y"])
-    session = WebGPUSession(m)
+    session = gpu_session(m)
     a, b = np.arange(4, dtype=np.float32), np.full(4, 7, np.float32)
     session.run([a], [])                      # pending, not submitted
     got = session.run([b])[0]                 # its feed write must come after the first run's commands

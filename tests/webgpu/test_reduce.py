@@ -3,11 +3,10 @@ on both paths: a workgroup per output (a tree in workgroup memory) and a thread 
 import numpy as np
 import pytest
 
-from gpu_cases import assert_close, check_node, node_model, run_both
+from gpu_cases import assert_close, check_node, gpu_session, node_model, run_both
 from onnxtrain.webgpu.kernels import reduce as kernels
 from onnxtrain.webgpu.kernels.reduce import REDUCTIONS
-from onnxtrain.webgpu.lowering import Lowering
-from onnxtrain.webgpu.session import WebGPUSession
+from onnxtrain.webgpu.lowering import GPULowering
 
 IN_PYODIDE = True
 rng = np.random.default_rng(0)
@@ -105,12 +104,12 @@ def test_many_workgroups(monkeypatch):
 
 def _bits_twice(op, inputs, domain="", **attrs):
     model = node_model(op, inputs, ["Y"], domain, 17, **attrs)
-    gpu = WebGPUSession(model)
+    gpu = gpu_session(model)
     feeds = list(inputs.values())
     first, second = gpu.run(feeds)[0], gpu.run(feeds)[0]
     assert gpu.fallbacks == []
     assert first.tobytes() == second.tobytes()
-    assert WebGPUSession(model).run(feeds)[0].tobytes() == first.tobytes()
+    assert gpu_session(model).run(feeds)[0].tobytes() == first.tobytes()
 
 
 def test_deterministic(reduce_path):
@@ -130,7 +129,7 @@ SOFTMAX_CASES = [((4, 257), -1), ((3, 1000), 1), ((2, 5, 3), 2), ((3, 1), -1), (
 
 def told_opset(monkeypatch, opset):
     """The lowering context told the node's opset (``Lowering.opset``, which the compiler does not set yet)."""
-    monkeypatch.setattr(Lowering, "opset", opset, raising=False)
+    monkeypatch.setattr(GPULowering, "opset", opset, raising=False)
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])

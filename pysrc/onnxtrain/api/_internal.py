@@ -60,7 +60,8 @@ def gradients(module: Module) -> dict:
 
 
 def train_step(module: Module, inputs: list, defer: bool = False):
-    """The train step's user outputs; with ``defer`` (on WebGPU) a function that gives them."""
+    """The train step's user outputs; with ``defer`` a function that gives them (a deferring provider submits
+    the work when they are read)."""
     return module._train_step(inputs, defer)
 
 
@@ -99,8 +100,8 @@ def updated_arrays(optimizer: Optimizer, writing: bool = True) -> list:
     return optimizer._updated_arrays(writing)
 
 
-def device_guard(optimizer: Optimizer):
-    """On WebGPU: (the residents a step writes, the DeviceGuard that snapshots and checks them); None on the
-    CPU."""
-    return optimizer._device_guard()
+def step_guard(optimizer: Optimizer) -> tuple:
+    """(what a step writes: the arrays, or their residents on a provider that keeps device copies; the
+    runtime guard that snapshots and checks them)."""
+    return optimizer._step_guard()
 

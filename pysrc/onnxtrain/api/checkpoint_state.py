@@ -155,7 +155,7 @@ class CheckpointState:
         self._properties = dict(data.properties)
         self._optimizer = data.optimizer_groups[0] if data.optimizer_groups else None
         self._learning_rate = None  # set by the Optimizer; saved as LEARNING_RATE_PROPERTY
-        self._device = None         # a device's copies of the arrays (webgpu.residency.Residency), if any
+        self._device = None         # a device's copies of the arrays (runtime.residency.Residency), if any
 
     @classmethod
     def load_checkpoint(cls, checkpoint_uri) -> "CheckpointState":

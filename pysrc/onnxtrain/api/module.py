@@ -6,7 +6,9 @@ import numpy as np
 from .. import ir, ort_format
 from ..ir.model import Model, TensorType
 from ..ir.ort_names import LAZY_RESET_GRAD, buffer_param, grad_buffer, is_grad_flag
+from ..providers import open_provider
 from ..runtime import Session
+from ..runtime.residency import Residency
 from .checkpoint_state import CheckpointState
 from .errors import ArtifactError, ParameterBufferError, nominal_state_error, reworded
 from .export import inference_model
@@ -35,12 +37,13 @@ class Module:
             raise TypeError(f"state must be a CheckpointState, got {type(state).__name__}")
         self._state = state
         self.device = device
-        self._residency = _residency(device, state)
+        self._provider = open_provider(device)
+        self._residency = _residency(self._provider, state)
         self.training = True
         self._accumulate = False  # False: the next train step overwrites the gradients
 
         self._train_model = load_model(train_model_uri, "training model")
-        self._train = session_on(self._train_model, device)
+        self._train = Session(self._train_model, self._provider)
         names = self._train.input_names
         entries = state._entries
         self._param_names = [n for n in names if n in entries]
@@ -76,7 +79,7 @@ class Module:
         self._eval = None
         if eval_model_uri is not None:
             self._eval_model = load_model(eval_model_uri, "eval model")
-            self._eval = session_on(self._eval_model, device)
+            self._eval = Session(self._eval_model, self._provider)
             self._eval_user_inputs = [n for n in self._eval.input_names if n not in entries]
             self._eval_layout = _feed_layout(self._eval.input_names, self._eval_user_inputs, entries)
 
@@ -105,11 +108,13 @@ class Module:
         optimizer step can join the same submission."""
         self._check_count(user_inputs, self._train_user_inputs)
         feeds = self._feeds(self._train_layout, user_inputs, self._keep if self._accumulate else self._reset)
-        if self._residency is None:
+        if self._provider.compiles:
+            outputs = self._train.run(feeds, self._train_user_outputs, defer)
+        else:
             everything = self._train.run(feeds)
             outputs = [everything[i] for i in self._train_user_output_index]
-        else:
-            outputs = self._train.run(feeds, self._train_user_outputs, defer)
+            if defer:
+                outputs = (lambda done: lambda: done)(outputs)
         self._accumulate = True
         return outputs
 
@@ -122,25 +127,24 @@ class Module:
         return [resident(f) if kind and kind != _USER else f for f, (kind, _) in zip(feeds, layout)]
 
     def _held(self, arrays: list) -> list:
-        """State arrays as feeds: themselves on the CPU, their resident GPU copies on WebGPU."""
+        """State arrays as feeds: themselves, or their residents on a provider that keeps device copies."""
         return arrays if self._residency is None else [self._residency.resident(a) for a in arrays]
 
     def device_report(self) -> dict:
-        """Where the module runs: the device, and on WebGPU the adapter, the nodes of the last train and eval
-        runs that ran on the CPU (with why), the dispatches of those runs, the GPU memory held by programs and
-        the state, and the device's submissions (and in the page its calls from Python) so far."""
-        if self._residency is None:
-            return {"device": "cpu"}
+        """Where the module runs: the device, and on a compiling provider the nodes of the last train and eval
+        runs that ran on the host (with why), the kernel calls of those runs, the device memory held by programs
+        and the state (``gpu_bytes``), and what the provider says of itself (on WebGPU the adapter, the
+        submissions and in the page the calls from Python so far)."""
+        provider = self._provider
+        if not provider.compiles:
+            return {"device": self.device}
         sessions = {"train": self._train, "eval": self._eval}
-        device = self._train.device
-        info = device.adapter_info
-        adapter = info.get("device") or " ".join(str(info[k]) for k in ("vendor", "architecture") if info.get(k))
-        return {"device": self.device, "adapter": adapter,
+        held = self._residency.nbytes if self._residency is not None else 0
+        return {"device": self.device, **provider.describe(),
                 "fallbacks": {k: v.fallbacks for k, v in sessions.items() if v is not None},
                 "dispatches": {k: v.last_program.dispatch_count for k, v in sessions.items()
                                if v is not None and v.last_program is not None},
-                "gpu_bytes": sum(v.gpu_bytes for v in sessions.values() if v is not None) + self._residency.nbytes,
-                "submissions": device.submissions, "bridge_calls": getattr(device, "bridge_calls", 0)}
+                "gpu_bytes": sum(v.device_bytes for v in sessions.values() if v is not None) + held}
 
     @staticmethod
     def _check_count(user_inputs, expected) -> None:
@@ -247,61 +251,26 @@ class Module:
 
 
 _USER = "user"
-DEVICES = ("cpu", "webgpu")
 
 
-def _residency(device: str, state: CheckpointState):
-    """The state's GPU copies for ``device`` (None on the CPU)."""
-    if device not in DEVICES:
-        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
-    if device == "cpu":
+def _residency(provider, state: CheckpointState):
+    """The state's device copies on ``provider`` (None where the provider runs on the host arrays)."""
+    if not provider.resident:
         if state._device is not None:
-            raise ValueError("this CheckpointState is already used on WebGPU; give a cpu Module its own state")
+            raise ValueError(f"this CheckpointState is already used on {state._device.provider.title}; give a "
+                             f"{provider.name} Module its own state")
         return None
-    from ..webgpu.device import open_device
-    from ..webgpu.residency import Residency
     if state._device is None:
-        state._device = Residency(open_device())
+        state._device = Residency(provider)
+    elif state._device.provider is not provider:
+        raise ValueError(f"this CheckpointState is already used on {state._device.provider.title}; give a "
+                         f"{provider.name} Module its own state")
     return state._device
 
 
-#: onnxruntime-web's execution provider names, as Module devices.
-PROVIDERS = {"webgpu": "webgpu", "wasm": "cpu", "cpu": "cpu"}
-
-
-def provider_for(providers) -> str:
-    """The first of ``providers`` (onnxruntime-web's ``executionProviders`` names) that is here, in their order:
-    "webgpu" when a WebGPU adapter exists, "wasm" and "cpu" always (``PROVIDERS`` gives its Module device).  Where
-    none is, the error names each and why (no silent fallback: ["webgpu"] alone fails without an adapter)."""
-    providers = ["wasm"] if providers is None else [providers] if isinstance(providers, str) else list(providers)
-    if not providers:
-        raise ValueError("executionProviders is empty: name at least one of 'webgpu', 'wasm', 'cpu'")
-    problems = []
-    for name in providers:
-        device = PROVIDERS.get(name)
-        if device is None:
-            raise ValueError(f"unknown execution provider {name!r}: onnxtrain has 'webgpu', 'wasm' and 'cpu'")
-        if device == "cpu":
-            return name
-        from ..webgpu import WebGPUError
-        from ..webgpu.device import open_device
-        try:
-            open_device()
-            return name
-        except WebGPUError as e:
-            problems.append(f"{name}: {e}")
-    raise RuntimeError("none of the execution providers " + ", ".join(map(repr, providers)) + " is available here ("
-                       + "; ".join(problems) + ")")
-
-
-def session_on(model: Model, device: str = "cpu"):
+def session_on(model: Model, device: str = "cpu") -> Session:
     """A session running ``model`` on ``device`` ("cpu" or "webgpu")."""
-    if device not in DEVICES:
-        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
-    if device == "webgpu":
-        from ..webgpu.session import WebGPUSession
-        return WebGPUSession(model)
-    return Session(model)
+    return Session(model, open_provider(device))
 
 
 def _feed_layout(graph_inputs: list, user_inputs: list, entries: dict) -> list:

@@ -11,7 +11,9 @@ from ..ir.model import SequenceType, TensorType
 from ..ir.ort_names import ADAMW, LEARNING_RATE, MOMENTUMS, OPTIMIZER_INPUTS, SGD, STEP
 from .checkpoint_state import LEARNING_RATE_PROPERTY
 from .errors import ArtifactError, LearningRateError, nominal_state_error
-from .module import Module, load_model, session_on
+from ..runtime import Session
+from ..runtime.guard import HostGuard, ResidentGuard
+from .module import Module, load_model
 
 #: The moments each algorithm writes (SGDOptimizerV2 is fed first_order_moments but never reads or writes them).
 UPDATED_MOMENTS = {ADAMW: MOMENTUMS[ADAMW], SGD: ()}
@@ -95,7 +97,7 @@ class Optimizer:
                              f"{found or 'none'}")
         self._algorithm = found[0]
         _check_signature(model, self._algorithm, where)
-        self._session = session_on(model, module.device)
+        self._session = Session(model, module._provider)
         self._module = module
         self._state = module._state
         self._names = module._trainable_names
@@ -131,6 +133,10 @@ class Optimizer:
         (what = "parameter") and the moments the algorithm updates (what = the moment's name); ``writing`` if the
         caller may write into them."""
         self._state._on_host(writing)
+        return self._written_arrays()
+
+    def _written_arrays(self) -> list:
+        """``_updated_arrays`` as they are, host copies perhaps stale."""
         self._ensure_moments()
         entries, states = self._state._entries, self._group.states
         out = [(n, "parameter", entries[n].data) for n in self._names]
@@ -152,20 +158,14 @@ class Optimizer:
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1
 
-    def _device_guard(self):
-        """On WebGPU: (the residents a step writes, in ``_updated_arrays``' order, and the DeviceGuard that
-        snapshots and checks them); None on the CPU."""
+    def _step_guard(self) -> tuple:
+        """What a guarded step works on: the arrays a step writes, in ``_updated_arrays``' order (their residents
+        on a provider that keeps device copies), and the guard that snapshots and checks them there."""
         residency = self._module._residency
-        if residency is None:
-            return None
         if getattr(self, "_guard", None) is None:
-            from ..webgpu.guard import DeviceGuard
-            self._guard = DeviceGuard(residency)
-        self._ensure_moments()
-        entries, states = self._state._entries, self._group.states
-        arrays = [entries[n].data for n in self._names]
-        arrays += [states[n][m] for m in UPDATED_MOMENTS[self._algorithm] for n in self._names]
-        return [residency.resident(a) for a in arrays], self._guard
+            self._guard = HostGuard() if residency is None else ResidentGuard(residency)
+        arrays = [a for _, _, a in self._written_arrays()]
+        return (arrays if residency is None else [residency.resident(a) for a in arrays]), self._guard
 
     def set_learning_rate(self, learning_rate: float) -> None:
         """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError,

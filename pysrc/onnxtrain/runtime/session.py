@@ -1,21 +1,31 @@
-"""Run a planned graph: check the feeds once, then loop over the prepared steps."""
+"""Run a graph on an execution provider: check the feeds once, then loop over the plan's prepared steps (the
+numpy provider) or run the program compiled for the feeds' shapes (a compiling provider)."""
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from ..ir.model import Model
 from .execute import run_steps
 from .feeds import FeedError, check_feed
 from .memory import keep_freed_memory
 from .plan import Plan
+from .program import compile_program, feed_signature, is_resident
+from .provider import NUMPY
+
+PROGRAMS_KEPT = 4   # feed shapes whose compiled programs a session keeps (a run's last, smaller batch is one)
 
 
 class Session:
-    """An executable graph.  ``run`` takes feeds in input order (or by name)."""
+    """An executable graph on ``provider`` (numpy when None).  ``run`` takes feeds in input order (or by name)."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, provider=None):
         keep_freed_memory()
         self.model = model
+        self.provider = provider if provider is not None else NUMPY
         self.plan = Plan(model)
         self._checks = [check_feed(vi) for vi in self.plan.input_info]
+        self._programs: OrderedDict = OrderedDict()
+        self.last_program = None
 
     @property
     def input_names(self) -> list:
@@ -25,7 +35,18 @@ class Session:
     def output_names(self) -> list:
         return self.plan.output_names
 
-    def run(self, feeds, output_names=None) -> list:
+    def run(self, feeds, output_names=None, defer: bool = False):
+        """The outputs named (the graph's outputs when None; on the numpy provider any value the graph
+        computes); with ``defer`` a function that gives them (a deferring provider records the work and
+        submits it when they are asked for or something else is read)."""
+        if self.provider.compiles:
+            return self._run_program(feeds, output_names, defer)
+        outputs = self._run_plan(feeds, output_names)
+        return (lambda: outputs) if defer else outputs
+
+    # -- the numpy provider ---------------------------------------------------------------------------
+
+    def _run_plan(self, feeds, output_names) -> list:
         plan = self.plan
         values = list(plan.template)
         if isinstance(feeds, dict):
@@ -43,7 +64,7 @@ class Session:
             for check, slot, value in zip(self._checks, plan.input_slots, feeds):
                 values[slot] = check(value)
         slots = plan.output_slots if output_names is None else [self._slot(n) for n in output_names]
-        self._execute(values)
+        run_steps(plan.steps, values)
         return [values[s] for s in slots]
 
     def _slot(self, name: str) -> int:
@@ -52,5 +73,55 @@ class Session:
             raise ValueError(f"'{name}' is not a value the graph computes (outputs: {self.plan.output_names})")
         return slot
 
-    def _execute(self, values: list) -> None:
-        run_steps(self.plan.steps, values)
+    # -- compiling providers --------------------------------------------------------------------------
+
+    def _run_program(self, feeds, output_names, defer: bool):
+        plan = self.plan
+        if isinstance(feeds, dict):
+            unknown = [n for n in feeds if n not in plan.input_names]
+            if unknown:
+                raise FeedError(f"'{unknown[0]}' is not an input of the graph (inputs: {plan.input_names})")
+            missing = [n for n in plan.input_names if n not in feeds]
+            if missing:
+                raise FeedError(f"missing input '{missing[0]}'")
+            feeds = [feeds[n] for n in plan.input_names]
+        if len(feeds) != len(plan.input_slots):
+            raise FeedError(f"expected {len(plan.input_slots)} inputs {plan.input_names}, got {len(feeds)}")
+        feeds = [v if is_resident(v) else check(v) for check, v in zip(self._checks, feeds)]
+        if output_names is None:
+            wanted = list(range(len(plan.output_names)))
+        else:
+            wanted = []
+            for name in output_names:
+                if name not in plan.output_names:
+                    raise ValueError(f"'{name}' is not an output of the graph (outputs: {plan.output_names})")
+                wanted.append(plan.output_names.index(name))
+        return self._runner(feeds).run(feeds, wanted, defer)
+
+    def _runner(self, feeds: list):
+        key = tuple(feed_signature(v) for v in feeds)
+        runner = self._programs.get(key)
+        if runner is None:
+            runner = self.provider.runner(compile_program(self.plan, feeds, self.provider, self.model))
+            self._programs[key] = runner
+            while len(self._programs) > PROGRAMS_KEPT:
+                self._programs.popitem(last=False)[1].release()
+        else:
+            self._programs.move_to_end(key)
+        self.last_program = runner.program
+        return runner
+
+    @property
+    def fallbacks(self) -> list:
+        """The nodes of the last run's program that ran on the host, each with the reason."""
+        return [] if self.last_program is None else list(self.last_program.fallbacks)
+
+    @property
+    def device_bytes(self) -> int:
+        """Bytes of device buffers this session's programs hold (residents not included)."""
+        return sum(r.program.nbytes for r in self._programs.values())
+
+    def release(self) -> None:
+        for runner in self._programs.values():
+            runner.release()
+        self._programs.clear()

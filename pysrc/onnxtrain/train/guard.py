@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..api import _internal as api
-from ..ops import simd
+from ..runtime.guard import bad_values
 
 
 class NonFiniteError(ArithmeticError):
@@ -55,42 +55,17 @@ class NonFiniteStateError(NonFiniteError):
     """The state to save holds NaN or infinite values; nothing was written."""
 
 
-def bad_values(array: np.ndarray) -> int:
-    """How many values of ``array`` are NaN or infinite (0 for integer arrays)."""
-    if array.dtype.kind not in "fc" or array.size == 0:
-        return 0
-    counted = simd.nonfinite(array)  # in the page: one SIMD pass instead of numpy's isfinite and a bool array
-    if counted is not None:
-        return counted
-    finite = np.isfinite(array)
-    return 0 if finite.all() else int(array.size - np.count_nonzero(finite))
-
-
 class StepGuard:
     """Runs guarded train steps for a Module and its Optimizer (or None: forward and backward only)."""
 
     def __init__(self, module, optimizer=None):
         self.module, self.optimizer = module, optimizer
         self.check = True  # False: plain steps, as the api runs them
-        self._buffers = []
         self._steps = 0  # steps done without an optimizer, for the error's step number
 
     def step_number(self) -> int:
         """The 1-based number of the next step."""
         return (api.step_count(self.optimizer) if self.optimizer is not None else self._steps) + 1
-
-    def _snapshot(self, arrays: list) -> None:
-        buffers = self._buffers
-        if len(buffers) != len(arrays) or any(b.shape != a.shape or b.dtype != a.dtype
-                                              for b, (_, _, a) in zip(buffers, arrays)):
-            buffers[:] = [np.empty_like(a) for _, _, a in arrays]
-        for buffer, (_, _, array) in zip(buffers, arrays):
-            np.copyto(buffer, array)
-
-    def _undo(self, arrays: list, step_count: int) -> None:
-        for buffer, (_, _, array) in zip(self._buffers, arrays):
-            np.copyto(array, buffer)
-        api.set_step_count(self.optimizer, step_count)
 
     def _error(self, number, epoch, what, parameter=None, array=None, loss=None) -> NonFiniteStepError:
         rate = self.optimizer.get_learning_rate() if self.optimizer is not None else None
@@ -105,70 +80,65 @@ class StepGuard:
 
     def step(self, inputs, epoch=None) -> float:
         """Forward, backward and optimizer step on ``inputs`` (a list of arrays); returns the loss.  Raises
-        NonFiniteStepError, the state as before the step, when the loss or the update is not finite."""
+        NonFiniteStepError, the state as before the step, when the loss or the update is not finite.
+
+        Where the provider defers (WebGPU), the step is one submission: the train step, a snapshot of what the
+        optimizer writes, the optimizer step and a count of non-finite values, read back with the loss; a
+        non-finite loss is then seen after the optimizer ran, and undone with it.  Elsewhere the loss is checked
+        before the optimizer runs."""
         module, optimizer = self.module, self.optimizer
         if not self.check:
             return self._plain_step(inputs)
-        if optimizer is not None and not api.state_of(module).is_nominal:
-            held = api.device_guard(optimizer)
-            if held is not None:
-                return self._device_step(inputs, epoch, *held)
-        number = self.step_number()
-        module.train()
-        try:
-            with np.errstate(all="ignore"):  # what goes non-finite is reported below, by name
-                out = module(*inputs)
-            loss = float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])  # or shape [1]
-            if not math.isfinite(loss):
-                raise self._error(number, epoch, "loss", loss=loss)
-            if optimizer is None:
-                name, grad = self._first_bad_gradient()
-                if name is not None:
-                    raise self._error(number, epoch, "gradient", name, grad)
-                self._steps += 1
-                return loss
-            arrays = api.updated_arrays(optimizer)
-            count = api.step_count(optimizer)
-            self._snapshot(arrays)
-            try:
-                with np.errstate(all="ignore"):
-                    optimizer.step()
-            except BaseException:
-                self._undo(arrays, count)
-                raise
-            if any(bad_values(a) for _, _, a in arrays):
-                error = self._diagnose(number, epoch, arrays)
-                self._undo(arrays, count)
-                raise error
-            return loss
-        finally:
-            module.lazy_reset_grad()
-
-    def _device_step(self, inputs, epoch, residents: list, guard) -> float:
-        """The guarded step on WebGPU, as one submission: the train step, a snapshot of what the optimizer
-        writes, the optimizer step and a count of non-finite values, read back with the loss.  A bad step is
-        undone from the snapshot (for a non-finite loss the optimizer ran, unlike on the CPU, and is undone)."""
-        module, optimizer = self.module, self.optimizer
+        if optimizer is None or api.state_of(module).is_nominal:
+            return self._backward_step(inputs, epoch)
+        held, guard = api.step_guard(optimizer)
         number = self.step_number()
         count = api.step_count(optimizer)
         module.train()
         try:
-            outputs = api.train_step(module, inputs, defer=True)
-            guard.snapshot(residents)
-            optimizer.step()
-            bad = guard.count_nonfinite(residents)
-            loss = float(np.asarray(outputs()[0]).reshape(-1)[0])
+            with np.errstate(all="ignore"):  # what goes non-finite is reported below, by name
+                outputs = api.train_step(module, inputs, defer=True)
+                if not guard.defers:
+                    loss = _loss(outputs())
+                    if not math.isfinite(loss):
+                        raise self._error(number, epoch, "loss", loss=loss)
+                guard.snapshot(held)
+                try:
+                    optimizer.step()
+                except BaseException:
+                    guard.restore(held)
+                    api.set_step_count(optimizer, count)
+                    raise
+                bad = guard.count_nonfinite(held)
+                loss = _loss(outputs())
             if math.isfinite(loss) and not bad():
                 return loss
             if not math.isfinite(loss):
                 error = self._error(number, epoch, "loss", loss=loss)
             else:
                 error = self._diagnose(number, epoch, api.updated_arrays(optimizer, writing=False))
-            guard.restore(residents)
+            guard.restore(held)
             api.set_step_count(optimizer, count)
             raise error
         finally:
             module.lazy_reset_grad()
+
+    def _backward_step(self, inputs, epoch) -> float:
+        """A guarded step without an optimizer: forward and backward, the loss and gradients checked."""
+        number = self.step_number()
+        self.module.train()
+        try:
+            with np.errstate(all="ignore"):
+                loss = _loss(self.module(*inputs))
+            if not math.isfinite(loss):
+                raise self._error(number, epoch, "loss", loss=loss)
+            name, grad = self._first_bad_gradient()
+            if name is not None:
+                raise self._error(number, epoch, "gradient", name, grad)
+            self._steps += 1
+            return loss
+        finally:
+            self.module.lazy_reset_grad()
 
     def _plain_step(self, inputs) -> float:
         self.module.train()
@@ -176,7 +146,7 @@ class StepGuard:
             out = self.module(*inputs)
             if self.optimizer is not None:
                 self.optimizer.step()
-            return float(np.asarray(out[0] if isinstance(out, tuple) else out).reshape(-1)[0])
+            return _loss(out)
         finally:
             self.module.lazy_reset_grad()
 
@@ -187,6 +157,12 @@ class StepGuard:
             return self._error(number, epoch, "gradient", name, grad)
         name, what, array = next(item for item in arrays if bad_values(item[2]))
         return self._error(number, epoch, what, name, array)
+
+
+def _loss(outputs) -> float:
+    """The loss among a train step's outputs: the first (or the only one), of shape [] or [1]."""
+    first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+    return float(np.asarray(first).reshape(-1)[0])
 
 
 def check_finite_state(module, optimizer) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ir
 from ..api import CheckpointState, LinearLRScheduler, Module, Optimizer
-from ..api.module import PROVIDERS, provider_for
+from ..providers import PROVIDERS, provider_for
 from ..api.optimizer import check_learning_rate
 from ..ir import ort_names
 from ..train import Trainer, data as checks

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..api.module import PROVIDERS, provider_for
+from ..providers import PROVIDERS, provider_for
 from .bridge import signature
 from .train_loop import TRAIN_OPTIONS, Training, camel_keys
 

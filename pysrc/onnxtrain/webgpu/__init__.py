@@ -2,7 +2,8 @@
 ``navigator.gpu`` in the page, with tensors kept in GPU buffers across steps."""
 from .errors import GPUMemoryError, NoAdapterError, NotLowered, WebGPUError
 from .registry import GPU_KERNELS, gpu_kernel, gpu_lookup, gpu_ops
+from .provider import WebGPUProvider, open_provider
 from . import kernels  # noqa: F401  (importing registers the kernels)
 
-__all__ = ["GPUMemoryError", "GPU_KERNELS", "NoAdapterError", "NotLowered", "WebGPUError", "gpu_kernel",
-           "gpu_lookup", "gpu_ops"]
+__all__ = ["GPUMemoryError", "GPU_KERNELS", "NoAdapterError", "NotLowered", "WebGPUError", "WebGPUProvider",
+           "gpu_kernel", "gpu_lookup", "gpu_ops", "open_provider"]

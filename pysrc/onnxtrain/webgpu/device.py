@@ -7,19 +7,15 @@ optimizer step before it reach the GPU as one submission.
 """
 from __future__ import annotations
 
-import sys
 import functools
-import threading
 
 import numpy as np
 
-from .errors import GPUMemoryError, NoAdapterError, WebGPUError
-from .lowering import Copy, Dispatch
-from .program import PARAMS_ALIGN
-from .tensors import from_gpu_bytes, to_gpu_array
-
-_shared: dict = {}
-_lock = threading.Lock()
+from ..runtime import runner
+from ..runtime.runner import output_values, outputs_to_read
+from .errors import GPUMemoryError, NoAdapterError
+from .lowering import PARAMS_ALIGN, Copy, Dispatch, param_blocks
+from .tensors import to_gpu_array
 
 
 def _wgpu():
@@ -28,17 +24,6 @@ def _wgpu():
     except ImportError as e:
         raise NoAdapterError("WebGPU in CPython needs the 'wgpu' package: pip install onnxtrain[webgpu]") from e
     return wgpu
-
-
-def open_device() -> "Device":
-    """The process's WebGPU device (made on first use); in the page (Pyodide), page.py's on navigator.gpu."""
-    if sys.platform == "emscripten":
-        from .page import open_page_device
-        return open_page_device()
-    with _lock:
-        if "device" not in _shared:
-            _shared["device"] = Device(_wgpu())
-        return _shared["device"]
 
 
 class Device:
@@ -66,9 +51,6 @@ class Device:
         self._probe = None
         self.bytes_held = 0
         self.submissions = 0
-
-    def runner(self, program) -> "Runner":
-        return Runner(program, self)
 
     # -- resources ------------------------------------------------------------------------------------
 
@@ -221,30 +203,12 @@ class Staged:
         return self.out
 
 
-def outputs_to_read(program, wanted: list) -> tuple:
-    """The graph outputs at ``wanted`` (a Tensor, or a list for a sequence), and the Tensors among them to read
-    back (the others' values are known)."""
-    outputs = [program.outputs[i] for i in wanted]
-    tensors = [t for out in outputs for t in (out if isinstance(out, list) else [out])]
-    return outputs, [t for t in tensors if t.value is None or (t.storage is not None and t.storage.kind != "const")]
-
-
-def output_values(staged, reads: list, outputs: list) -> list:
-    """The outputs as host arrays: those in ``reads`` from ``staged``'s bytes, the known ones copied."""
-    data = staged.result() if staged is not None else []
-    got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
-
-    def value(t):
-        return got[id(t)] if id(t) in got else t.value.copy()
-    return [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
-
-
-class Runner:
+class Runner(runner.Runner):
     """A Program bound to a device: its buffers, pipelines and bind groups, made once; ``run`` per step."""
 
-    def __init__(self, program, device: Device):
-        self.program, self.device = program, device
-        self.buffers = []
+    def __init__(self, program, provider):
+        super().__init__(program, provider)
+        device = self.device
         try:
             for i, b in enumerate(program.buffers):
                 if b.kind == "resident":
@@ -260,7 +224,7 @@ class Runner:
 
     def _prepare(self) -> None:
         device, program = self.device, self.program
-        params, offsets = program.param_blocks()
+        params, offsets = param_blocks(program)
         self.params = device.buffer(len(params), "the dispatches' parameters")
         device.write(self.params, np.frombuffer(params, np.uint8))
         self.written_residents = program.written_residents
@@ -276,10 +240,6 @@ class Runner:
                 self.commands.append(("copy", step.src, step.dst, step.nbytes))
             else:
                 self.commands.append(("host", step))
-
-    def _buffer(self, storage):
-        buf = self.buffers[storage.index]
-        return buf if buf is not None else storage.resident.gpu_buffer
 
     def release(self) -> None:
         for b in self.buffers:
@@ -310,43 +270,5 @@ class Runner:
             storage.resident.device_newer = True
         outputs, reads = outputs_to_read(program, wanted)
         staged = device.stage([(self._buffer(t.storage), 4 * t.size) for t in reads]) if reads else None
-        results = functools.partial(output_values, staged, reads, outputs)
+        results = functools.partial(output_values, self.provider, staged, reads, outputs)
         return results if defer else results()
-
-    def _host(self, step) -> None:
-        needed = [t for arg in step.inputs for t in (arg if isinstance(arg, list) else [arg])
-                  if t is not None and t.value is None]
-        data = self.device.read([(self._buffer(t.storage), 4 * t.size) for t in needed])
-        got = {id(t): from_gpu_bytes(raw, t.dtype, t.shape) for t, raw in zip(needed, data)}
-
-        in_place = _in_place(step)
-
-        def host(t):   # a known value is copied for a node that writes into its inputs
-            return None if t is None else got[id(t)] if t.value is None else t.value.copy() if in_place else t.value
-        args = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in step.inputs]
-        result = step.fn(*args, **step.kwargs)
-        result = result if isinstance(result, tuple) else (result,)
-        for out, r in zip(step.outputs, result):
-            if out is None:
-                continue
-            for t, x in (zip(out, r) if isinstance(out, list) else [(out, r)]):
-                x = np.asarray(x)
-                if x.shape != t.shape:
-                    raise WebGPUError(f"{step.node.op_type} (on the CPU) gave shape {list(x.shape)} this time, "
-                                      f"{list(t.shape)} when the step was compiled: its output shape depends on "
-                                      f"the data, which a WebGPU program cannot follow")
-                self.device.write(self._buffer(t.storage), to_gpu_array(x.astype(t.dtype, copy=False),
-                                                                         "a CPU result"))
-        # in-place CPU nodes (optimizers on the CPU) wrote into host copies of GPU buffers: write them back
-        for arg in step.inputs:
-            for t in (arg if isinstance(arg, list) else [arg]):
-                if t is not None and t.value is None and id(t) in got and in_place:
-                    self.device.write(self._buffer(t.storage), to_gpu_array(got[id(t)], "a CPU result"))
-                    if t.storage.kind == "resident":
-                        t.storage.resident.device_newer = True
-
-
-def _in_place(step) -> bool:
-    from ..runtime.plan import IN_PLACE_OPS
-    from ..ops.registry import normalize_domain
-    return (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS

@@ -1,4 +1,5 @@
-"""The context a WGSL kernel's lowering records its work on (see registry.py for the lowering contract)."""
+"""The context a WGSL kernel's lowering records its work on (runtime/program.py has the lowering contract), and
+the records: dispatches of a shader and buffer copies."""
 from __future__ import annotations
 
 import struct
@@ -6,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NotLowered
+from ..runtime.program import Lowering
 from .shaders import MAX_PARAMS, WORKGROUP, shader
-from .tensors import Storage, Tensor, gpu_type
 
 MAX_GROUPS = 65535   # workgroups per grid dimension (WebGPU's default limit)
+PARAMS_ALIGN = 4 * MAX_PARAMS   # a parameter block's bytes: WebGPU's largest minUniformBufferOffsetAlignment
 
 
 @dataclass(eq=False)
@@ -21,13 +22,27 @@ class Dispatch:
     params: bytes        # the parameter block (binding 0)
     groups: tuple        # workgroups in x, y, z
     sizes: list          # bytes bound per input and output
+    kernel_call = True
+
+    def storages(self) -> list:
+        return self.inputs + self.outputs
+
+    def written(self) -> list:
+        return self.outputs
 
 
 @dataclass(eq=False)
 class Copy:
-    src: Storage
-    dst: Storage
+    src: object          # Storage
+    dst: object
     nbytes: int
+    kernel_call = False
+
+    def storages(self) -> list:
+        return [self.src, self.dst]
+
+    def written(self) -> list:
+        return [self.dst]
 
 
 def pack_params(params) -> bytes:
@@ -46,54 +61,19 @@ def pack_params(params) -> bytes:
     return bytes(words)
 
 
-class Lowering:
-    """What a lowering calls: make outputs and views, read values known before the run, record dispatches.
-    Records go to ``records``; the compiler keeps them only when the lowering returns."""
+def param_blocks(program) -> tuple:
+    """A program's dispatches' parameter blocks as one buffer's bytes, each at an offset aligned for a uniform
+    binding, and those offsets (in dispatch order)."""
+    data, offsets = bytearray(), []
+    for step in program.steps:
+        if isinstance(step, Dispatch):
+            offsets.append(len(data))
+            data += step.params + bytes(PARAMS_ALIGN - len(step.params))
+    return bytes(data) or bytes(PARAMS_ALIGN), offsets
 
-    def __init__(self, node, used: tuple, materialize, opset: int | None = None, output_shapes=None):
-        self.node = node
-        self.opset = opset                # the model's opset of the node's domain (None when unknown)
-        self.output_shapes = output_shapes  # per output, the static shape in the graph's value_info, or None
-        self._used = used
-        self._materialize = materialize   # Tensor -> its Storage (uploads a known value once)
-        self.records: list = []
 
-    # -- values -------------------------------------------------------------------------------------
-
-    def used(self, i: int) -> bool:
-        """Whether the node's i-th output is read by anything (an omitted output is not)."""
-        return i < len(self._used) and self._used[i]
-
-    def output(self, shape, dtype=np.float32) -> Tensor:
-        shape = tuple(int(d) for d in shape)
-        dtype = np.dtype(dtype)
-        gpu_type(dtype)
-        return Tensor(shape, dtype, Storage(max(4, 4 * int(np.prod(shape, dtype=np.int64)))))
-
-    def view(self, t: Tensor, shape) -> Tensor:
-        """``t`` with another shape of the same size, sharing its buffer (Reshape, Flatten, Squeeze ...)."""
-        shape = tuple(int(d) for d in shape)
-        if int(np.prod(shape, dtype=np.int64)) != t.size:
-            raise ValueError(f"cannot view {t.describe()} as {list(shape)}")
-        value = None if t.value is None else t.value.reshape(shape)
-        return Tensor(shape, t.dtype, t.storage, value)
-
-    @staticmethod
-    def known(array) -> Tensor:
-        """A value known before the run (no GPU work until a kernel reads it)."""
-        array = np.asarray(array)
-        return Tensor(tuple(array.shape), array.dtype, None, array)
-
-    def value(self, t: Tensor | None, what: str):
-        """The value of ``t`` known before the run (shapes, axes, constants), or NotLowered when the GPU computes
-        it; None for an omitted input."""
-        if t is None:
-            return None
-        if t.value is None:
-            raise NotLowered(f"{what} is computed during the step, and the WGSL kernel needs it before")
-        return t.value
-
-    # -- work ---------------------------------------------------------------------------------------
+class GPULowering(Lowering):
+    """The WGSL lowerings' context: dispatches of shaders over grids of workgroups, and copies."""
 
     @staticmethod
     def grid(n: int) -> tuple:
@@ -119,7 +99,7 @@ class Lowering:
         sizes = [max(4, 4 * t.size) for t in list(inputs) + list(outputs)]
         self.records.append(Dispatch(shader(name, **subs), ins, outs, pack_params(params), tuple(grid), sizes))
 
-    def copy(self, src: Tensor, dst: Tensor) -> None:
+    def copy(self, src, dst) -> None:
         """Copy ``src``'s elements into ``dst`` (same size)."""
         if src.size != dst.size:
             raise ValueError(f"cannot copy {src.describe()} into {dst.describe()}")

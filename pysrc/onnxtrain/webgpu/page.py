@@ -1,6 +1,7 @@
 """The GPU in the page: the same Programs, run on ``navigator.gpu`` by web/lib/webgpu.mjs in the engine's worker
 (which registers it as the Python module ``_onnxtrain_webgpu``).  ``PageDevice`` and ``PageRunner`` have the
-interface of device.py's ``Device`` and ``Runner``; ``open_device()`` gives a PageDevice under Pyodide.
+interface of device.py's ``Device`` and ``Runner``; provider.py's ``open_provider()`` gives a PageDevice under
+Pyodide.
 
 A program is sent to the page once (``program_wire``: a JSON description and the bytes of its constants and
 parameter blocks); each run is then one call into JavaScript, which writes the feeds, records every dispatch into
@@ -16,10 +17,11 @@ import json
 
 import numpy as np
 
-from .device import Runner, output_values, outputs_to_read
+from ..runtime.program import HostStep
+from ..runtime.runner import Runner, output_values, outputs_to_read
 from .errors import GPUMemoryError, NoAdapterError, WebGPUError
-from .lowering import Copy, Dispatch
-from .program import PARAMS_ALIGN, HostStep
+from .lowering import PARAMS_ALIGN, Copy, Dispatch, param_blocks
+from .tensors import gtype
 
 JS_MODULE = "_onnxtrain_webgpu"
 _shared: dict = {}
@@ -42,12 +44,12 @@ def program_wire(program) -> tuple:
     for b in program.buffers:
         entry = {"nbytes": b.nbytes, "kind": b.kind}
         if b.kind == "resident":
-            entry["resident"] = b.resident.gpu_buffer.handle
+            entry["resident"] = b.resident.buffer.handle
         elif b.kind == "const":
             entry["const"] = put(np.ascontiguousarray(b.value).tobytes())
         buffers.append(entry)
     shaders: dict = {}
-    params, offsets = program.param_blocks()
+    params, offsets = param_blocks(program)
     at = iter(offsets)
     segments: list = [[]]
     for step in program.steps:
@@ -65,7 +67,7 @@ def program_wire(program) -> tuple:
         if isinstance(t, list):
             return [output(x) for x in t]
         return {"buffer": None if t.storage is None else t.storage.index, "shape": list(t.shape),
-                "dtype": t.dtype.name, "type": t.gtype}
+                "dtype": t.dtype.name, "type": gtype(t)}
     return ({"shaders": list(shaders), "buffers": buffers, "params": put(params), "segments": segments,
              "feeds": [{"buffer": s.index, "input": pos, "item": item} for pos, item, s in program.feeds],
              "outputs": [output(t) for t in program.outputs]}, bytes(blob))
@@ -221,17 +223,15 @@ class PageDevice:
             _shared["probe"] = self.buffer(16, "a completion probe")
         self.read([(_shared["probe"], 4)])
 
-    def runner(self, program) -> "PageRunner":
-        return PageRunner(program, self)
-
 
 class PageRunner(Runner):
     """A Program in the page: made there once; ``run`` is one call into the page per segment.  The nodes on the
-    CPU between segments run as in device.py's Runner (``_host``, inherited)."""
+    host between segments run as runtime's Runner runs them (``_host``, inherited)."""
 
-    def __init__(self, program, device: PageDevice):
+    def __init__(self, program, provider):
         from pyodide.ffi import to_js  # noqa: F401  (fails early outside Pyodide)
-        self.program, self.device, self.id, self.buffers = program, device, None, []
+        super().__init__(program, provider)
+        device, self.id = self.device, None
         sizes = [None if b.kind == "resident" else device.check(b.nbytes, f"buffer {i} of the program ({b.kind})")
                  for i, b in enumerate(program.buffers)]
         desc, blob = program_wire(program)
@@ -274,5 +274,5 @@ class PageRunner(Runner):
             if not defer:
                 staged.out = _split(_wait(result).to_bytes(), sizes)
 
-        results = functools.partial(output_values, staged, reads, outputs)
+        results = functools.partial(output_values, self.provider, staged, reads, outputs)
         return results if defer else results()

@@ -1,8 +1,5 @@
-"""What the compiler knows of a value: its shape and element type, where it lives on the GPU (a Storage), and its
-value when that is known before the step runs (shapes, constants, what only they feed)."""
+"""How WebGPU holds each element type: WGSL has 32-bit scalars only."""
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -10,8 +7,8 @@ from .errors import WebGPUError
 
 F32, I32, U32 = "f32", "i32", "u32"
 
-#: How each ONNX element type is held in a GPU buffer: WGSL has 32-bit scalars only.  int64 is held as i32
-#: (values are checked to fit when uploaded), the narrower integers widened to i32, bool as u32 (0 or 1).
+#: How each ONNX element type is held in a GPU buffer: int64 is held as i32 (values are checked to fit when
+#: uploaded), the narrower integers widened to i32, bool as u32 (0 or 1).
 GPU_TYPES = {np.dtype(np.float32): F32, np.dtype(np.int64): I32, np.dtype(np.int32): I32,
              np.dtype(np.int16): I32, np.dtype(np.uint16): I32, np.dtype(np.int8): I32, np.dtype(np.uint8): I32,
              np.dtype(np.bool_): U32}
@@ -26,43 +23,15 @@ def gpu_type(dtype) -> str:
     return kind
 
 
-@dataclass(eq=False)
-class Storage:
-    """A GPU buffer as the compiler sees it.  ``kind`` is "temp" (pooled by liveness), "feed" (written from a
-    fed array each run), "resident" (a buffer that outlives the run: parameters, gradients, moments) or
-    "const" (a value known when compiling, uploaded once)."""
-    nbytes: int
-    kind: str = "temp"
-    value: np.ndarray | None = None      # a const's contents, already in its GPU type
-    resident: object = None              # a resident's handle
-    written: bool = False                # a dispatch writes into it
-    index: int = -1                      # its buffer in the program, set by the allocator
+def gtype(t) -> str:
+    """The WGSL type of a compile-time Tensor's elements."""
+    return gpu_type(t.dtype)
 
 
-@dataclass(eq=False)
-class Tensor:
-    """A value of the graph at compile time.  ``storage`` is None while it lives only on the host; ``value``
-    is its contents when known before the run."""
-    shape: tuple
-    dtype: np.dtype
-    storage: Storage | None = None
-    value: np.ndarray | None = None
-    name: str = field(default="", compare=False)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def gtype(self) -> str:
-        return gpu_type(self.dtype)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    def describe(self) -> str:
-        return f"{self.dtype.name}{list(self.shape)}"
+def gpu_nbytes(shape, dtype) -> int:
+    """The bytes of a GPU buffer holding a tensor of ``shape`` and ``dtype`` (4 per element, at least 4)."""
+    gpu_type(dtype)
+    return max(4, 4 * int(np.prod(shape, dtype=np.int64)))
 
 
 def to_gpu_array(array: np.ndarray, what: str) -> np.ndarray:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..tensors import gtype
 from ..registry import gpu_kernel
 from .common import broadcast_shape, float_only, indexing_params
 
@@ -55,7 +56,7 @@ def unary(k, x, expr: str, params=(), out_dtype=None):
     """Y = expr(x) elementwise; ``params`` are read in ``expr`` as pf(1u), pf(2u) ..."""
     y = k.output(x.shape, out_dtype or x.dtype)
     if x.size:
-        k.dispatch("unary", [x], [y], [x.size, *params], x.size, TX=x.gtype, TY=y.gtype, EXPR=expr,
+        k.dispatch("unary", [x], [y], [x.size, *params], x.size, TX=gtype(x), TY=gtype(y), EXPR=expr,
                    FUNCTIONS=_functions(expr))
     return y
 
@@ -68,7 +69,7 @@ def binary(k, a, b, expr: str, out_dtype=None, params=()):
     if n:
         same = a.shape == b.shape == shape
         k.dispatch("binary", [a, b], [y], [n, 0 if same else 1, *indexing_params(shape, a.shape, b.shape),
-                                           *params], n, TA=a.gtype, TB=b.gtype, TY=y.gtype, EXPR=expr,
+                                           *params], n, TA=gtype(a), TB=gtype(b), TY=gtype(y), EXPR=expr,
                    FUNCTIONS=_functions(expr))
     return y
 
@@ -186,11 +187,11 @@ def Cast(k, input, *, to, saturate=1):
     from ..tensors import GPU_TYPES
     if dtype not in GPU_TYPES:
         raise NotLowered(f"Cast to {dtype.name}")
-    if GPU_TYPES[dtype] == input.gtype:
+    if GPU_TYPES[dtype] == gtype(input):
         out = k.view(input, input.shape)
         out.dtype = dtype
         return out
-    return unary(k, input, CASTS[(input.gtype, GPU_TYPES[dtype])], out_dtype=dtype)
+    return unary(k, input, CASTS[(gtype(input), GPU_TYPES[dtype])], out_dtype=dtype)
 
 
 # -- two inputs --------------------------------------------------------------------------------------
@@ -203,9 +204,9 @@ INT_DIV = "select(a / select(b, 1, b == 0), 0, b == 0)"
 
 def _make_binary(op: str, expr: str):
     def lower(k, A, B):
-        if A.dtype != B.dtype or A.gtype == "u32":
+        if A.dtype != B.dtype or gtype(A) == "u32":
             raise NotLowered(f"{op} of {A.dtype.name} and {B.dtype.name}")
-        e = INT_DIV if op == "Div" and A.gtype == "i32" else expr
+        e = INT_DIV if op == "Div" and gtype(A) == "i32" else expr
         return binary(k, A, B, e)
     lower.__name__ = op
     gpu_kernel(op)(lower)
@@ -251,7 +252,7 @@ COMPARE = {"Equal": "a == b", "Less": "a < b", "Greater": "a > b", "LessOrEqual"
 
 def _make_compare(op: str, expr: str):
     def lower(k, A, B):
-        if A.gtype != B.gtype:
+        if gtype(A) != gtype(B):
             raise NotLowered(f"{op} of {A.dtype.name} and {B.dtype.name}")
         return binary(k, A, B, f"u32({expr})", out_dtype=np.bool_)
     lower.__name__ = op
@@ -282,7 +283,7 @@ def Where(k, condition, X, Y):
     out = k.output(shape, X.dtype)
     if out.size:
         k.dispatch("where", [condition, X, Y], [out],
-                   [out.size, 1, *indexing_params(shape, condition.shape, X.shape, Y.shape)], out.size, T=X.gtype)
+                   [out.size, 1, *indexing_params(shape, condition.shape, X.shape, Y.shape)], out.size, T=gtype(X))
     return out
 
 

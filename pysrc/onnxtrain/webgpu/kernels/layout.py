@@ -7,9 +7,10 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..tensors import gtype
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
-from ..tensors import Tensor
+from ...runtime.program import Tensor
 from .common import broadcast_shape, broadcast_strides, strides
 
 MAX_COPY_RANK = 12   # dimensions layout_copy takes after merging (3 + 3 * 12 parameters)
@@ -75,10 +76,10 @@ def _copy(k, x: Tensor, y: Tensor, plan) -> None:
     tiled = _tiled_transpose(*plan)
     if tiled is not None:
         params, grid, batch_rank = tiled
-        k.dispatch("layout_transpose", [x], [y], params, grid, T=x.gtype, RB=batch_rank)
+        k.dispatch("layout_transpose", [x], [y], params, grid, T=gtype(x), RB=batch_rank)
         return
     params, rank = plan
-    k.dispatch("layout_copy", [x], [y], params, params[0], T=x.gtype, RANK=rank)
+    k.dispatch("layout_copy", [x], [y], params, params[0], T=gtype(x), RANK=rank)
 
 
 def _tiled_transpose(params, rank):
@@ -116,7 +117,7 @@ def _rev(values) -> list:
 
 
 def _same_type(op: str, tensors) -> None:
-    if len({t.gtype for t in tensors}) > 1:
+    if len({gtype(t) for t in tensors}) > 1:
         raise NotLowered(f"{op} of {', '.join(t.dtype.name for t in tensors)}")
 
 
@@ -331,7 +332,7 @@ def _pad_value(k, data: Tensor, constant_value, value):
         known = np.asarray(k.value(constant_value, "Pad's constant_value")).reshape(-1)
         value = known[0] if known.size else None
     v = np.asarray(0 if value is None else value).astype(data.dtype)
-    return float(v) if data.gtype == "f32" else int(v)
+    return float(v) if gtype(data) == "f32" else int(v)
 
 
 @gpu_kernel("Pad")
@@ -368,14 +369,14 @@ def Pad(k, data, pads=None, constant_value=None, axes=None, *, mode="constant", 
     if y.size:
         params = [y.size, fill, PAD_MODES[mode], base, *_rev(out_dims), *_rev(src_dims),
                   *_rev(max(b, 0) for b in begin), *_rev(st)]
-        k.dispatch("layout_pad", [data], [y], params, y.size, T=data.gtype, RANK=rank)
+        k.dispatch("layout_pad", [data], [y], params, y.size, T=gtype(data), RANK=rank)
     return y
 
 
 # -- gathers ------------------------------------------------------------------------------------------------
 
 def _index_tensor(op: str, indices: Tensor) -> None:
-    if indices.gtype != "i32":
+    if gtype(indices) != "i32":
         raise ValueError(f"{op}: indices must be int64 or int32, not {indices.dtype.name}")
 
 
@@ -388,7 +389,7 @@ def Gather(k, data, indices, *, axis=0):
     if y.size:
         inner = _size(data.shape[axis + 1:])
         k.dispatch("layout_gather", [data, indices], [y], [y.size, inner, indices.size, data.shape[axis]], y.size,
-                   T=data.gtype)
+                   T=gtype(data))
     return y
 
 
@@ -397,7 +398,7 @@ def GatherGrad(k, shape, indices, dY, *, axis=0):
     """Each element of dX sums its index's rows of dY (no atomics: the same order, and bits, every run).  Over
     an axis longer than the indices, dX is zeroed and each first occurrence of an index writes its rows' sum."""
     _index_tensor("GatherGrad", indices)
-    if dY.gtype == "u32":
+    if gtype(dY) == "u32":
         raise NotLowered(f"GatherGrad of {dY.dtype.name}")
     shape = _ints(k, shape, "GatherGrad's shape")
     axis = _axis("GatherGrad", axis, len(shape))
@@ -410,11 +411,11 @@ def GatherGrad(k, shape, indices, dY, *, axis=0):
         return dX
     inner, count, d = _size(shape[axis + 1:]), indices.size, shape[axis]
     if d <= count:
-        k.dispatch("layout_gather_grad", [indices, dY], [dX], [dX.size, inner, count, d, 0], dX.size, T=dY.gtype)
+        k.dispatch("layout_gather_grad", [indices, dY], [dX], [dX.size, inner, count, d, 0], dX.size, T=gtype(dY))
         return dX
-    k.dispatch("layout_fill", [], [dX], [dX.size, 0], dX.size, T=dY.gtype)
+    k.dispatch("layout_fill", [], [dX], [dX.size, 0], dX.size, T=gtype(dY))
     if dY.size:
-        k.dispatch("layout_gather_grad", [indices, dY], [dX], [dY.size, inner, count, d, 1], dY.size, T=dY.gtype)
+        k.dispatch("layout_gather_grad", [indices, dY], [dX], [dY.size, inner, count, d, 1], dY.size, T=gtype(dY))
     return dX
 
 
@@ -442,5 +443,5 @@ def SliceGrad(k, dY, shape, starts, ends, axes=None, steps=None):
     dX = k.output(shape, dY.dtype)
     if dX.size:
         params = [dX.size, *_rev(shape), *_rev(first), *_rev(step), *_rev(length), *_rev(strides(length))]
-        k.dispatch("layout_slice_grad", [dY], [dX], params, dX.size, T=dY.gtype, RANK=rank)
+        k.dispatch("layout_slice_grad", [dY], [dX], params, dX.size, T=gtype(dY), RANK=rank)
     return dX

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..tensors import gtype
 from ..registry import gpu_kernel
 from .common import float_only, indexing_params
 
@@ -31,7 +32,7 @@ def _check_loss(op: str, scores, labels, weights, reduction: str) -> None:
     float_only(op, scores, weights)
     if reduction not in REDUCTIONS:
         raise NotLowered(f"{op}: reduction {reduction!r}")
-    if labels.gtype != "i32":
+    if gtype(labels) != "i32":
         raise NotLowered(f"{op}: labels of {labels.dtype.name}")
     if len(scores.shape) < 2 or labels.shape != scores.shape[:1] + scores.shape[2:]:
         raise NotLowered(f"{op}: labels {labels.describe()} do not match scores {scores.describe()}")
@@ -52,7 +53,7 @@ def _ignore(k, op: str, ignore_index):
         return k.known(_NO_INDEX), 0
     if isinstance(ignore_index, (int, np.integer)):
         return k.known(np.array([ignore_index], np.int32)), 1
-    if ignore_index.size != 1 or ignore_index.gtype != "i32":
+    if ignore_index.size != 1 or gtype(ignore_index) != "i32":
         raise NotLowered(f"{op}: ignore_index {ignore_index.describe()} is not one integer")
     return ignore_index, 1
 
@@ -222,7 +223,7 @@ def InPlaceAccumulatorV2(k, accumulation_buffer, value, overwrite_flag=None):
             raise ValueError
     except ValueError:
         raise NotLowered(f"{op}: value {value.describe()} does not fit the buffer {buf.describe()}") from None
-    if overwrite_flag is not None and (overwrite_flag.gtype != "u32" or overwrite_flag.size < 1):
+    if overwrite_flag is not None and (gtype(overwrite_flag) != "u32" or overwrite_flag.size < 1):
         raise NotLowered(f"{op}: overwrite_flag {overwrite_flag.describe()} is not a bool tensor")
     flag = overwrite_flag if overwrite_flag is not None else k.known(_NO_FLAG)
     _distinct(op, [value, flag], [buf])
@@ -234,9 +235,9 @@ def InPlaceAccumulatorV2(k, accumulation_buffer, value, overwrite_flag=None):
     return k.known(np.array([True])), buf
 
 
-def _scalar(op: str, name: str, t, gtype: str) -> None:
-    if t.size != 1 or t.gtype != gtype:
-        raise NotLowered(f"{op}: {name} {t.describe()} is not one {'float32' if gtype == 'f32' else 'integer'}")
+def _scalar(op: str, name: str, t, kind: str) -> None:
+    if t.size != 1 or gtype(t) != kind:
+        raise NotLowered(f"{op}: {name} {t.describe()} is not one {'float32' if kind == 'f32' else 'integer'}")
 
 
 @gpu_kernel("AdamWOptimizer", MS_DOMAIN)

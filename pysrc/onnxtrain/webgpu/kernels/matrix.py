@@ -10,6 +10,7 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..tensors import gtype
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
 from .common import broadcast_shape, broadcast_strides, float_only, innermost_first
@@ -104,7 +105,7 @@ def product(k, name: str, A, B, *, trans_a=False, trans_b=False, alpha=1.0, C=No
 
 
 def _template(Y, C) -> dict:
-    T = Y.gtype
+    T = gtype(Y)
     if T != "f32":
         epilogue = "return acc;"
     elif C is None:
@@ -131,7 +132,7 @@ def Gemm(k, A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=
 
 @gpu_kernel("MatMul")
 def MatMul(k, A, B):
-    if A.dtype != B.dtype or A.gtype == "u32":
+    if A.dtype != B.dtype or gtype(A) == "u32":
         raise NotLowered(f"MatMul of {A.dtype.name} and {B.dtype.name}")
     return product(k, "MatMul", A, B)
 

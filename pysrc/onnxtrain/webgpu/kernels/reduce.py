@@ -15,9 +15,10 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ..errors import NotLowered
+from ..tensors import gtype
 from ..lowering import MAX_GROUPS
 from ..registry import gpu_kernel
-from ..tensors import Tensor
+from ...runtime.program import Tensor
 from .common import MAX_RANK, float_only, innermost_first, strides
 
 WIDE_MIN = 64                 # reduced lengths from which a workgroup, not a thread, reduces each output
@@ -117,7 +118,7 @@ def walk_params(groups) -> list:
 
 def reduce(k, op: str, data, axes, keepdims, noop_with_empty_axes):
     spec = REDUCTIONS[op]
-    if data.gtype not in (("f32", "i32") if spec.ints else ("f32",)):
+    if gtype(data) not in (("f32", "i32") if spec.ints else ("f32",)):
         raise NotLowered(f"{op} on WebGPU takes {'float32 and integers' if spec.ints else 'float32'}, "
                          f"not {data.dtype.name}")
     chosen = reduced_axes(k, op, axes, data.rank, noop_with_empty_axes)
@@ -152,11 +153,11 @@ def reduce_axes(k, x, y, spec, map_: str, final: str, kept, red, length: int, ou
     """Record reduce_axes.wgsl: ``outputs`` results (a chunk of ``chunks`` per kept index), each of the reduced
     indices (``red``) at the kept index (``kept``), with ``map_`` and ``final``; ``length`` is the count a mean
     divides by."""
-    ids = IDENTITIES[x.gtype]
+    ids = IDENTITIES[gtype(x)]
     n = int(np.prod([d for d, _ in red], dtype=np.int64))
     params = [outputs, n, len(kept), len(red), float(length), ids[spec.identity], ids["lowest"], chunks,
               *walk_params(kept), *walk_params(red)]
-    k.dispatch("reduce_axes", [x], [y], params, _grid(wide, outputs), T=x.gtype, WIDE=wgsl_bool(wide),
+    k.dispatch("reduce_axes", [x], [y], params, _grid(wide, outputs), T=gtype(x), WIDE=wgsl_bool(wide),
                SHIFTED=wgsl_bool(spec.shifted), MAP=map_, COMBINE=spec.combine, FINAL=final,
                SHIFT=FINITE_SHIFT if spec.shifted else "mx")
 
@@ -271,7 +272,7 @@ def LogSoftmaxGrad_13(k, dY, Y, *, axis=-1):
 # -- ArgMax, ArgMin --------------------------------------------------------------------------------------
 
 def arg_reduce(k, op: str, data, axis, keepdims, select_last_index, better: str):
-    if data.gtype not in ("f32", "i32"):
+    if gtype(data) not in ("f32", "i32"):
         raise NotLowered(f"{op} on WebGPU takes float32 and integers, not {data.dtype.name}")
     rank = data.rank
     if rank == 0 or not -rank <= axis < rank:
@@ -286,7 +287,7 @@ def arg_reduce(k, op: str, data, axis, keepdims, select_last_index, better: str)
     if count:
         wide = by_workgroup(n, count, inner == 1)
         k.dispatch("reduce_arg", [data], [y], [count, n, inner, int(bool(select_last_index))], _grid(wide, count),
-                   T=data.gtype, WIDE=wgsl_bool(wide), BETTER=better)
+                   T=gtype(data), WIDE=wgsl_bool(wide), BETTER=better)
     return y
 
 

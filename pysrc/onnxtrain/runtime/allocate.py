@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lowering import Copy, Dispatch
-
 
 @dataclass(eq=False)
 class Buffer:
@@ -19,25 +17,12 @@ class Buffer:
     resident: object = None
 
 
-def _storages(step) -> list:
-    if isinstance(step, Dispatch):
-        return step.inputs + step.outputs
-    if isinstance(step, Copy):
-        return [step.src, step.dst]
-    found = []
-    for arg in step.inputs + step.outputs:
-        for t in (arg if isinstance(arg, list) else [arg]):
-            if t is not None and t.storage is not None:
-                found.append(t.storage)
-    return found
-
-
 def allocate(program) -> None:
     """Set ``index`` on every storage the program uses and fill ``program.buffers``."""
     buffers = program.buffers
     first, last, order = {}, {}, []
     for i, step in enumerate(program.steps):
-        for s in _storages(step):
+        for s in step.storages():
             if id(s) not in first:
                 first[id(s)] = i
                 order.append(s)

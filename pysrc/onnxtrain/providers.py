@@ -1,0 +1,43 @@
+"""Execution providers by name: a Module's ``device`` ("cpu", "webgpu") and onnxruntime-web's
+``executionProviders`` names, to the provider objects that runtime's Session runs on."""
+from __future__ import annotations
+
+from .runtime.provider import NUMPY, Provider
+
+DEVICES = ("cpu", "webgpu")
+#: onnxruntime-web's execution provider names, as Module devices.
+PROVIDERS = {"webgpu": "webgpu", "wasm": "cpu", "cpu": "cpu"}
+
+
+def open_provider(device: str = "cpu") -> Provider:
+    """The provider of a Module ``device``; "webgpu" opens the process's GPU (NoAdapterError where none is)."""
+    if device not in DEVICES:
+        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
+    if device == "webgpu":
+        from .webgpu.provider import open_provider as open_webgpu
+        return open_webgpu()
+    return NUMPY
+
+
+def provider_for(providers) -> str:
+    """The first of ``providers`` (onnxruntime-web's ``executionProviders`` names) that is here, in their order:
+    "webgpu" when a WebGPU adapter exists, "wasm" and "cpu" always (``PROVIDERS`` gives its Module device).  Where
+    none is, the error names each and why (no silent fallback: ["webgpu"] alone fails without an adapter)."""
+    providers = ["wasm"] if providers is None else [providers] if isinstance(providers, str) else list(providers)
+    if not providers:
+        raise ValueError("executionProviders is empty: name at least one of 'webgpu', 'wasm', 'cpu'")
+    problems = []
+    for name in providers:
+        device = PROVIDERS.get(name)
+        if device is None:
+            raise ValueError(f"unknown execution provider {name!r}: onnxtrain has 'webgpu', 'wasm' and 'cpu'")
+        if device == "cpu":
+            return name
+        from .webgpu import WebGPUError
+        try:
+            open_provider(device)
+            return name
+        except WebGPUError as e:
+            problems.append(f"{name}: {e}")
+    raise RuntimeError("none of the execution providers " + ", ".join(map(repr, providers)) + " is available here ("
+                       + "; ".join(problems) + ")")
