@@ -9,7 +9,12 @@ fresh headless Chromium; in it each model warms up both libraries (--warmup step
 steps of each, the libraries alternating in blocks of 10 steps so that noise hits both.  Reported: per model, the
 median over rounds of each library's per-round median ms per step, and the median of the per-round ratios
 onnxtrain / onnxruntime-web; beside them onnxtrain with each step's calls sent as three requests to its engine (the
-optimizer step and the reset not deferred to the next request), to show what the one round trip saves.  Run through `python3 build.py bench` (or alone, after `python3 build.py site`).
+optimizer step and the reset not deferred to the next request), to show what the one round trip saves.
+
+onnxruntime-web's threads may spin after its block of steps and take a core from onnxtrain's (and the reverse), so
+--alone also times onnxruntime-web in pages of its own (onnxtrain not started there), in as many fresh browsers,
+and reports both ratios: against onnxruntime-web beside onnxtrain and against it alone; the fair denominator is
+the faster of the two.  Run through `python3 build.py bench` (or alone, after `python3 build.py site`).
 """
 from __future__ import annotations
 
@@ -35,13 +40,17 @@ PAGE = """<!doctype html><meta charset="utf-8"><title>step loop</title>
 <script type="module">
 import * as onnxtrain from "./onnxtrain/onnxtrain.mjs";
 import * as ortweb from "./ort/ort.training.wasm.min.mjs";
-const THREADS = Number(new URLSearchParams(location.search).get("threads") ?? 1);
+const QUERY = new URLSearchParams(location.search);
+const THREADS = Number(QUERY.get("threads") ?? 1);
+// "alone": onnxruntime-web only, onnxtrain's engine never started in this page
+const ALONE = QUERY.get("alone") === "1";
 ortweb.env.wasm.numThreads = THREADS;
 onnxtrain.env.wasm.numThreads = THREADS;
-window.threads = async () => ({ isolated: crossOriginIsolated, onnxtrain: (await onnxtrain.start()).threads });
+window.threads = async () => ({ isolated: crossOriginIsolated,
+  onnxtrain: ALONE ? THREADS : (await onnxtrain.start()).threads });
 ortweb.env.wasm.wasmPaths = new URL("./ort/", location.href).href;
 // "three": onnxtrain with each step's three calls sent as three requests (as before they were one), for the ratio
-const LIBS = { onnxtrain, three: onnxtrain, ortweb };
+const LIBS = ALONE ? { ortweb } : { onnxtrain, three: onnxtrain, ortweb };
 
 async function session(lib, model) {
   return lib.TrainingSession.create({ checkpointState: `${model}/checkpoint`, trainModel: `${model}/training`,
@@ -73,7 +82,7 @@ window.bench = async (model, shape, warmup, count) => {
       [shape[0]]) };
     await steps(lib, sessions[name], feeds[name], warmup);
   }
-  const ms = { onnxtrain: [], three: [], ortweb: [] };
+  const ms = Object.fromEntries(Object.keys(LIBS).map((name) => [name, []]));
   for (let done = 0; done < count; done += 10) {
     for (const name of Object.keys(LIBS)) {
       ms[name].push(...await steps(LIBS[name], sessions[name], feeds[name], Math.min(10, count - done)));
@@ -114,6 +123,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="numThreads of both libraries (more than 1: an "
                         "isolated page)")
     parser.add_argument("--site", type=Path, default=build.SITE, help="another build's site/, to compare builds")
+    parser.add_argument("--alone", action="store_true", help="also time onnxruntime-web in pages of its own")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
     if not (build.SITE / build.LIBRARY / "onnxtrain.mjs").exists():
@@ -124,20 +134,22 @@ def main() -> int:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{server.server_address[1]}/"
         rounds = {model: [] for model in MODELS}
+        alone = {model: [] for model in MODELS}
         with sync_playwright() as p:
-            for _ in range(args.rounds):
-                browser = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
-                page = browser.new_page()
-                page.goto(f"{url}?threads={args.threads}")
-                page.wait_for_function("() => window.ready === true")
-                threads = page.evaluate("() => threads()")
-                if threads["onnxtrain"] != args.threads or (args.threads > 1) != threads["isolated"]:
-                    sys.exit(f"not {args.threads} threads on both sides: {threads}")
-                for model, name in MODELS.items():
-                    ms = page.evaluate("([m, s, w, n]) => bench(m, s, w, n)",
-                                       [name, shape_of(name), args.warmup, args.steps])
-                    rounds[model].append({lib: statistics.median(v) for lib, v in ms.items()})
-                browser.close()
+            for i in range(args.rounds):
+                for only, into in ((False, rounds), (True, alone))[:2 if args.alone else 1]:
+                    browser = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
+                    page = browser.new_page()
+                    page.goto(f"{url}?threads={args.threads}&alone={int(only)}")
+                    page.wait_for_function("() => window.ready === true")
+                    threads = page.evaluate("() => threads()")
+                    if threads["onnxtrain"] != args.threads or (args.threads > 1) != threads["isolated"]:
+                        sys.exit(f"not {args.threads} threads on both sides: {threads}")
+                    for model, name in MODELS.items():
+                        ms = page.evaluate("([m, s, w, n]) => bench(m, s, w, n)",
+                                           [name, shape_of(name), args.warmup, args.steps])
+                        into[model].append({lib: statistics.median(v) for lib, v in ms.items()})
+                    browser.close()
         server.shutdown()
     print(f"onnxruntime-web's step loop (runTrainStep, runOptimizerStep, lazyResetGrad), numThreads = "
           f"{args.threads} on both sides, {args.rounds} rounds of {args.steps} steps; ms per step, median over rounds "
@@ -152,6 +164,15 @@ def main() -> int:
         ratio = {lib: statistics.median(r[lib] / r["ortweb"] for r in results) for lib in ("onnxtrain", "three")}
         print(f"{model:28} {cells['onnxtrain']:>20} {ratio['onnxtrain']:>5.2f}x {cells['three']:>20} "
               f"{ratio['three']:>5.2f}x {cells['ortweb']:>20}")
+    if args.alone:
+        print("onnxruntime-web alone in its page (fresh browsers, same rounds): ms per step, median [min-max]; "
+              "onnxtrain's ratio against it (onnxtrain's median over rounds / this median)")
+        for model in MODELS:
+            v = [r["ortweb"] for r in alone[model]]
+            beside = statistics.median(r["ortweb"] for r in rounds[model])
+            ours = statistics.median(r["onnxtrain"] for r in rounds[model])
+            print(f"{model:28} alone {statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]  beside {beside:.2f}  "
+                  f"onnxtrain {ours / statistics.median(v):.2f}x of alone, {ours / beside:.2f}x of beside")
     return 0
 
 

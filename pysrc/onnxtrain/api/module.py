@@ -70,8 +70,7 @@ class Module:
         self._train_layout = _feed_layout(names, self._train_user_inputs, entries)
         self._train_user_outputs = [n for n in self._train.output_names if not is_grad_flag(n)]
         self._train_user_output_index = [i for i, n in enumerate(self._train.output_names) if not is_grad_flag(n)]
-        self._reset = np.array([True])
-        self._keep = np.array([False])
+        self._overwrite = np.array([True])   # the lazy_reset_grad input, one array written each step
         if not state.is_nominal:
             self._allocate_gradients()
 
@@ -107,7 +106,8 @@ class Module:
         """The train step's user outputs; with ``defer`` (on WebGPU) a function that gives them, so that the
         optimizer step can join the same submission."""
         self._check_count(user_inputs, self._train_user_inputs)
-        feeds = self._feeds(self._train_layout, user_inputs, self._keep if self._accumulate else self._reset)
+        self._overwrite[0] = not self._accumulate
+        feeds = self._feeds(self._train_layout, user_inputs, self._overwrite)
         if self._provider.compiles:
             outputs = self._train.run(feeds, self._train_user_outputs, defer)
         else:

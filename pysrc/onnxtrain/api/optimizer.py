@@ -102,6 +102,8 @@ class Optimizer:
         self._state = module._state
         self._names = module._trainable_names
         self._momentum_names = MOMENTUMS[self._algorithm]
+        self._lr = np.zeros(1, np.float32)   # the step's inputs, one array each, written in place
+        self._step = np.zeros(1, np.int64)
         self._load_state()
 
     def _load_state(self) -> None:
@@ -151,7 +153,8 @@ class Optimizer:
         entries = self._state._entries
         states = self._group.states
         held = self._module._held
-        feeds = [self._lr, np.array([self._group.step + 1], dtype=np.int64),
+        self._step[0] = self._group.step + 1
+        feeds = [self._lr, self._step,
                  held([entries[n].data for n in self._names]), held([entries[n].grad for n in self._names])]
         feeds += [held([states[n][m] for n in self._names]) for m in self._momentum_names]
         updated = self._session.run(feeds, self._session.output_names[:1])[0]
@@ -171,7 +174,7 @@ class Optimizer:
         """Set the rate for the next steps; NaN, infinite and negative rates are refused (LearningRateError,
         a ValueError)."""
         value = check_learning_rate(learning_rate)
-        self._lr = np.array([value], dtype=np.float32)
+        self._lr[0] = value
         self._state._learning_rate = float(self._lr[0])
 
     def get_learning_rate(self) -> float:
