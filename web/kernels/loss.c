@@ -5,7 +5,7 @@
 
 /* numpy's pairwise summation of n floats `stride` apart (loops_utils.h.src): below 8 one by one from `zero` (+0 in
    numpy 1, -0 in numpy 2), up to 128 in 8 accumulators, above that two halves cut at a multiple of 8. */
-static float pairwise(const float *a, int n, int stride, float zero) {
+float pairwise_sum(const float *a, int n, int stride, float zero) {
   if (n < 8) {
     float res = zero;
     for (int i = 0; i < n; i++) res += a[i * stride];
@@ -23,7 +23,7 @@ static float pairwise(const float *a, int n, int stride, float zero) {
   }
   int half = n / 2;
   half -= half % 8;
-  return pairwise(a, half, stride, zero) + pairwise(a + half * stride, n - half, stride, zero);
+  return pairwise_sum(a, half, stride, zero) + pairwise_sum(a + half * stride, n - half, stride, zero);
 }
 
 /* shifted[r, j] = x[r, j] - max_j x[r, j].  1 when a row's maximum is NaN, infinite or zero (whose bits numpy's
@@ -42,7 +42,7 @@ API int softmax_ce_shift_f32(int rows, int cols, const float *x, float *shifted)
 
 /* sums[r] = np.add.reduce(e[r, :]): `identity` (numpy's initial value) plus the row's pairwise sum. */
 API void softmax_ce_sums_f32(int rows, int cols, const float *e, float identity, float zero, float *sums) {
-  for (int r = 0; r < rows; r++, e += cols) sums[r] = identity + pairwise(e, cols, 1, zero);
+  for (int r = 0; r < rows; r++, e += cols) sums[r] = identity + pairwise_sum(e, cols, 1, zero);
 }
 
 /* The first label outside [0, cols), or -1. */
@@ -62,7 +62,7 @@ API int softmax_ce_loss_f32(int rows, int cols, float *log_prob, const float *lo
     for (int j = 0; j < cols; j++) log_prob[j] -= log_sums[r];
     picks[r] = -log_prob[labels[r]];
   }
-  float total = identity + pairwise(picks, rows, 1, zero);
+  float total = identity + pairwise_sum(picks, rows, 1, zero);
   *loss = mean ? total / (float)rows : total;
   return -1;
 }

@@ -1,0 +1,313 @@
+/* The program executor: a whole compiled program (a training step, an optimizer step) in one call.
+
+   A program is int32 words, one record after another: [op, n, w_1 .. w_n].  The words of a record are buffer
+   indices (into `buffers`, a table of pointers; -1 for an absent optional one), then integer parameters, floats
+   as their float32 bits.  Each op calls the same kernels, in the same order, as the numpy provider's ops
+   (the modules of pysrc/onnxtrain/ops through ops/simd.py), so that results are its bits; softmax cross-entropy's exp and
+   log and AdamW's powers are this build's own (mathlib.c).  The op ids are the positions in OP_NAMES, which the
+   host reads at load (executor_op_count, executor_op_name): pysrc/onnxtrain/wasm/lowering.py writes the records. */
+#include "kernels.h"
+
+void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, int sa, int rsa, int csa, const float *b,
+              int sb, int rsb, int csb, float beta, float *c, int sc, int ldc);
+void relu_f32(int n, const float *x, float *y);
+void relu_grad_f32(int n, const float *dy, const float *x, float *dx);
+void sigmoid_f32(int n, const float *x, float *y);
+void sigmoid_grad_f32(int n, const float *dy, const float *y, float *dx);
+void softmax_f32(int rows, int cols, const float *x, float *y);
+void softmax_grad_f32(int rows, int cols, const float *dy, const float *y, float *dx);
+void plane_sums_f32(int planes, int size, const float *x, float *out);
+void column_sums_f32(int rows, int cols, const float *x, float identity, float *out);
+void softmax_ce_sums_f32(int rows, int cols, const float *e, float identity, float zero, float *sums);
+void im2col_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                int dw, const float *x, float *cols);
+void col2im_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                int dw, const float *cols, float *x);
+void maxpool_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                 int dw, const float *x, float *y, long long *indices);
+int maxpool_grad_f32(int n_out, int n_in, const float *dy, const long long *indices, float *dx);
+void depthwise_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
+                   int dh, int dw, const float *x, const float *filters, const float *bias, float *y);
+void depthwise_grad_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
+                        int dh, int dw, const float *dy, const float *x, const float *filters, float *dx,
+                        float *dfilters);
+void adamw_f32(int count, const addr_t *table, int mode, const float *s);
+void sgd_f32(int count, const addr_t *table, float neg_lr);
+double pow_f64_int(double a, long long t);
+
+#define OPS(X)                                                                                                   \
+  X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
+  X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
+  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd)
+
+#define ID(name) OP_##name,
+enum { OPS(ID) OP_COUNT };
+#define NAME(name) #name,
+static const char *const OP_NAMES[] = {OPS(NAME)};
+
+API int executor_op_count(void) { return OP_COUNT; }
+
+API const char *executor_op_name(int op) { return op >= 0 && op < OP_COUNT ? OP_NAMES[op] : 0; }
+
+static inline float as_float(int w) {
+  float f;
+  __builtin_memcpy(&f, &w, 4);
+  return f;
+}
+
+#define F32(i) ((float *)buffers[w[i]])
+#define OPT_F32(i) (w[i] < 0 ? (float *)0 : (float *)buffers[w[i]])
+#define I64(i) ((long long *)buffers[w[i]])
+#define BYTES(i) ((unsigned char *)buffers[w[i]])
+
+/* -- element-wise over strided, broadcast operands ------------------------------------------------------------ */
+
+enum { S_COPY, S_ADD, S_SUB, S_MUL, S_DIV, MAX_RANK = 8 };
+
+/* out (contiguous, `shape`) = a op b, a and b read at element strides sa, sb (0 broadcasts).  Each element is one
+   IEEE operation, as numpy's; out may be a when a is contiguous (in place). */
+static void strided(int kind, int rank, const int *shape, float *out, const float *a, const int *sa,
+                    const float *b, const int *sb) {
+  int index[MAX_RANK] = {0};
+  int inner = rank ? shape[rank - 1] : 1, ia = rank ? sa[rank - 1] : 0, ib = rank ? sb[rank - 1] : 0;
+  long long total = 1;
+  for (int d = 0; d < rank; d++) total *= shape[d];
+  if (total == 0) return;
+  for (long long done = 0; done < total; done += inner) {
+    long long oa = 0, ob = 0;
+    for (int d = 0; d < rank - 1; d++) {
+      oa += (long long)index[d] * sa[d];
+      ob += (long long)index[d] * sb[d];
+    }
+    const float *pa = a + oa, *pb = b ? b + ob : 0;
+    float *po = out + done;
+    switch (kind) {
+      case S_COPY: for (int j = 0; j < inner; j++) po[j] = pa[j * ia]; break;
+      case S_ADD: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] + pb[j * ib]; break;
+      case S_SUB: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] - pb[j * ib]; break;
+      case S_MUL: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] * pb[j * ib]; break;
+      default: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] / pb[j * ib]; break;
+    }
+    for (int d = rank - 2; d >= 0; d--) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+/* -- softmax cross-entropy --------------------------------------------------------------------------------------- */
+
+/* Scores [N, C] with int64 labels [N]: what the numpy kernels do (ops/loss.py: log_softmax and _nll; with neither
+   weights nor ignore_index, the fused path of ops/simd.py, which is the same arithmetic), with this build's exp
+   and log in place of numpy's. */
+typedef struct {
+  int rows, cols, reduction, has_weights, has_ignore;
+  long long ignore;
+  float identity, zero;
+} ce_shape;
+
+enum { R_NONE, R_SUM, R_MEAN };
+
+/* The label of row r made safe (ignored -> 0), its weight (0 when ignored, 1 without weights) in *weight; -1 for
+   a label outside [0, C) that is not ignored. */
+static inline int ce_label(const ce_shape *s, const long long *labels, const float *weights, int r, float *weight) {
+  long long label = labels[r];
+  if (s->has_ignore && label == s->ignore) {
+    *weight = 0.0f;
+    return 0;
+  }
+  if (label < 0 || label >= s->cols) return -1;
+  *weight = weights ? weights[label] : 1.0f;
+  return (int)label;
+}
+
+/* "mean"'s denominator: the rows' summed weights (numpy's pairwise order), or the row count. */
+static float ce_total_weight(const ce_shape *s, const float *row_weights) {
+  if (!s->has_weights && !s->has_ignore) return (float)s->rows;
+  return s->identity + pairwise_sum(row_weights, s->rows, 1, s->zero);
+}
+
+/* loss (a scalar, or [N] for "none") and log_prob [N, C]; work: 2 N + C floats.  1 on a bad label. */
+static int softmax_ce(const ce_shape *s, const float *x, const long long *labels, const float *weights,
+                      float *loss, float *log_prob, float *work) {
+  int rows = s->rows, c = s->cols, weighted = s->has_weights || s->has_ignore;
+  float *picks = work, *row_weights = work + rows, *e = work + 2 * rows;
+  for (int r = 0; r < rows; r++)
+    if (ce_label(s, labels, weights, r, row_weights + r) < 0) return 1;
+  for (int r = 0; r < rows; r++, x += c, log_prob += c) {
+    float m = x[0];
+    for (int j = 1; j < c; j++) m = (x[j] > m || x[j] != x[j]) && m == m ? x[j] : m;   /* np.maximum: NaN wins */
+    for (int j = 0; j < c; j++) log_prob[j] = x[j] - m;
+    for (int j = 0; j < c; j++) e[j] = exp_f32_1(log_prob[j]);
+    float log_sum = log_f32_1(s->identity + pairwise_sum(e, c, 1, s->zero));
+    for (int j = 0; j < c; j++) log_prob[j] -= log_sum;
+    float w_r;
+    int label = ce_label(s, labels, weights, r, &w_r);
+    picks[r] = -log_prob[label];
+    if (weighted) picks[r] *= w_r;
+  }
+  if (s->reduction == R_NONE) {
+    for (int r = 0; r < rows; r++) loss[r] = picks[r];
+    return 0;
+  }
+  float total = s->identity + pairwise_sum(picks, rows, 1, s->zero);
+  if (s->reduction == R_MEAN) {
+    float denom = ce_total_weight(s, row_weights);
+    if (denom != 0.0f) total = total / denom;        /* a zero total weight keeps the (zero) sum */
+  }
+  *loss = total;
+  return 0;
+}
+
+/* d loss / d scores [N, C] from log_prob and dY (a scalar, or [N] for "none"); work: N floats.  1 on a bad label. */
+static int softmax_ce_grad(const ce_shape *s, const float *dy, const float *log_prob, const long long *labels,
+                           const float *weights, float *dx, float *work) {
+  int rows = s->rows, c = s->cols, weighted = s->has_weights || s->has_ignore;
+  float *row_weights = work;
+  for (int r = 0; r < rows; r++)
+    if (ce_label(s, labels, weights, r, row_weights + r) < 0) return 1;
+  float scale = dy[0];
+  if (s->reduction == R_MEAN) {
+    float denom = ce_total_weight(s, row_weights);
+    if (denom != 0.0f) scale = scale / denom;
+  }
+  for (int r = 0; r < rows; r++, log_prob += c, dx += c) {
+    float w_r;
+    int label = ce_label(s, labels, weights, r, &w_r);
+    float row_scale = s->reduction == R_NONE ? dy[r] : scale;
+    float factor = weighted ? w_r * row_scale : row_scale;
+    for (int j = 0; j < c; j++) dx[j] = exp_f32_1(log_prob[j]);
+    dx[label] = dx[label] - 1.0f;
+    for (int j = 0; j < c; j++) dx[j] *= factor;
+  }
+  return 0;
+}
+
+/* -- training ops ------------------------------------------------------------------------------------------------ */
+
+static inline int flag_set(void *const *buffers, int index) {
+  return index < 0 || *(const unsigned char *)buffers[index] != 0;
+}
+
+static inline void fill_bytes(unsigned char *p, int n, int value) {
+  for (int i = 0; i < n; i++) p[i] = (unsigned char)value;
+}
+
+/* -- the loop ---------------------------------------------------------------------------------------------------- */
+
+#define WINDOW(i) w[i], w[i + 1], w[i + 2], w[i + 3], w[i + 4], w[i + 5], w[i + 6], w[i + 7], w[i + 8], w[i + 9], \
+                  w[i + 10], w[i + 11]
+
+/* One record: 0, or 1 when its kernel reports bad input (a label or an index out of range). */
+static int run_record(int op, const int *w, void *const *buffers) {
+  switch (op) {
+    case OP_copy: {          /* [src, dst, nbytes] */
+      const unsigned char *src = BYTES(0);
+      unsigned char *dst = BYTES(1);
+      if (src != dst) for (int i = 0; i < w[2]; i++) dst[i] = src[i];
+      return 0;
+    }
+    case OP_fill:            /* [dst, nbytes, byte] */
+      fill_bytes(BYTES(0), w[1], w[2]);
+      return 0;
+    case OP_strided: {       /* [kind, out, a, b, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      strided(w[0], rank, w + 5, F32(1), F32(2), w + 5 + rank, OPT_F32(3), w + 5 + 2 * rank);
+      return 0;
+    }
+    case OP_gemm:            /* [a, b, c, count, m, n, k, alpha, oa, sa, rsa, csa, ob, sb, rsb, csb, beta, oc, sc, ldc] */
+      gemm_f32(w[3], w[4], w[5], w[6], as_float(w[7]), F32(0) + w[8], w[9], w[10], w[11], F32(1) + w[12], w[13],
+               w[14], w[15], as_float(w[16]), F32(2) + w[17], w[18], w[19]);
+      return 0;
+    case OP_relu: relu_f32(w[2], F32(0), F32(1)); return 0;                       /* [x, y, n] */
+    case OP_relu_grad: relu_grad_f32(w[3], F32(0), F32(1), F32(2)); return 0;     /* [dy, x, dx, n] */
+    case OP_sigmoid: sigmoid_f32(w[2], F32(0), F32(1)); return 0;
+    case OP_sigmoid_grad: sigmoid_grad_f32(w[3], F32(0), F32(1), F32(2)); return 0;
+    case OP_softmax: softmax_f32(w[2], w[3], F32(0), F32(1)); return 0;           /* [x, y, rows, cols] */
+    case OP_softmax_grad: softmax_grad_f32(w[3], w[4], F32(0), F32(1), F32(2)); return 0;
+    case OP_column_sums: column_sums_f32(w[2], w[3], F32(0), as_float(w[4]), F32(1)); return 0;
+    case OP_row_sums:        /* [x, out, rows, cols, identity, zero] */
+      softmax_ce_sums_f32(w[2], w[3], F32(0), as_float(w[4]), as_float(w[5]), F32(1));
+      return 0;
+    case OP_plane_sums: plane_sums_f32(w[2], w[3], F32(0), F32(1)); return 0;     /* [x, out, planes, size] */
+    case OP_im2col: im2col_f32(w[2], WINDOW(3), F32(0), F32(1)); return 0;        /* [x, cols, planes, window] */
+    case OP_col2im: col2im_f32(w[2], WINDOW(3), F32(0), F32(1)); return 0;        /* [cols, x, planes, window] */
+    case OP_maxpool:         /* [x, y, indices, planes, window] */
+      maxpool_f32(w[3], WINDOW(4), F32(0), F32(1), w[2] < 0 ? 0 : I64(2));
+      return 0;
+    case OP_maxpool_grad:    /* [dy, indices, dx, n_out, n_in] */
+      return maxpool_grad_f32(w[3], w[4], F32(0), I64(1), F32(2)) != 0;
+    case OP_depthwise:       /* [x, filters, bias, y, n, c, window] */
+      depthwise_f32(w[4], w[5], WINDOW(6), F32(0), F32(1), OPT_F32(2), F32(3));
+      return 0;
+    case OP_depthwise_grad:  /* [dy, x, filters, dx, dfilters, n, c, window] */
+      depthwise_grad_f32(w[5], w[6], WINDOW(7), F32(0), F32(1), F32(2), OPT_F32(3), OPT_F32(4));
+      return 0;
+    case OP_softmax_ce:      /* [scores, labels, weights, loss, log_prob, work, rows, cols, reduction, has_ignore,
+                                 ignore lo, ignore hi, identity, zero] */
+    case OP_softmax_ce_grad: {  /* [dy, log_prob, labels, weights, dx, work, the same parameters] */
+      ce_shape s = {w[6], w[7], w[8], w[3] >= 0, w[9],
+                    (long long)(((unsigned long long)(unsigned)w[11] << 32) | (unsigned)w[10]),
+                    as_float(w[12]), as_float(w[13])};
+      if (op == OP_softmax_ce) return softmax_ce(&s, F32(0), I64(1), OPT_F32(2), F32(3), F32(4), F32(5));
+      return softmax_ce_grad(&s, F32(0), F32(1), I64(2), OPT_F32(3), F32(4), F32(5));
+    }
+    case OP_accumulate: {    /* [buffer, value, overwrite flag, updated flag, n] */
+      float *acc = F32(0);
+      const float *value = F32(1);
+      if (w[2] >= 0 && flag_set(buffers, w[2])) {
+        if (acc != value) for (int i = 0; i < w[4]; i++) acc[i] = value[i];
+      } else {
+        for (int i = 0; i < w[4]; i++) acc[i] += value[i];
+      }
+      if (w[3] >= 0) fill_bytes(BYTES(3), 1, 1);
+      return 0;
+    }
+    case OP_adamw: {         /* [lr, step, update signal, updated flag, flag bytes, count, mode, correct_bias,
+                                 alpha, beta, epsilon, weight decay, then per tensor: w, g, m1, m2, size] */
+      int go = flag_set(buffers, w[2]);
+      if (w[3] >= 0) fill_bytes(BYTES(3), w[4], go);
+      if (!go) return 0;
+      float lr = *F32(0), a = as_float(w[8]), b = as_float(w[9]), eps = as_float(w[10]), wd = as_float(w[11]);
+      float one = 1.0f, one_a = one - a, one_b = one - b, ac = one, bc = one, lr_c = lr;
+      if (w[7] == 1) {       /* ops/optimizers.py: 1 - float32(float(a) ** t), then lr * (sqrt(bc) / ac) */
+        long long t = *I64(1);
+        ac = one - (float)pow_f64_int((double)a, t);
+        bc = one - (float)pow_f64_int((double)b, t);
+        lr_c = lr * (__builtin_sqrtf(bc) / ac);
+      }
+      float scalars[11] = {lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd};
+      for (int t = 0; t < w[5]; t++) {
+        const int *g = w + 12 + 5 * t;
+        addr_t table[5] = {g[4], (addr_t)buffers[g[0]], (addr_t)buffers[g[1]], (addr_t)buffers[g[2]],
+                           (addr_t)buffers[g[3]]};
+        adamw_f32(1, table, w[6], scalars);
+      }
+      return 0;
+    }
+    case OP_sgd: {           /* [lr, update signal, updated flag, flag bytes, count, then per tensor: w, g, size] */
+      int go = flag_set(buffers, w[1]);
+      if (w[2] >= 0) fill_bytes(BYTES(2), w[3], go);
+      if (!go) return 0;
+      float neg_lr = -*F32(0);
+      for (int t = 0; t < w[4]; t++) {
+        const int *g = w + 5 + 3 * t;
+        addr_t table[3] = {g[2], (addr_t)buffers[g[0]], (addr_t)buffers[g[1]]};
+        sgd_f32(1, table, neg_lr);
+      }
+      return 0;
+    }
+  }
+  return 1;                  /* an op this build does not know */
+}
+
+/* Run the records of `words`: 0, or 1 + the index of the record whose kernel reported bad input (the records
+   before it have run, the rest have not). */
+API int run_program(const int *words, int n_words, void *const *buffers) {
+  for (int at = 0, record = 0; at + 2 <= n_words; record++) {
+    int op = words[at], n = words[at + 1];
+    if (at + 2 + n > n_words || run_record(op, words + at + 2, buffers)) return 1 + record;
+    at += 2 + n;
+  }
+  return 0;
+}
