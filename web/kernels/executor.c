@@ -33,12 +33,13 @@ void depthwise_grad_f32(int n, int c, int h, int w, int oh, int ow, int kh, int 
                         float *dfilters);
 void adamw_f32(int count, const addr_t *table, int mode, const float *s);
 void sgd_f32(int count, const addr_t *table, float neg_lr);
+int nonfinite_f32(int n, const float *x);
 double pow_f64_int(double a, long long t);
 
 #define OPS(X)                                                                                                   \
   X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
-  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd)
+  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -199,7 +200,7 @@ static inline void fill_bytes(unsigned char *p, int n, int value) {
                   w[i + 10], w[i + 11]
 
 /* One record: 0, or 1 when its kernel reports bad input (a label or an index out of range). */
-static int run_record(int op, const int *w, void *const *buffers) {
+static int run_record(int op, int n, const int *w, void *const *buffers) {
   switch (op) {
     case OP_copy: {          /* [src, dst, nbytes] */
       const unsigned char *src = BYTES(0);
@@ -210,9 +211,9 @@ static int run_record(int op, const int *w, void *const *buffers) {
     case OP_fill:            /* [dst, nbytes, byte] */
       fill_bytes(BYTES(0), w[1], w[2]);
       return 0;
-    case OP_strided: {       /* [kind, out, a, b, rank, shape.., a strides.., b strides..] */
+    case OP_strided: {       /* [a, b, out, kind, rank, shape.., a strides.., b strides..] */
       int rank = w[4];
-      strided(w[0], rank, w + 5, F32(1), F32(2), w + 5 + rank, OPT_F32(3), w + 5 + 2 * rank);
+      strided(w[3], rank, w + 5, F32(2), F32(0), w + 5 + rank, OPT_F32(1), w + 5 + 2 * rank);
       return 0;
     }
     case OP_gemm:            /* [a, b, c, count, m, n, k, alpha, oa, sa, rsa, csa, ob, sb, rsb, csb, beta, oc, sc, ldc] */
@@ -246,7 +247,7 @@ static int run_record(int op, const int *w, void *const *buffers) {
     case OP_softmax_ce:      /* [scores, labels, weights, loss, log_prob, work, rows, cols, reduction, has_ignore,
                                  ignore lo, ignore hi, identity, zero] */
     case OP_softmax_ce_grad: {  /* [dy, log_prob, labels, weights, dx, work, the same parameters] */
-      ce_shape s = {w[6], w[7], w[8], w[3] >= 0, w[9],
+      ce_shape s = {w[6], w[7], w[8], (op == OP_softmax_ce ? w[2] : w[3]) >= 0, w[9],
                     (long long)(((unsigned long long)(unsigned)w[11] << 32) | (unsigned)w[10]),
                     as_float(w[12]), as_float(w[13])};
       if (op == OP_softmax_ce) return softmax_ce(&s, F32(0), I64(1), OPT_F32(2), F32(3), F32(4), F32(5));
@@ -263,40 +264,47 @@ static int run_record(int op, const int *w, void *const *buffers) {
       if (w[3] >= 0) fill_bytes(BYTES(3), 1, 1);
       return 0;
     }
-    case OP_adamw: {         /* [lr, step, update signal, updated flag, flag bytes, count, mode, correct_bias,
-                                 alpha, beta, epsilon, weight decay, then per tensor: w, g, m1, m2, size] */
+    case OP_adamw: {         /* [lr, step, update signal, weights.., gradients.., moments 1.., moments 2..,
+                                 updated flag, then count, flag bytes, mode, correct_bias, alpha, beta, epsilon,
+                                 weight decay, sizes..]: n = 12 + 5 count */
+      int count = (n - 12) / 5;
+      const int *p = w + 4 + 4 * count;
       int go = flag_set(buffers, w[2]);
-      if (w[3] >= 0) fill_bytes(BYTES(3), w[4], go);
+      if (w[3 + 4 * count] >= 0) fill_bytes(BYTES(3 + 4 * count), p[1], go);
       if (!go) return 0;
-      float lr = *F32(0), a = as_float(w[8]), b = as_float(w[9]), eps = as_float(w[10]), wd = as_float(w[11]);
+      float lr = *F32(0), a = as_float(p[4]), b = as_float(p[5]), eps = as_float(p[6]), wd = as_float(p[7]);
       float one = 1.0f, one_a = one - a, one_b = one - b, ac = one, bc = one, lr_c = lr;
-      if (w[7] == 1) {       /* ops/optimizers.py: 1 - float32(float(a) ** t), then lr * (sqrt(bc) / ac) */
+      if (p[3] == 1) {       /* ops/optimizers.py: 1 - float32(float(a) ** t), then lr * (sqrt(bc) / ac) */
         long long t = *I64(1);
         ac = one - (float)pow_f64_int((double)a, t);
         bc = one - (float)pow_f64_int((double)b, t);
         lr_c = lr * (__builtin_sqrtf(bc) / ac);
       }
       float scalars[11] = {lr, a, b, one_a, one_b, eps, wd, ac, bc, lr_c, lr * wd};
-      for (int t = 0; t < w[5]; t++) {
-        const int *g = w + 12 + 5 * t;
-        addr_t table[5] = {g[4], (addr_t)buffers[g[0]], (addr_t)buffers[g[1]], (addr_t)buffers[g[2]],
-                           (addr_t)buffers[g[3]]};
-        adamw_f32(1, table, w[6], scalars);
+      for (int t = 0; t < count; t++) {
+        addr_t table[5] = {p[8 + t], (addr_t)buffers[w[3 + t]], (addr_t)buffers[w[3 + count + t]],
+                           (addr_t)buffers[w[3 + 2 * count + t]], (addr_t)buffers[w[3 + 3 * count + t]]};
+        adamw_f32(1, table, p[2], scalars);
       }
       return 0;
     }
-    case OP_sgd: {           /* [lr, update signal, updated flag, flag bytes, count, then per tensor: w, g, size] */
+    case OP_sgd: {           /* [lr, update signal, weights.., gradients.., updated flag, then count, flag bytes,
+                                 sizes..]: n = 5 + 3 count */
+      int count = (n - 5) / 3;
+      const int *p = w + 3 + 2 * count;
       int go = flag_set(buffers, w[1]);
-      if (w[2] >= 0) fill_bytes(BYTES(2), w[3], go);
+      if (w[2 + 2 * count] >= 0) fill_bytes(BYTES(2 + 2 * count), p[1], go);
       if (!go) return 0;
       float neg_lr = -*F32(0);
-      for (int t = 0; t < w[4]; t++) {
-        const int *g = w + 5 + 3 * t;
-        addr_t table[3] = {g[2], (addr_t)buffers[g[0]], (addr_t)buffers[g[1]]};
+      for (int t = 0; t < count; t++) {
+        addr_t table[3] = {p[2 + t], (addr_t)buffers[w[2 + t]], (addr_t)buffers[w[2 + count + t]]};
         sgd_f32(1, table, neg_lr);
       }
       return 0;
     }
+    case OP_nonfinite:       /* [x, count (int32, added to), n] */
+      *(int *)buffers[w[1]] += nonfinite_f32(w[2], F32(0));
+      return 0;
   }
   return 1;                  /* an op this build does not know */
 }
@@ -306,7 +314,7 @@ static int run_record(int op, const int *w, void *const *buffers) {
 API int run_program(const int *words, int n_words, void *const *buffers) {
   for (int at = 0, record = 0; at + 2 <= n_words; record++) {
     int op = words[at], n = words[at + 1];
-    if (at + 2 + n > n_words || run_record(op, words + at + 2, buffers)) return 1 + record;
+    if (at + 2 + n > n_words || run_record(op, n, words + at + 2, buffers)) return 1 + record;
     at += 2 + n;
   }
   return 0;

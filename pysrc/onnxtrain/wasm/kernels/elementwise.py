@@ -1,0 +1,116 @@
+"""Element-wise float32 ops: Relu, Sigmoid, Softmax and their gradients on the C kernels the numpy provider calls
+(ops/simd.py), and Add, Sub, Mul, Div, same shape or broadcast, one IEEE operation per element as numpy's."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.ort_names import MS_DOMAIN
+from ...runtime.program import NotLowered
+from ..lowering import broadcast_strides, contiguous_strides, f32_only
+from ..registry import wasm_kernel
+
+STRIDED = {"copy": 0, "Add": 1, "Sub": 2, "Mul": 3, "Div": 4}
+MAX_RANK = 8
+
+
+def strided(k, kind: str, out, a, b=None, a_strides=None, b_strides=None) -> None:
+    """out (contiguous) = a kind b, a and b read at the given element strides (default: broadcast to out)."""
+    rank = out.rank
+    if rank > MAX_RANK:
+        raise NotLowered(f"{kind}: rank {rank} (the C kernel takes up to {MAX_RANK})")
+    if out.size == 0:
+        return
+    sa = a_strides if a_strides is not None else broadcast_strides(a.shape, out.shape)
+    sb = (b_strides if b_strides is not None else broadcast_strides(b.shape, out.shape)) if b is not None \
+        else [0] * rank
+    k.call("strided", [a, b], [out], [STRIDED[kind], rank, *out.shape, *sa, *sb])
+
+
+def _unary(k, op: str, kernel: str, x):
+    f32_only(op, x)
+    y = k.output(x.shape)
+    if y.size:
+        k.call(kernel, [x], [y], [y.size])
+    return y
+
+
+def _grad(k, op: str, kernel: str, dy, x):
+    f32_only(op, dy, x)
+    if dy.shape != x.shape:
+        raise NotLowered(f"{op}: {dy.describe()} and {x.describe()} differ in shape")
+    dx = k.output(x.shape)
+    if dx.size:
+        k.call(kernel, [dy, x], [dx], [dx.size])
+    return dx
+
+
+@wasm_kernel("Relu")
+def Relu(k, X):
+    return _unary(k, "Relu", "relu", X)
+
+
+@wasm_kernel("Sigmoid")
+def Sigmoid(k, X):
+    return _unary(k, "Sigmoid", "sigmoid", X)
+
+
+@wasm_kernel("ReluGrad", MS_DOMAIN)
+def ReluGrad(k, dY, X):
+    return _grad(k, "ReluGrad", "relu_grad", dY, X)
+
+
+@wasm_kernel("SigmoidGrad", MS_DOMAIN)
+def SigmoidGrad(k, dY, Y):
+    return _grad(k, "SigmoidGrad", "sigmoid_grad", dY, Y)
+
+
+def _rows(k, op: str, x, axis: int):
+    """(rows, cols) of a softmax over the last axis (ops/simd.py's _by_rows takes no other)."""
+    f32_only(op, x)
+    if x.rank == 0 or axis not in (-1, x.rank - 1) or x.shape[-1] == 0:
+        raise NotLowered(f"{op}: axis {axis} of {x.describe()} (the C kernel takes the last axis)")
+    return x.size // x.shape[-1], x.shape[-1]
+
+
+@wasm_kernel("Softmax")
+def Softmax(k, input, *, axis=-1):
+    if k.opset is not None and k.opset < 13:
+        raise NotLowered("Softmax before opset 13 (the input seen as 2-D)")
+    rows, cols = _rows(k, "Softmax", input, axis)
+    y = k.output(input.shape)
+    k.call("softmax", [input], [y], [rows, cols])
+    return y
+
+
+@wasm_kernel("SoftmaxGrad_13", MS_DOMAIN)
+def SoftmaxGrad_13(k, dY, Y, *, axis=-1):
+    rows, cols = _rows(k, "SoftmaxGrad_13", Y, axis)
+    f32_only("SoftmaxGrad_13", dY)
+    if dY.shape != Y.shape:
+        raise NotLowered(f"SoftmaxGrad_13: {dY.describe()} and {Y.describe()} differ in shape")
+    dx = k.output(Y.shape)
+    k.call("softmax_grad", [dY, Y], [dx], [rows, cols])
+    return dx
+
+
+def _binary(op: str):
+    def lower(k, A, B, **legacy):
+        if legacy or (k.opset is not None and k.opset < 7):
+            raise NotLowered(f"{op} before opset 7 (broadcast and axis attributes)")
+        f32_only(op, A, B)
+        try:
+            shape = np.broadcast_shapes(A.shape, B.shape)
+        except ValueError:
+            raise NotLowered(f"{op}: {A.describe()} and {B.describe()} do not broadcast") from None
+        out = k.output(shape)
+        strided(k, op, out, A, B)
+        return out
+    lower.__name__ = op
+    return lower
+
+
+for _op in ("Add", "Sub", "Mul", "Div"):
+    wasm_kernel(_op)(_binary(_op))
+
+
+__all__ = ["strided", "contiguous_strides"]

@@ -1,0 +1,198 @@
+"""The wasm provider's host where the kernel library is loaded with ctypes (the native build in CPython; the side
+module in Pyodide's heap): a compiled Program bound to the arena of its temporaries and a table of buffer
+pointers, run as one ``run_program`` call per segment between host nodes.
+
+The fed arrays (the batch, and the state's parameters, gradients and moments) are used in place: their addresses
+go into the pointer table each run, so in-place ops update the caller's arrays and nothing is copied in or out but
+the outputs.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..ops import simd
+from ..ops.registry import normalize_domain
+from ..runtime import runner
+from ..runtime.plan import IN_PLACE_OPS, describe_node
+from .errors import KernelInputError, WasmError, WasmMemoryError
+from .lowering import Call
+
+ALIGN = 64   # bytes between the arena's buffers
+
+_library: dict = {}
+
+
+def library():
+    """(the loaded kernel library, {op name: id}) from ops/simd.py's library, which has set gemm's scratch."""
+    lib = simd._lib
+    if lib is None:
+        raise WasmError("the wasm provider runs on onnxtrain's kernel library, which is not loaded here (in CPython "
+                        "build it with `python3 build.py native`, and leave ONNXTRAIN_NATIVE unset or 1)")
+    found = _library.get(id(lib))
+    if found is None:
+        if not hasattr(lib, "run_program"):
+            raise WasmError("the loaded kernel library predates the program executor (web/kernels/executor.c): "
+                            "rebuild it (`python3 build.py native`)")
+        lib.executor_op_name.restype = ctypes.c_char_p
+        ops = {lib.executor_op_name(i).decode(): i for i in range(lib.executor_op_count())}
+        found = _library[id(lib)] = (lib, ops)
+    return found
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+class NativeRunner(runner.Runner):
+    """A Program bound to the kernel library: its buffers made once, ``run`` per step."""
+
+    def __init__(self, program, provider):
+        super().__init__(program, provider)
+        self.lib, ops = library()
+        count = len(program.buffers)
+        self.table = (ctypes.c_void_p * max(1, count))()
+        self.raw: list = [None] * count          # per buffer its bytes, a flat uint8 array
+        self._fed: list = [None] * count         # the array fed into each feed buffer last
+        self._arena(program)
+        for i, b in enumerate(program.buffers):
+            if b.kind == "const":
+                self._bind(i, np.ascontiguousarray(b.value))
+            elif b.kind == "resident":
+                raise WasmError("the wasm provider in this process feeds the state's arrays in place, not as "
+                                "residents")
+        self.segments = []                       # ("calls", words, calls) or ("host", HostStep)
+        calls: list = []
+        for step in program.steps + [None]:
+            if isinstance(step, Call):
+                calls.append(step)
+                continue
+            if calls:
+                words = np.array([w for c in calls for w in c.words(ops)], np.int32)
+                self.segments.append(("calls", words, calls))
+                calls = []
+            if step is not None:
+                self.segments.append(("host", step))
+        self.outputs = program.outputs
+
+    def _arena(self, program) -> None:
+        """One block for the temporaries, each buffer ALIGN-aligned in it."""
+        offsets, total = {}, 0
+        for i, b in enumerate(program.buffers):
+            if b.kind == "temp":
+                offsets[i] = total
+                total += -(-b.nbytes // ALIGN) * ALIGN
+        try:
+            block = np.empty(total + ALIGN, np.uint8)
+        except MemoryError:
+            raise WasmMemoryError(self._too_big(program, total)) from None
+        start = -_address(block) % ALIGN
+        self.arena = block
+        for i, at in offsets.items():
+            self._bind(i, block[start + at:start + at + program.buffers[i].nbytes])
+
+    def _too_big(self, program, total: int) -> str:
+        largest, name = 0, "?"
+        for step in program.steps:
+            tensors = step.tensors if isinstance(step, Call) else [t for out in step.outputs if out is not None
+                                                                    for t in (out if isinstance(out, list) else [out])]
+            for t in tensors:
+                if t.storage is not None and t.storage.kind == "temp" and t.storage.nbytes > largest:
+                    node = step.node
+                    largest, name = t.storage.nbytes, f"{t.describe()}, an output of {describe_node(node)}"
+        return (f"the wasm provider cannot allocate {total} bytes for the program's temporaries (the largest, "
+                f"{largest} bytes: {name}); nothing was run")
+
+    def _bind(self, i: int, array: np.ndarray) -> None:
+        self.raw[i] = array.reshape(-1).view(np.uint8)
+        self.table[i] = _address(array) if array.size else None
+
+    def view(self, t) -> np.ndarray:
+        """The buffer of Tensor ``t`` as a numpy array of its dtype and shape (no copy)."""
+        raw = self.raw[t.storage.index]
+        return raw[:t.size * t.dtype.itemsize].view(t.dtype).reshape(t.shape)
+
+    def release(self) -> None:
+        self.arena = None
+        self.raw = []
+
+    def run(self, feeds: list, wanted: list, defer: bool = False):
+        """Bind the feeds, run the program, and return the values of the outputs at ``wanted`` (indices into the
+        graph's outputs) as numpy arrays."""
+        program = self.program
+        write_back = []
+        for pos, index, storage in program.feeds:
+            value = feeds[pos] if index is None else feeds[pos][index]
+            i = storage.index
+            if value is self._fed[i]:
+                continue
+            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if not (array.flags.c_contiguous and array.flags.aligned) or (storage.written
+                                                                          and not array.flags.writeable):
+                copy = np.ascontiguousarray(array).copy()
+                if storage.written:
+                    write_back.append((array, copy))
+                self._fed[i] = None
+                self._bind(i, copy)
+                continue
+            self._fed[i] = value
+            self._bind(i, array)
+        table = ctypes.byref(self.table)
+        for segment in self.segments:
+            if segment[0] == "host":
+                self._host(segment[1])
+                continue
+            words, calls = segment[1], segment[2]
+            failed = self.lib.run_program(ctypes.c_void_p(_address(words)), len(words), table)
+            if failed:
+                raise KernelInputError(self._failure(calls[failed - 1]))
+        for array, copy in write_back:
+            np.copyto(array, copy.reshape(array.shape))
+        outputs, reads = runner.outputs_to_read(program, wanted)
+        got = {id(t): self.view(t).copy() for t in reads}
+
+        def value(t):
+            return got[id(t)] if id(t) in got else t.value.copy()
+        results = [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        return (lambda: results) if defer else results
+
+    def _failure(self, call: Call) -> str:
+        where = describe_node(call.node) if call.node is not None else call.op
+        if call.op in ("softmax_ce", "softmax_ce_grad"):
+            labels = call.inputs[1 if call.op == "softmax_ce" else 2]
+            classes, has_ignore, ignore = call.params[1], call.params[3], (call.params[5] << 32) | (call.params[4] & 0xFFFFFFFF)
+            raw = self.raw[labels.index]
+            values = raw[:raw.size - raw.size % 8].view(np.int64)[:call.params[0]]
+            bad = values[((values < 0) | (values >= classes)) & ~((values == ignore) & bool(has_ignore))]
+            label = int(bad[0]) if bad.size else "?"
+            return (f"{where}: label {label} is outside [0, {classes})"
+                    + (f" and is not ignore_index={ignore}" if has_ignore else ""))
+        if call.op == "maxpool_grad":
+            return f"{where}: an index of the pooling's indices lies outside its input"
+        return f"{where}: the C kernel ({call.op}) found bad input"
+
+    def _host(self, step) -> None:
+        """A node without a C kernel: its inputs as numpy views of the buffers (known values as they are), the
+        numpy kernel, its outputs copied into their buffers."""
+        in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
+
+        def host(t):
+            if t is None:
+                return None
+            if t.value is not None:
+                return t.value.copy() if in_place else t.value
+            return self.view(t)
+        args = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in step.inputs]
+        result = step.fn(*args, **step.kwargs)
+        result = result if isinstance(result, tuple) else (result,)
+        for out, r in zip(step.outputs, result):
+            if out is None:
+                continue
+            for t, x in (zip(out, r) if isinstance(out, list) else [(out, r)]):
+                x = np.asarray(x)
+                if x.shape != t.shape:
+                    raise WasmError(f"{describe_node(step.node)} (on the host) gave shape {list(x.shape)} this "
+                                    f"time, {list(t.shape)} when the step was compiled: its output shape depends "
+                                    f"on the data, which a wasm program cannot follow")
+                np.copyto(self.view(t), x, casting="unsafe")
