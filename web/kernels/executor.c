@@ -65,29 +65,45 @@ static inline float as_float(int w) {
 
 enum { S_COPY, S_ADD, S_SUB, S_MUL, S_DIV, MAX_RANK = 8 };
 
+/* One row of `inner` elements: po[j] = pa[j * ia] op pb[j * ib], with the common strides (1 and 1, 1 and 0), in
+   place or not, as loops of their own, which the compiler vectorizes. */
+#define ROW(EXPR)                                                                                \
+  do {                                                                                           \
+    if (po == pa && ia == 1 && ib == 0) { float y = pb[0]; for (int j = 0; j < inner; j++) { float x = po[j]; po[j] = EXPR; (void)y; } } \
+    else if (po == pa && ia == 1 && ib == 1) for (int j = 0; j < inner; j++) { float x = po[j], y = pb[j]; po[j] = EXPR; (void)y; } \
+    else if (ia == 1 && ib == 1) for (int j = 0; j < inner; j++) { float x = pa[j], y = pb[j]; po[j] = EXPR; (void)y; } \
+    else if (ia == 1 && ib == 0) { float y = pb[0]; for (int j = 0; j < inner; j++) { float x = pa[j]; po[j] = EXPR; (void)y; } } \
+    else for (int j = 0; j < inner; j++) { float x = pa[j * ia], y = pb[j * ib]; po[j] = EXPR; (void)y; } \
+  } while (0)
+
 /* out (contiguous, `shape`) = a op b, a and b read at element strides sa, sb (0 broadcasts).  Each element is one
    IEEE operation, as numpy's; out may be a when a is contiguous (in place). */
 static void strided(int kind, int rank, const int *shape, float *out, const float *a, const int *sa,
                     const float *b, const int *sb) {
+  static const float zero = 0.0f;
   int index[MAX_RANK] = {0};
   int inner = rank ? shape[rank - 1] : 1, ia = rank ? sa[rank - 1] : 0, ib = rank ? sb[rank - 1] : 0;
   long long total = 1;
   for (int d = 0; d < rank; d++) total *= shape[d];
   if (total == 0) return;
+  if (!b) {
+    b = &zero;
+    ib = 0;
+  }
   for (long long done = 0; done < total; done += inner) {
     long long oa = 0, ob = 0;
     for (int d = 0; d < rank - 1; d++) {
       oa += (long long)index[d] * sa[d];
-      ob += (long long)index[d] * sb[d];
+      ob += (long long)index[d] * (sb ? sb[d] : 0);
     }
-    const float *pa = a + oa, *pb = b ? b + ob : 0;
+    const float *pa = a + oa, *pb = b + (b == &zero ? 0 : ob);
     float *po = out + done;
     switch (kind) {
-      case S_COPY: for (int j = 0; j < inner; j++) po[j] = pa[j * ia]; break;
-      case S_ADD: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] + pb[j * ib]; break;
-      case S_SUB: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] - pb[j * ib]; break;
-      case S_MUL: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] * pb[j * ib]; break;
-      default: for (int j = 0; j < inner; j++) po[j] = pa[j * ia] / pb[j * ib]; break;
+      case S_COPY: ROW(x); break;
+      case S_ADD: ROW(x + y); break;
+      case S_SUB: ROW(x - y); break;
+      case S_MUL: ROW(x * y); break;
+      default: ROW(x / y); break;
     }
     for (int d = rank - 2; d >= 0; d--) {
       if (++index[d] < shape[d]) break;

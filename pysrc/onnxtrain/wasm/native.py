@@ -62,7 +62,7 @@ class NativeRunner(runner.Runner):
             elif b.kind == "resident":
                 raise WasmError("the wasm provider in this process feeds the state's arrays in place, not as "
                                 "residents")
-        self.segments = []                       # ("calls", words, calls) or ("host", HostStep)
+        self.segments = []                       # ("calls", (words, their address, count), Calls) or ("host", step)
         calls: list = []
         for step in program.steps + [None]:
             if isinstance(step, Call):
@@ -70,7 +70,7 @@ class NativeRunner(runner.Runner):
                 continue
             if calls:
                 words = np.array([w for c in calls for w in c.words(ops)], np.int32)
-                self.segments.append(("calls", words, calls))
+                self.segments.append(("calls", (words, ctypes.c_void_p(_address(words)), len(words)), calls))
                 calls = []
             if step is not None:
                 self.segments.append(("host", step))
@@ -143,8 +143,8 @@ class NativeRunner(runner.Runner):
             if segment[0] == "host":
                 self._host(segment[1])
                 continue
-            words, calls = segment[1], segment[2]
-            failed = self.lib.run_program(ctypes.c_void_p(_address(words)), len(words), table)
+            (_, words, count), calls = segment[1], segment[2]
+            failed = self.lib.run_program(words, count, table)
             if failed:
                 raise KernelInputError(self._failure(calls[failed - 1]))
         for array, copy in write_back:

@@ -23,7 +23,25 @@ def strided(k, kind: str, out, a, b=None, a_strides=None, b_strides=None) -> Non
     sa = a_strides if a_strides is not None else broadcast_strides(a.shape, out.shape)
     sb = (b_strides if b_strides is not None else broadcast_strides(b.shape, out.shape)) if b is not None \
         else [0] * rank
-    k.call("strided", [a, b], [out], [STRIDED[kind], rank, *out.shape, *sa, *sb])
+    shape, sa, sb = merged(list(out.shape), list(sa), list(sb))
+    k.call("strided", [a, b], [out], [STRIDED[kind], len(shape), *shape, *sa, *sb])
+
+
+def merged(shape: list, sa: list, sb: list) -> tuple:
+    """The dims of a strided op with each run that both operands (and the contiguous output) step through as
+    one dim merged into it, and the dims of size 1 dropped: fewer, longer rows for the C loop."""
+    dims, a_steps, b_steps = [], [], []
+    for size, x, y in zip(shape, sa, sb):
+        if size == 1:
+            continue
+        if dims and a_steps[-1] == x * size and b_steps[-1] == y * size:
+            dims[-1] *= size
+            a_steps[-1], b_steps[-1] = x, y
+            continue
+        dims.append(size)
+        a_steps.append(x)
+        b_steps.append(y)
+    return dims or [1], a_steps or [0], b_steps or [0]
 
 
 def _unary(k, op: str, kernel: str, x):
