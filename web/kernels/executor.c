@@ -2,9 +2,9 @@
 
    A program is int32 words, one record after another: [op, n, w_1 .. w_n].  The words of a record are buffer
    indices (into `buffers`, a table of pointers; -1 for an absent optional one), then integer parameters, floats
-   as their float32 bits.  Each op calls the same kernels, in the same order, as the numpy provider's ops
-   (the modules of pysrc/onnxtrain/ops through ops/simd.py), so that results are its bits; softmax cross-entropy's exp and
-   log and AdamW's powers are this build's own (mathlib.c).  The op ids are the positions in OP_NAMES, which the
+   as their float32 bits.  Each op calls the same kernels, in the same order, as the numpy provider's ops (the
+   modules of pysrc/onnxtrain/ops, through ops/simd.py), so that results are its bits; softmax cross-entropy's exp
+   and log and AdamW's powers are this build's own (mathlib.c).  The op ids are the positions in OP_NAMES, which the
    host reads at load (executor_op_count, executor_op_name): pysrc/onnxtrain/wasm/lowering.py writes the records. */
 #include "kernels.h"
 
@@ -67,13 +67,22 @@ enum { S_COPY, S_ADD, S_SUB, S_MUL, S_DIV, MAX_RANK = 8 };
 
 /* One row of `inner` elements: po[j] = pa[j * ia] op pb[j * ib], with the common strides (1 and 1, 1 and 0), in
    place or not, as loops of their own, which the compiler vectorizes. */
-#define ROW(EXPR)                                                                                \
-  do {                                                                                           \
-    if (po == pa && ia == 1 && ib == 0) { float y = pb[0]; for (int j = 0; j < inner; j++) { float x = po[j]; po[j] = EXPR; (void)y; } } \
-    else if (po == pa && ia == 1 && ib == 1) for (int j = 0; j < inner; j++) { float x = po[j], y = pb[j]; po[j] = EXPR; (void)y; } \
-    else if (ia == 1 && ib == 1) for (int j = 0; j < inner; j++) { float x = pa[j], y = pb[j]; po[j] = EXPR; (void)y; } \
-    else if (ia == 1 && ib == 0) { float y = pb[0]; for (int j = 0; j < inner; j++) { float x = pa[j]; po[j] = EXPR; (void)y; } } \
-    else for (int j = 0; j < inner; j++) { float x = pa[j * ia], y = pb[j * ib]; po[j] = EXPR; (void)y; } \
+#define ROW(EXPR)                                                                                      \
+  do {                                                                                                 \
+    float x = 0.0f, y = 0.0f;                                                                          \
+    int j;                                                                                             \
+    if (po == pa && ia == 1 && ib == 0)                                                                \
+      for (j = 0, y = pb[0]; j < inner; j++) { x = po[j]; po[j] = EXPR; }                             \
+    else if (po == pa && ia == 1 && ib == 1)                                                           \
+      for (j = 0; j < inner; j++) { x = po[j]; y = pb[j]; po[j] = EXPR; }                              \
+    else if (ia == 1 && ib == 1)                                                                       \
+      for (j = 0; j < inner; j++) { x = pa[j]; y = pb[j]; po[j] = EXPR; }                              \
+    else if (ia == 1 && ib == 0)                                                                       \
+      for (j = 0, y = pb[0]; j < inner; j++) { x = pa[j]; po[j] = EXPR; }                             \
+    else                                                                                               \
+      for (j = 0; j < inner; j++) { x = pa[j * ia]; y = pb[j * ib]; po[j] = EXPR; }                    \
+    (void)x;                                                                                           \
+    (void)y;                                                                                           \
   } while (0)
 
 /* out (contiguous, `shape`) = a op b, a and b read at element strides sa, sb (0 broadcasts).  Each element is one
@@ -232,7 +241,8 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
       strided(w[3], rank, w + 5, F32(2), F32(0), w + 5 + rank, OPT_F32(1), w + 5 + 2 * rank);
       return 0;
     }
-    case OP_gemm:            /* [a, b, c, count, m, n, k, alpha, oa, sa, rsa, csa, ob, sb, rsb, csb, beta, oc, sc, ldc] */
+    case OP_gemm:            /* [a, b, c, count, m, n, k, alpha, oa, sa, rsa, csa, ob, sb, rsb, csb, beta, oc, sc,
+                                 ldc] */
       gemm_f32(w[3], w[4], w[5], w[6], as_float(w[7]), F32(0) + w[8], w[9], w[10], w[11], F32(1) + w[12], w[13],
                w[14], w[15], as_float(w[16]), F32(2) + w[17], w[18], w[19]);
       return 0;

@@ -161,7 +161,8 @@ class NativeRunner(runner.Runner):
         where = describe_node(call.node) if call.node is not None else call.op
         if call.op in ("softmax_ce", "softmax_ce_grad"):
             labels = call.inputs[1 if call.op == "softmax_ce" else 2]
-            classes, has_ignore, ignore = call.params[1], call.params[3], (call.params[5] << 32) | (call.params[4] & 0xFFFFFFFF)
+            classes, has_ignore = call.params[1], call.params[3]
+            ignore = (call.params[5] << 32) | (call.params[4] & 0xFFFFFFFF)
             raw = self.raw[labels.index]
             values = raw[:raw.size - raw.size % 8].view(np.int64)[:call.params[0]]
             bad = values[((values < 0) | (values >= classes)) & ~((values == ignore) & bool(has_ignore))]
