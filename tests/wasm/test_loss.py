@@ -105,3 +105,27 @@ def test_bad_label_names_the_node():
         session.run(list(feeds.values()))
     feeds["labels"][5] = 3
     assert np.isfinite(session.run(list(feeds.values()))[0])      # the session still runs
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_internal_forms_with_ignore_index_as_an_input(weights, monkeypatch):
+    """com.microsoft's SoftmaxCrossEntropyLossInternal and its gradient take ignore_index as an input tensor
+    (a constant of the graph: known when compiling)."""
+    use_executor_math(monkeypatch)
+    feeds = _inputs(ignore_index=3, weights=weights)
+    if not weights:
+        feeds[""] = None                              # the omitted weights, before ignore_index
+    ignore = {"ignore_index": np.array(3, np.int64)}
+    model = node_model("SoftmaxCrossEntropyLossInternal", feeds, ["loss", "log_prob"], domain=MS,
+                       initializers=ignore, reduction="mean")
+    values = [v for v in feeds.values() if v is not None]
+    want, got, session, _ = run_both(model, values)
+    lowered(session)
+    assert_bits(got[0], want[0], "loss")
+    grad = {"dy": np.array(0.7, np.float32), "log_prob": want[1], "labels": feeds["labels"],
+            **({"weights": feeds["weights"]} if weights else {"": None})}
+    model = node_model("SoftmaxCrossEntropyLossInternalGrad", grad, ["dx"], domain=MS, initializers=ignore,
+                       reduction="mean")
+    want, got, session, _ = run_both(model, [v for v in grad.values() if v is not None])
+    lowered(session)
+    assert_bits(got[0], want[0], "gradient")

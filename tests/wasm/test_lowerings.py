@@ -277,3 +277,14 @@ def test_sgd(signal):
     assert_bits(got[0], want[0])
     for g, w in zip(mine[1], theirs[1]):
         assert_bits(g, w)
+
+
+def test_the_kernel_table_covers_the_training_steps():
+    from onnxtrain.wasm.registry import wasm_lookup, wasm_ops
+    steps = {("", "Gemm"), ("", "Relu"), ("", "SoftmaxCrossEntropyLoss"), (MS, "SoftmaxCrossEntropyLossGrad"),
+             ("", "ReduceSum"), ("", "Identity"), (MS, "ReluGrad"), (MS, "InPlaceAccumulatorV2"),
+             (MS, "AdamWOptimizer"), (MS, "SGDOptimizerV2"), ("", "Conv"), (MS, "ConvGrad"), ("", "MaxPool"),
+             ("", "MaxPoolGrad"), ("", "Shape"), ("", "Flatten"), ("", "Reshape")}
+    assert steps <= set(wasm_ops())
+    assert all(wasm_lookup(op, domain).__name__ == op for domain, op in steps)
+    assert wasm_lookup("Erf") is None
