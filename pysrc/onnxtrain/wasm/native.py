@@ -74,7 +74,7 @@ class NativeRunner(runner.Runner):
                 calls = []
             if step is not None:
                 self.segments.append(("host", step))
-        self.outputs = program.outputs
+        self._read_plans: dict = {}
 
     def _arena(self, program) -> None:
         """One block for the temporaries, each buffer ALIGN-aligned in it."""
@@ -113,6 +113,17 @@ class NativeRunner(runner.Runner):
         raw = self.raw[t.storage.index]
         return raw[:t.size * t.dtype.itemsize].view(t.dtype).reshape(t.shape)
 
+    def _reads(self, wanted: list) -> tuple:
+        """(the outputs at ``wanted``, per Tensor to read its (buffer, bytes, dtype, shape)), made once per
+        ``wanted``."""
+        key = tuple(wanted)
+        found = self._read_plans.get(key)
+        if found is None:
+            outputs, reads = runner.outputs_to_read(self.program, wanted)
+            found = self._read_plans[key] = (outputs, {id(t): (t.storage.index, t.size * t.dtype.itemsize,
+                                                                t.dtype, t.shape) for t in reads})
+        return found
+
     def release(self) -> None:
         self.arena = None
         self.raw = []
@@ -149,11 +160,15 @@ class NativeRunner(runner.Runner):
                 raise KernelInputError(self._failure(calls[failed - 1]))
         for array, copy in write_back:
             np.copyto(array, copy.reshape(array.shape))
-        outputs, reads = runner.outputs_to_read(program, wanted)
-        got = {id(t): self.view(t).copy() for t in reads}
+        outputs, reads = self._reads(wanted)
+        raw = self.raw
 
         def value(t):
-            return got[id(t)] if id(t) in got else t.value.copy()
+            read = reads.get(id(t))
+            if read is None:
+                return t.value.copy()
+            index, nbytes, dtype, shape = read
+            return raw[index][:nbytes].view(dtype).reshape(shape).copy()
         results = [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
         return (lambda: results) if defer else results
 
