@@ -6,7 +6,7 @@ import numpy as np
 
 from ...ir.ort_names import MS_DOMAIN
 from ...runtime.program import NotLowered
-from ..lowering import broadcast_strides, contiguous_strides, f32_only
+from ..lowering import broadcast_strides, f32_only
 from ..registry import wasm_kernel
 
 STRIDED = {"copy": 0, "Add": 1, "Sub": 2, "Mul": 3, "Div": 4}
@@ -130,5 +130,3 @@ def _binary(op: str):
 for _op in ("Add", "Sub", "Mul", "Div"):
     wasm_kernel(_op)(_binary(_op))
 
-
-__all__ = ["strided", "contiguous_strides"]
