@@ -288,3 +288,33 @@ def test_the_kernel_table_covers_the_training_steps():
     assert steps <= set(wasm_ops())
     assert all(wasm_lookup(op, domain).__name__ == op for domain, op in steps)
     assert wasm_lookup("Erf") is None
+
+
+def _gemm_then_accumulate(also_output: bool):
+    nodes = [helper.make_node("Gemm", ["dy", "x"], ["g"], transA=1),
+             helper.make_node("InPlaceAccumulatorV2", ["buf", "g", "reset"], ["updated"], domain=MS)]
+    info = {"dy": [16, 5], "x": [16, 7], "buf": [5, 7]}
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in info.items()]
+    inputs.append(helper.make_tensor_value_info("reset", TensorProto.BOOL, [1]))
+    outputs = [helper.make_tensor_value_info("updated", TensorProto.BOOL, [1])]
+    if also_output:
+        outputs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, [5, 7]))
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    from onnxtrain import ir
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)]
+    return ir.load(helper.make_model(graph, opset_imports=opsets).SerializeToString())
+
+
+@pytest.mark.parametrize("also_output", [False, True])
+@pytest.mark.parametrize("reset", [True, False])
+def test_gemm_into_its_accumulator(also_output, reset):
+    """Fused (wasm/fuse.py) unless the product is read elsewhere (here: a graph output); numpy's bits either way."""
+    feeds = [rand(16, 5), rand(16, 7), rand(5, 7), np.array([reset])]
+    want, got, session, (theirs, mine) = run_both(_gemm_then_accumulate(also_output), feeds)
+    lowered(session)
+    assert_bits(mine[2], theirs[2], "the accumulation buffer")
+    for g, w in zip(got, want):
+        assert_bits(g, w)
+    runner = next(iter(session._programs.values()))
+    ops = [c.op for segment in runner.segments for c in segment[2]]
+    assert ("gemm_accumulate" in ops) == (not also_output)

@@ -70,6 +70,32 @@ def test_steps_match_numpy(name):
         np.testing.assert_allclose(params[step], want_params[step], rtol=0, atol=PARAM_ATOL)
 
 
+@pytest.mark.parametrize("name,fused", [("mlp_full_ce_adamw", 2), ("cnn_full_ce_adamw", 1)])
+def test_gradients_accumulated_over_steps_are_numpys_bits(name, fused, monkeypatch):
+    """Two train steps between resets: the weight gradients' GEMMs, fused with their accumulators (wasm/fuse.py),
+    overwrite the buffers on the first and add on the second, as the numpy provider does."""
+    use_executor_math(monkeypatch)
+    batches = ort_cases.batches(name, 4)
+    runs = []
+    for wasm in (False, True):
+        module, optimizer = trainer(name, wasm)
+        losses = []
+        for first, second in (batches[:2], batches[2:]):
+            losses += [np.asarray(module(*first)).copy(), np.asarray(module(*second)).copy()]
+            optimizer.step()
+            module.lazy_reset_grad()
+        runs.append((losses, module.get_contiguous_parameters(True).copy(), _state(module)))
+    (want_losses, want_params, want_state), (losses, params, state) = runs
+    for got, want in zip(losses, want_losses):
+        assert_bits(got, want, "loss")
+    assert_bits(params, want_params, "parameters")
+    for got, want in zip(state, want_state):
+        assert_bits(got, want, "the state's arrays")
+    runner = next(iter(module._train._programs.values()))
+    ops = [c.op for kind, _, *calls in runner.segments if kind == "calls" for c in calls[0]]
+    assert ops.count("gemm_accumulate") == fused and ops.count("accumulate") == 4 - fused
+
+
 def _state(module) -> list:
     return [a.copy() for e in module._state._entries.values() for a in (e.data, e.grad) if a is not None]
 

@@ -39,7 +39,7 @@ double pow_f64_int(double a, long long t);
 #define OPS(X)                                                                                                   \
   X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
-  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite)
+  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -326,6 +326,22 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
         addr_t table[3] = {p[2 + t], (addr_t)buffers[w[2 + t]], (addr_t)buffers[w[2 + count + t]]};
         sgd_f32(1, table, neg_lr);
       }
+      return 0;
+    }
+    case OP_gemm_accumulate: {  /* [a, b, product, buffer, overwrite flag, updated flag, then gemm's parameters
+                                    (count .. ldc, as OP_gemm's with beta 0), n]: a GEMM and the
+                                    InPlaceAccumulatorV2 of its product, fused where that keeps the bits: when
+                                    the flag says overwrite, the product goes straight into the buffer. */
+      int over = w[4] >= 0 && flag_set(buffers, w[4]);
+      float *c = over ? F32(3) : F32(2);
+      gemm_f32(w[6], w[7], w[8], w[9], as_float(w[10]), F32(0) + w[11], w[12], w[13], w[14], F32(1) + w[15],
+               w[16], w[17], w[18], as_float(w[19]), c + w[20], w[21], w[22]);
+      if (!over) {
+        float *acc = F32(3);
+        const float *value = F32(2);
+        for (int i = 0; i < w[23]; i++) acc[i] += value[i];
+      }
+      if (w[5] >= 0) fill_bytes(BYTES(5), 1, 1);
       return 0;
     }
     case OP_nonfinite:       /* [x, count (int32, added to), n] */

@@ -17,6 +17,7 @@ from ..ops.registry import normalize_domain
 from ..runtime import runner
 from ..runtime.plan import IN_PLACE_OPS, describe_node
 from .errors import KernelInputError, WasmError, WasmMemoryError
+from .fuse import fuse_gradient_gemms
 from .lowering import Call
 
 ALIGN = 64   # bytes between the arena's buffers
@@ -64,7 +65,7 @@ class NativeRunner(runner.Runner):
                                 "residents")
         self.segments = []                       # ("calls", (words, their address, count), Calls) or ("host", step)
         calls: list = []
-        for step in program.steps + [None]:
+        for step in fuse_gradient_gemms(program.steps, program.outputs) + [None]:
             if isinstance(step, Call):
                 calls.append(step)
                 continue
