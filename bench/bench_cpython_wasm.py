@@ -29,29 +29,19 @@ from onnxtrain.ops import simd  # noqa: E402
 CASES = [("MLP 784-128-10, batch 64", "mlp_full_ce_adamw"), ("CNN conv8-pool-fc, batch 32", "cnn_full_ce_adamw")]
 
 
-def on_wasm(module, optimizer) -> None:
-    """The Module's train session and the Optimizer's session on the wasm provider."""
-    from onnxtrain.wasm.provider import open_provider
-    provider = open_provider()
-    module._train.provider = provider
-    optimizer._session.provider = provider
-
-
 def make_step(kind: str, name: str):
     f = oc.files(name)
-    api, kwargs = ours, {}
+    api, kwargs = ours, {"device": kind}
     if kind == "ORT":
         import onnxruntime
         api = oc.ort_api()
         so = onnxruntime.SessionOptions()
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
-        kwargs["session_options"] = so
+        kwargs = {"session_options": so}
     state = api.CheckpointState.load_checkpoint(str(f["checkpoint"]))
     module = api.Module(str(f["training"]), state, str(f["eval"]), **kwargs)
     optimizer = api.Optimizer(str(f["optimizer"]), module)
-    if kind == "wasm":
-        on_wasm(module, optimizer)
     batch = oc.batches(name, 1)[0]
 
     def step():

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 from .runtime.provider import NUMPY, Provider
 
-DEVICES = ("cpu", "webgpu")
+DEVICES = ("cpu", "wasm", "numpy", "webgpu")
 #: onnxruntime-web's execution provider names, as Module devices.
 PROVIDERS = {"webgpu": "webgpu", "wasm": "cpu", "cpu": "cpu"}
 
 
 def open_provider(device: str = "cpu") -> Provider:
-    """The provider of a Module ``device``; "webgpu" opens the process's GPU (NoAdapterError where none is)."""
+    """The provider of a Module ``device``: "cpu" is the wasm provider (the kernel library's program executor)
+    where that library is loaded (the page's kernel module, CPython's native build), else the numpy provider;
+    "wasm" and "numpy" name one of them; "webgpu" opens the process's GPU (NoAdapterError where none is)."""
     if device not in DEVICES:
-        raise ValueError(f"onnxtrain runs on device 'cpu' or 'webgpu', not {device!r}")
+        raise ValueError(f"onnxtrain runs on device 'cpu', 'wasm', 'numpy' or 'webgpu', not {device!r}")
     if device == "webgpu":
         from .webgpu.provider import open_provider as open_webgpu
         return open_webgpu()
-    return NUMPY
+    if device == "numpy":
+        return NUMPY
+    from .wasm.provider import WasmError, open_provider as open_wasm
+    if device == "wasm":
+        return open_wasm()
+    try:
+        return open_wasm()
+    except WasmError:
+        return NUMPY
 
 
 def provider_for(providers) -> str:

@@ -35,9 +35,13 @@ def run_steps(steps, values: list) -> None:
     except RunError:
         raise
     except Exception as e:
-        args = [values[i] if i >= 0 else None for i in step.inputs] if step else []
-        shapes = ", ".join(f"{n or '<none>'}: {_shape_text(a)}" for n, a in zip(step.node.inputs, args))
-        raise RunError(f"{step.describe()} failed on inputs ({shapes}): {type(e).__name__}: {e}") from e
+        raise run_error(step, [values[i] if i >= 0 else None for i in step.inputs] if step else [], e) from e
+
+
+def run_error(step, args: list, e: Exception) -> RunError:
+    """The RunError of a plan step whose kernel raised ``e`` on ``args``: the node, its inputs' shapes, the cause."""
+    shapes = ", ".join(f"{n or '<none>'}: {_shape_text(a)}" for n, a in zip(step.node.inputs, args))
+    return RunError(f"{step.describe()} failed on inputs ({shapes}): {type(e).__name__}: {e}")
 
 
 class Branch:

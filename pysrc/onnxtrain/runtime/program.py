@@ -40,6 +40,12 @@ class ProgramError(RuntimeError):
     be found, a value the provider cannot hold)."""
 
 
+class NeedsPlan(ProgramError):
+    """A program for these feeds might not stay right: a node on the host whose output shapes may follow the data
+    (an integer input computed during the step, a subgraph), or a value the provider cannot hold.  A provider that
+    ``plans_instead`` has the session run the plan's numpy kernels for these feeds; others raise."""
+
+
 @dataclass(eq=False)
 class Storage:
     """A buffer as the compiler sees it.  ``kind`` is "temp" (pooled by liveness), "feed" (written from a fed
@@ -241,6 +247,7 @@ class _Compiler:
             storage = Storage(self.provider.nbytes(value.shape, value.dtype), "resident", resident=value)
             return Tensor(tuple(value.shape), value.dtype, storage)
         value = np.asarray(value)
+        self._holds(value.dtype, f"input {pos} of the graph")
         storage = Storage(self.provider.nbytes(value.shape, value.dtype), "feed")
         self.feeds.append((pos, index, storage))
         return Tensor(tuple(value.shape), value.dtype, storage)
@@ -267,6 +274,8 @@ class _Compiler:
             except NotLowered as e:
                 reason = str(e)
             else:
+                for record in ctx.records:
+                    record.origin = (step, args)   # the node's numpy kernel and arguments, for its errors
                 self.records.extend(ctx.records)
                 return list(result) if isinstance(result, tuple) else [result]
         return self._host(step, args, used, reason)
@@ -282,6 +291,11 @@ class _Compiler:
     def _host(self, step, args: list, used: tuple, reason: str) -> list:
         """A node that runs on the host during the step, with output shapes found by running it once on zeros
         of its inputs' shapes (or their known values)."""
+        flat = [t for a in args for t in (a if isinstance(a, list) else [a]) if t is not None]
+        if self.provider.plans_instead and (subgraphs(step.node) or any(
+                t.value is None and t.dtype.kind in "iub" for t in flat)):
+            raise NeedsPlan(f"{describe_node(step.node)} runs on the host ({reason}), and its output shapes may "
+                            f"follow the data")
         probe = [None if a is None else [_probe(t) for t in a] if isinstance(a, list) else _probe(a) for a in args]
         # a random op's probe draws from a generator of its own, leaving the node's for the runs
         kwargs = {**step.kwargs, "_generator": None} if "_generator" in step.kwargs else step.kwargs
@@ -289,8 +303,9 @@ class _Compiler:
             with np.errstate(all="ignore"):
                 result = step.fn(*probe, **kwargs)
         except Exception as e:
-            raise self.provider.Error(f"{describe_node(step.node)} runs on the host ({reason}), and its output "
-                                      f"shapes could not be found: {type(e).__name__}: {e}") from e
+            error = NeedsPlan if self.provider.plans_instead else self.provider.Error
+            raise error(f"{describe_node(step.node)} runs on the host ({reason}), and its output shapes could not "
+                        f"be found: {type(e).__name__}: {e}") from e
         result = result if isinstance(result, tuple) else (result,)
         outs = [(([self._host_output(x) for x in r] if isinstance(r, list) else self._host_output(r))
                  if i < len(used) and used[i] else None) for i, r in enumerate(result[:len(step.outputs)])]
@@ -300,7 +315,12 @@ class _Compiler:
 
     def _host_output(self, r) -> Tensor:
         r = np.asarray(r)
+        self._holds(r.dtype, "a host node's output")
         return Tensor(tuple(r.shape), r.dtype, Storage(self.provider.nbytes(r.shape, r.dtype)))
+
+    def _holds(self, dtype, what: str) -> None:
+        if self.provider.plans_instead and np.dtype(dtype).kind in "OUSV":
+            raise NeedsPlan(f"{what} is a {np.dtype(dtype).name} tensor, which {self.provider.title} does not hold")
 
     def _unknown(self, step, r):
         raise self.provider.Error(f"{describe_node(step.node)} gives a {type(r).__name__}, which "

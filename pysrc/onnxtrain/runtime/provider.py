@@ -18,6 +18,7 @@ class Provider:
     compiles = False           # programs per feed shapes (else the plan runs as it is)
     resident = False           # the state's arrays get device copies (a Residency); else they are fed in place
     defers = False             # a run may leave its outputs to be read later (one submission per step)
+    plans_instead = False      # feeds it cannot compile a program for run the plan (else an error)
     Lowering = Lowering
     Error = ProgramError
     device = None

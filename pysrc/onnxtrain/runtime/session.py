@@ -9,7 +9,7 @@ from .execute import run_steps
 from .feeds import FeedError, check_feed
 from .memory import keep_freed_memory
 from .plan import Plan
-from .program import compile_program, feed_signature, is_resident
+from .program import NeedsPlan, compile_program, feed_signature, is_resident
 from .provider import NUMPY
 
 PROGRAMS_KEPT = 4   # feed shapes whose compiled programs a session keeps (a run's last, smaller batch is one)
@@ -26,6 +26,8 @@ class Session:
         self._checks = [check_feed(vi) for vi in self.plan.input_info]
         self._programs: OrderedDict = OrderedDict()
         self.last_program = None
+        self.last_runner = None
+        self.planned = None   # why the last run ran the plan instead of a program (plans_instead), or None
 
     @property
     def input_names(self) -> list:
@@ -96,32 +98,57 @@ class Session:
                 if name not in plan.output_names:
                     raise ValueError(f"'{name}' is not an output of the graph (outputs: {plan.output_names})")
                 wanted.append(plan.output_names.index(name))
-        return self._runner(feeds).run(feeds, wanted, defer)
+        runner = self._runner(feeds)
+        if isinstance(runner, _Planned):
+            outputs = self._run_plan(feeds, [plan.output_names[i] for i in wanted])
+            return (lambda: outputs) if defer else outputs
+        return runner.run(feeds, wanted, defer)
 
     def _runner(self, feeds: list):
         key = tuple(feed_signature(v) for v in feeds)
         runner = self._programs.get(key)
         if runner is None:
-            runner = self.provider.runner(compile_program(self.plan, feeds, self.provider, self.model))
+            try:
+                runner = self.provider.runner(compile_program(self.plan, feeds, self.provider, self.model))
+            except NeedsPlan as e:
+                if not self.provider.plans_instead:
+                    raise
+                runner = _Planned(str(e))
             self._programs[key] = runner
             while len(self._programs) > PROGRAMS_KEPT:
                 self._programs.popitem(last=False)[1].release()
         else:
             self._programs.move_to_end(key)
-        self.last_program = runner.program
+        self.last_program, self.last_runner = runner.program, None if isinstance(runner, _Planned) else runner
+        self.planned = runner.reason if isinstance(runner, _Planned) else None
         return runner
 
     @property
     def fallbacks(self) -> list:
-        """The nodes of the last run's program that ran on the host, each with the reason."""
+        """The nodes of the last run's program that ran on the host, each with the reason (the whole graph, when
+        it ran the plan)."""
+        if self.planned is not None:
+            return [f"the whole graph, on the numpy provider: {self.planned}"]
         return [] if self.last_program is None else list(self.last_program.fallbacks)
 
     @property
     def device_bytes(self) -> int:
         """Bytes of device buffers this session's programs hold (residents not included)."""
-        return sum(r.program.nbytes for r in self._programs.values())
+        return sum(r.program.nbytes for r in self._programs.values() if r.program is not None)
 
     def release(self) -> None:
         for runner in self._programs.values():
             runner.release()
         self._programs.clear()
+
+
+class _Planned:
+    """A feed signature whose runs take the plan: no program, and why."""
+
+    program = None
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def release(self) -> None:
+        pass

@@ -15,6 +15,7 @@ import numpy as np
 from ..ops import simd
 from ..ops.registry import normalize_domain
 from ..runtime import runner
+from ..runtime.execute import run_error
 from ..runtime.plan import IN_PLACE_OPS, describe_node
 from .errors import KernelInputError, WasmError, WasmMemoryError
 from .fuse import fuse_gradient_gemms
@@ -129,6 +130,44 @@ class NativeRunner(runner.Runner):
         self.arena = None
         self.raw = []
 
+    # -- a run without Python (onnxtrain.web.fast_steps) ------------------------------------------------
+
+    def fixed(self):
+        """The program as one executor call on fixed addresses, {"words", "n", "table"}, while every feed is the
+        array bound last (in place, not a copy); None when host nodes split it."""
+        if len(self.segments) != 1 or self.segments[0][0] != "calls":
+            return None
+        if any(self._fed[storage.index] is None for _, _, storage in self.program.feeds):
+            return None
+        words, address, count = self.segments[0][1]
+        return {"words": int(address.value), "n": int(count), "table": ctypes.addressof(self.table)}
+
+    def _feed_storage(self, pos: int):
+        return next(storage for p, index, storage in self.program.feeds if p == pos and index is None)
+
+    def feed_shape(self, pos: int) -> tuple:
+        """(shape, dtype) of the array bound last for graph input ``pos``."""
+        array = self._fed[self._feed_storage(pos).index]
+        return tuple(array.shape), array.dtype
+
+    def bind(self, pos: int, array: np.ndarray) -> None:
+        """Bind ``array`` (C-contiguous, the compiled shape and dtype) for graph input ``pos``, as a run would."""
+        i = self._feed_storage(pos).index
+        self._fed[i] = array
+        self._bind(i, array)
+
+    def output_buffers(self, wanted: list) -> list:
+        """Per graph output at ``wanted``: (the address of its buffer, a view of it), or (None, its value) for an
+        output known before the run."""
+        out = []
+        for i in wanted:
+            t = self.program.outputs[i]
+            if isinstance(t, list) or t.storage is None or t.storage.kind == "const":
+                out.append((None, None if isinstance(t, list) else t.value))
+            else:
+                out.append((int(self.table[t.storage.index] or 0), self.view(t)))
+        return out
+
     def run(self, feeds: list, wanted: list, defer: bool = False):
         """Bind the feeds, run the program, and return the values of the outputs at ``wanted`` (indices into the
         graph's outputs) as numpy arrays."""
@@ -158,7 +197,7 @@ class NativeRunner(runner.Runner):
             (_, words, count), calls = segment[1], segment[2]
             failed = self.lib.run_program(words, count, table)
             if failed:
-                raise KernelInputError(self._failure(calls[failed - 1]))
+                raise self._failure(calls[failed - 1])
         for array, copy in write_back:
             np.copyto(array, copy.reshape(array.shape))
         outputs, reads = self._reads(wanted)
@@ -173,7 +212,30 @@ class NativeRunner(runner.Runner):
         results = [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
         return (lambda: results) if defer else results
 
-    def _failure(self, call: Call) -> str:
+    def _failure(self, call: Call) -> Exception:
+        """The error of a call that found bad input: the one its node's numpy kernel raises on the same inputs
+        (a RunError naming the node and its inputs, as the numpy provider's), else a KernelInputError."""
+        origin = getattr(call, "origin", None)
+        if origin is not None:
+            step, args = origin
+            in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
+
+            def host(t):
+                if t is None:
+                    return None
+                value = t.value if t.value is not None else self.view(t)
+                return value.copy() if in_place else value
+            values = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in args]
+            try:
+                with np.errstate(all="ignore"):
+                    step.fn(*values, **step.kwargs)
+            except Exception as e:
+                error = run_error(step, values, e)
+                error.__cause__ = e
+                return error
+        return KernelInputError(self._described(call))
+
+    def _described(self, call: Call) -> str:
         where = describe_node(call.node) if call.node is not None else call.op
         if call.op in ("softmax_ce", "softmax_ce_grad"):
             labels = call.inputs[1 if call.op == "softmax_ce" else 2]

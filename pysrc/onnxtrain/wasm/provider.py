@@ -16,6 +16,7 @@ class WasmProvider(Provider):
     compiles = True
     resident = False
     defers = False
+    plans_instead = True
     Lowering = WasmLowering
     Error = WasmError
 
