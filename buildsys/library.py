@@ -35,7 +35,7 @@ def build_api_reference(dest: Path) -> None:
 
 
 #: the engine's modules: build_library bundles web/lib/engine.mjs and these into one file, engine.mjs
-ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "threads.mjs", "engine_hooks.mjs")
+ENGINE_MODULES = ("engine.mjs", "start.mjs", "webgpu.mjs", "threads.mjs", "fast_steps.mjs", "engine_hooks.mjs")
 #: the kernel pool's worker (web/lib/threads_worker.mjs), a file of its own that the engine starts by its URL
 THREADS_WORKER = "threads_worker.mjs"
 #: the library's entry (web/lib/onnxtrain.mjs) and its modules (web/lib/src/), bundled into onnxtrain.mjs and .js

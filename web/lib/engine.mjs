@@ -6,6 +6,7 @@
 // stable code, its one-line message and the traceback); {progress} messages report the start.  A failed request
 // leaves its session as it was.
 import { registerHooks } from "./engine_hooks.mjs";
+import { FastSteps } from "./fast_steps.mjs";
 import { snapshotSaved, startPython } from "./start.mjs";
 import { forPython as webgpu } from "./webgpu.mjs";
 
@@ -14,6 +15,7 @@ let bridge = null;
 let registry = null;
 let errors = null;
 let call = null;
+let fast = null;
 
 // Python from a memory snapshot of an earlier visit where the browser has one (start.mjs), then the registry.
 async function start(init) {
@@ -28,6 +30,7 @@ async function start(init) {
   py.registerJsModule("_onnxtrain_webgpu", webgpu);
   call = py._module.jspiSupported ? (...args) => errors.answer.callPromising(registry, ...args)
     : (...args) => errors.answer(registry, ...args);
+  fast = started.kernels ? new FastSteps(py._module, `/lib/${started.kernels}`) : null;
   return { kernels: started.kernels, threads: started.threads, threadsNote: started.threadsNote,
     start: started.start, timings: started.timings,
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),
@@ -104,7 +107,11 @@ function errorOf(err) {
 
 // Requests that the engine answers itself: none in the library; the test site's engine_hooks.mjs adds its own.
 const hooks = {};
-registerHooks(hooks, { python: () => py, snapshotSaved });
+registerHooks(hooks, { python: () => py, snapshotSaved, fastSteps: () => fast });
+
+// Whether a request Python answered was a train step, after which the engine may run the session's next steps.
+const trainStep = (method, args) => method === "run_train_step"
+  || (method === "deferred_then" && args[1] === "run_train_step");
 
 // One request at a time: a request waiting for the GPU must not let another one into Python meanwhile.
 let turn = Promise.resolve();
@@ -119,7 +126,7 @@ self.onmessage = (event) => {
 };
 
 async function answer(event) {
-  const { id, method, handle = null, args = [] } = event.data;
+  let { id, method, handle = null, args = [] } = event.data;
   const made = [];
   let list = null;
   try {
@@ -128,6 +135,16 @@ async function answer(event) {
     if (hooks[method]) {
       result = await hooks[method](...args);
     } else if (method !== "ready") {
+      if (fast && handle !== null) {
+        const found = fast.answer(method, handle, args);
+        if (found.result) {
+          const transfer = Object.values(found.result).map((t) => t.data.buffer);
+          self.postMessage({ id, ok: true, result: found.result }, transfer);
+          return;
+        }
+        [method, args] = found.python;
+        fast.forget(handle);
+      }
       list = py.toPy(toPython(args, made));
       const answered = await call(method, handle, list);
       const [ok, value] = [answered.get(0), answered.get(1)];
@@ -138,6 +155,7 @@ async function answer(event) {
       }
       const transfer = [];
       result = fromPython(value, transfer);
+      if (fast && trainStep(method, args)) fast.describe(handle, registry.fast_step(handle));
       self.postMessage({ id, ok: true, result }, transfer);
       return;
     }

@@ -19,6 +19,13 @@ DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64, "int3
           "bool": np.bool_}
 
 
+#: onnxruntime-web's tensor type names, by numpy dtype
+TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
+         np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
+         np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
+         np.dtype(np.uint32): "uint32", np.dtype(np.uint64): "uint64"}
+
+
 _AS_THEY_ARE = {np.ndarray, str, int, float, bool, type(None)}
 
 

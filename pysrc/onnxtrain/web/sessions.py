@@ -9,6 +9,7 @@ below it sees a JavaScript value.  A failed call changes nothing the caller can 
 """
 from __future__ import annotations
 
+import json
 
 import numpy as np
 
@@ -21,14 +22,10 @@ from ..train import Trainer, data as checks
 from ..train.archive import artifacts_zip
 from ..train.npz import load_npz
 from ..train.trainer import held_out
-from .bridge import describe_model, plain, signature
+from .bridge import TYPES, describe_model, plain, signature
+from .fast_steps import FastStep
 from .task_sessions import COMMON, TASK_METHODS, TaskSession
 from .train_loop import TRAIN_OPTIONS, Training, camel_key, camel_keys
-
-TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.int64): "int64",
-         np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "bool",
-         np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
-         np.dtype(np.uint32): "uint32", np.dtype(np.uint64): "uint64"}
 
 
 def tensor(value) -> dict:
@@ -358,6 +355,7 @@ class Registry:
     def __init__(self):
         self.sessions = {}
         self.next_handle = 1
+        self.fast = {}   # handle -> the FastStep the engine may be running that session's steps with
 
     def _add(self, session) -> int:
         handle, self.next_handle = self.next_handle, self.next_handle + 1
@@ -365,6 +363,9 @@ class Registry:
         return handle
 
     def call(self, method: str, handle, args):
+        fast = self.fast.get(handle)
+        if fast is not None:
+            fast.sync()
         args = plain(args or [])
         if method == "deferred_then":  # [steps the page deferred, then a request]: one round trip for them all
             steps, method, args = args
@@ -393,8 +394,21 @@ class Registry:
             raise RuntimeError(f"this session is training: {name}() has to wait until train() ends (or is aborted)")
         if method == "release":
             del self.sessions[handle]
+            self.fast.pop(handle, None)
             return None
         return session.call(method, args) if task else getattr(session, method)(*args)
+
+    def fast_step(self, handle):
+        """The engine's description of a TrainingSession's step after Python ran one (fast_steps.FastStep), as
+        JSON, or None where its steps need Python."""
+        session = self.sessions.get(handle)
+        if not isinstance(session, Session) or session.loop is not None:
+            return None
+        fast = self.fast.get(handle)
+        if fast is None:
+            fast = self.fast[handle] = FastStep(session)
+        described = fast.describe()
+        return None if described is None else json.dumps(described)
 
     def _session(self, handle):
         session = self.sessions.get(handle)

@@ -1,0 +1,98 @@
+// onnxruntime-web's step loop answered by the engine without Python (onnxtrain.web.fast_steps): a session's
+// `runTrainStep`, with the `runOptimizerStep` and `lazyResetGrad` deferred before it, as calls of the kernel
+// library's program executor on the addresses Python described after a step it ran.  Python stays the authority:
+// a request the description does not fit (other names, types or dims, other fetches, another method) goes to
+// Python, which first takes back the counters kept here; so does a step whose program reports bad input, which
+// Python then runs again to raise its error.
+
+const DEFERRABLE = new Set(["run_optimizer_step", "lazy_reset_grad"]);
+
+export class FastSteps {
+  // `module` is Pyodide's module (its HEAPU8 and the kernel library's exports), `library` the side module's path.
+  constructor(module, library) {
+    this.module = module;
+    this.library = library;
+    this.sessions = new Map();   // handle -> the description of its step
+    this.steps = 0;              // steps answered here, for the tests and benches
+  }
+
+  get exports() {
+    return this.module.LDSO.loadedLibsByName[this.library]?.exports;
+  }
+
+  // Keep `description` (a JSON text from Python, or null) for `handle`.
+  describe(handle, description) {
+    if (description) this.sessions.set(handle, JSON.parse(description));
+    else this.sessions.delete(handle);
+  }
+
+  // Python is about to act on `handle`: what is kept here for it no longer holds.
+  forget(handle) {
+    this.sessions.delete(handle);
+  }
+
+  // {result} for a request answered here; else {python: [method, args]}, the request Python answers (the one
+  // given, or the train step alone when the deferred steps before it ran here and the train step failed).
+  answer(method, handle, args) {
+    const asked = { python: [method, args] };
+    const step = this.sessions.get(handle);
+    if (!step || !this.exports?.run_program) return asked;
+    let deferred = [];
+    let feeds = args[0];
+    let fetches = args[1];
+    if (method === "deferred_then") {
+      if (args[1] !== "run_train_step" || !args[0].every((m) => DEFERRABLE.has(m))) return asked;
+      [deferred, [feeds, fetches]] = [args[0], args[2]];
+    } else if (method !== "run_train_step") {
+      return asked;
+    }
+    const outputs = this.fetched(step, fetches);
+    if (!outputs || !this.fits(step, feeds)) return asked;
+    const heap = this.module.HEAPU8;
+    const counters = new BigInt64Array(heap.buffer, step.counters, 2);
+    for (const { name, address } of step.inputs) {
+      const { data } = feeds[name];
+      heap.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), address);
+    }
+    for (const method of deferred) {
+      if (method === "lazy_reset_grad") {
+        counters[1] = 0n;
+        continue;
+      }
+      new BigInt64Array(heap.buffer, step.step, 1)[0] = counters[0] + 1n;
+      if (this.run(step.optimizer)) return asked;   // before anything changed: AdamW and SGD report nothing
+      if (step.updated === true || (typeof step.updated === "number" && heap[step.updated])) counters[0] += 1n;
+    }
+    heap[step.overwrite] = counters[1] ? 0 : 1;
+    if (this.run(step.train)) return { python: ["run_train_step", [feeds, fetches]] };
+    counters[1] = 1n;
+    this.steps += 1;
+    const result = {};
+    for (const { name, type, dims, address, nbytes } of outputs) {
+      result[name] = { type, dims, data: heap.slice(address, address + nbytes) };
+    }
+    return { result };
+  }
+
+  run(program) {
+    return this.exports.run_program(program.words, program.n, program.table);
+  }
+
+  // The outputs asked for (all with no fetches), or null when one is not an output of the description.
+  fetched(step, fetches) {
+    if (fetches == null) return step.outputs;
+    if (!Array.isArray(fetches)) return null;
+    const found = fetches.map((name) => step.outputs.find((o) => o.name === name));
+    return found.every(Boolean) ? found : null;
+  }
+
+  // Whether `feeds` are exactly the described inputs: the same names, types and dims.
+  fits(step, feeds) {
+    if (!feeds || typeof feeds !== "object" || Object.keys(feeds).length !== step.inputs.length) return false;
+    return step.inputs.every(({ name, type, dims, nbytes }) => {
+      const feed = feeds[name];
+      return feed && feed.type === type && ArrayBuffer.isView(feed.data) && feed.data.byteLength === nbytes
+        && Array.isArray(feed.dims) && feed.dims.length === dims.length && feed.dims.every((d, i) => d === dims[i]);
+    });
+  }
+}
