@@ -104,10 +104,10 @@ export function connect(onProgress, tasks = []) {
   let nextId = 1;
   const worker = engineWorker(tasks);
   const connection = { started: false };
-  connection.call = (method, handle = null, args = []) => new Promise((resolve, reject) => {
+  connection.call = (method, handle = null, args = [], transfer = []) => new Promise((resolve, reject) => {
     const id = nextId++;
     pending.set(id, { resolve, reject });
-    worker.then((w) => w.postMessage({ id, method, handle, args }), (err) => {
+    worker.then((w) => w.postMessage({ id, method, handle, args }, transfer), (err) => {
       pending.delete(id);
       reject(err);
     });
@@ -147,13 +147,13 @@ export function connect(onProgress, tasks = []) {
 }
 
 // A session's or task's call of the engine, refused once release() was called; release() twice resolves.
-export function callOf(owner, what, method, args) {
+export function callOf(owner, what, method, args, transfer = []) {
   if (owner._releasing) {
     const name = method.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
     return Promise.reject(new OnnxtrainError(`this ${what} was released: ${name}() cannot run; make a new one`,
       { name: "ValueError", code: "VALUE", details: new Error().stack }));  // as the engine answers a lost handle
   }
-  return owner._engine.call(method, owner._handle, args);
+  return owner._engine.call(method, owner._handle, args, transfer);
 }
 
 export function releaseOf(owner) {

@@ -1,6 +1,6 @@
 // onnxruntime-web's training API: TrainingSession, LinearLRScheduler and generateArtifacts, describeModel, and
 // the epoch loop (train) that the sessions and the tasks share.
-import { feedsOf, fetchesOf, tensorOf, tensorsOf } from "./tensor.mjs";
+import { feedsOf, fetchesOf, movedFeeds, tensorOf, tensorsOf } from "./tensor.mjs";
 import { callOf, connect, releaseOf } from "./engine_client.mjs";
 import { BYTE_SOURCES, bytesOf, fileName } from "./inputs.mjs";
 
@@ -97,10 +97,13 @@ export class TrainingSession {
     return new TrainingSession(connection, await connection.call("create", null, [...bytes, providers]));
   }
 
-  _call(method, ...args) {
-    if (!this._deferred.length || method === "release") return callOf(this, "session", method, args);
+  _call(method, ...args) { return this._send(method, args); }
+
+  // A request whose `transfer` (buffers in its arguments) moves to the engine instead of being copied.
+  _send(method, args, transfer = []) {
+    if (!this._deferred.length || method === "release") return callOf(this, "session", method, args, transfer);
     const deferred = this._deferred.splice(0);
-    return callOf(this, "session", "deferred_then", [deferred, method, args]);
+    return callOf(this, "session", "deferred_then", [deferred, method, args], transfer);
   }
 
   // A step that returns nothing waits for the next request, which runs it first: the same results, one round trip
@@ -114,12 +117,14 @@ export class TrainingSession {
 
   async runTrainStep(feeds, fetchesOrOptions, _options) {
     const fetches = fetchesOf(fetchesOrOptions, this.trainingOutputNames);
-    return tensorsOf(await this._call("run_train_step", feedsOf(feeds), fetches));
+    const [moved, transfer] = movedFeeds(feeds);
+    return tensorsOf(await this._send("run_train_step", [moved, fetches], transfer));
   }
 
   async runEvalStep(feeds, fetchesOrOptions, _options) {
     const fetches = fetchesOf(fetchesOrOptions, this.evalOutputNames);
-    return tensorsOf(await this._call("run_eval_step", feedsOf(feeds), fetches));
+    const [moved, transfer] = movedFeeds(feeds);
+    return tensorsOf(await this._send("run_eval_step", [moved, fetches], transfer));
   }
 
   async runOptimizerStep(_options) { await this._defer("run_optimizer_step", this._hasOptimizer); }

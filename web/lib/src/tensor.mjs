@@ -64,6 +64,18 @@ export function feedsOf(feeds, what = "feed") {
   return Object.fromEntries(Object.entries(feeds).map(([name, value]) => [name, plainTensor(name, value, what)]));
 }
 
+// Feeds as feedsOf gives them, each one's data copied into a buffer of its own, and those buffers: a request moves
+// them to the engine (a transfer costs nothing; cloning the caller's arrays, which stay theirs, cost more).
+export function movedFeeds(feeds, what = "feed") {
+  const plain = feedsOf(feeds, what);
+  const transfer = [];
+  for (const tensor of Object.values(plain)) {
+    tensor.data = tensor.data.slice();
+    transfer.push(tensor.data.buffer);
+  }
+  return [plain, transfer];
+}
+
 // onnxruntime-web's fetches: a list of output names, an object whose keys are output names, or run options.
 export function fetchesOf(fetchesOrOptions, outputNames) {
   if (Array.isArray(fetchesOrOptions)) return fetchesOrOptions.map(String);
