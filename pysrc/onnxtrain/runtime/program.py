@@ -193,6 +193,16 @@ def feed_signature(value) -> tuple:
     return ("array", value.shape, value.dtype.str)
 
 
+def array_signature(value) -> tuple:
+    """``feed_signature`` for a provider without residents: shape and dtype of an array (or of each in a list)."""
+    if type(value) is np.ndarray:
+        return value.shape, value.dtype
+    if isinstance(value, (list, tuple)):
+        return tuple(map(array_signature, value))
+    value = np.asarray(value)
+    return value.shape, value.dtype
+
+
 def compile_program(plan: Plan, feeds: list, provider, model=None) -> Program:
     """The program of ``plan`` on ``provider`` for ``feeds`` (arrays, residents or lists of them, in input
     order); ``model`` gives the lowerings the opset of their node's domain."""

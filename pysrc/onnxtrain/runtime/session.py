@@ -9,7 +9,7 @@ from .execute import run_steps
 from .feeds import FeedError, check_feed
 from .memory import keep_freed_memory
 from .plan import Plan
-from .program import NeedsPlan, compile_program, feed_signature, is_resident
+from .program import NeedsPlan, array_signature, compile_program, feed_signature, is_resident
 from .provider import NUMPY
 
 PROGRAMS_KEPT = 4   # feed shapes whose compiled programs a session keeps (a run's last, smaller batch is one)
@@ -89,7 +89,10 @@ class Session:
             feeds = [feeds[n] for n in plan.input_names]
         if len(feeds) != len(plan.input_slots):
             raise FeedError(f"expected {len(plan.input_slots)} inputs {plan.input_names}, got {len(feeds)}")
-        feeds = [v if is_resident(v) else check(v) for check, v in zip(self._checks, feeds)]
+        if self.provider.resident:
+            feeds = [v if is_resident(v) else check(v) for check, v in zip(self._checks, feeds)]
+        else:
+            feeds = [check(v) for check, v in zip(self._checks, feeds)]
         if output_names is None:
             wanted = list(range(len(plan.output_names)))
         else:
@@ -105,7 +108,7 @@ class Session:
         return runner.run(feeds, wanted, defer)
 
     def _runner(self, feeds: list):
-        key = tuple(feed_signature(v) for v in feeds)
+        key = tuple(map(feed_signature if self.provider.resident else array_signature, feeds))
         runner = self._programs.get(key)
         if runner is None:
             try:
