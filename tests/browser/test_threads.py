@@ -216,16 +216,29 @@ def wire(array):
     return [array.dtype.name, base64.b64encode(array.tobytes()).decode(), list(array.shape)]
 
 
+# The page's sessions on the numpy provider (whose kernels the pool takes), and back on the default, the wasm one.
+ON_NUMPY = r"""
+from onnxtrain.api import module as _module
+from onnxtrain.runtime.provider import NUMPY
+_open = _module.open_provider
+_module.open_provider = lambda device="cpu": NUMPY if device == "cpu" else _open(device)
+"""
+OFF_NUMPY = "_module.open_provider = _open\n"
+
+
 def test_training_losses_same_on_1_and_2_threads(isolated):
     batches = [[wire(x) for x in batch] for batch in oc.batches("cnn_ce_adamw", 3)]
     python = lambda code: isolated.page.evaluate("(code) => python(code)", code)  # noqa: E731
-    assert python(COUNTED + "simd.set_threads(1)\npool.calls") == 0
+    assert python(COUNTED + ON_NUMPY + "simd.set_threads(1)\npool.calls") == 0
     one = isolated.page.evaluate("(batches) => train(batches)", batches)
     assert python("simd.set_threads(2)\npool.calls") == 0
     two = isolated.page.evaluate("(batches) => train(batches)", batches)
-    assert python("calls = pool.calls\n" + RESTORE + "calls") > 0
+    assert python("calls = pool.calls\n" + RESTORE + OFF_NUMPY + "calls") > 0
     assert len(one) == 3 and all(np.isfinite(one))
     assert one == two
+    # the wasm provider, the default: each step one program of the kernel module, the numpy provider's losses
+    wasm = isolated.page.evaluate("(batches) => train(batches)", batches)
+    np.testing.assert_allclose(wasm, one, rtol=1e-6)
 
 
 def test_without_isolation_one_thread_and_why(browser, root):

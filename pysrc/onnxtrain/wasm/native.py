@@ -86,8 +86,10 @@ class NativeRunner(runner.Runner):
                 offsets[i] = total
                 total += -(-b.nbytes // ALIGN) * ALIGN
         try:
+            if total + ALIGN > np.iinfo(np.intp).max:   # wasm32: numpy's arrays stop at 2 GiB
+                raise MemoryError
             block = np.empty(total + ALIGN, np.uint8)
-        except MemoryError:
+        except (MemoryError, ValueError):               # ValueError: numpy's "array is too big"
             raise WasmMemoryError(self._too_big(program, total)) from None
         start = -_address(block) % ALIGN
         self.arena = block
