@@ -145,3 +145,30 @@ def test_a_bad_label_in_an_engine_step_is_pythons_error_and_the_session_goes_on(
     module.lazy_reset_grad()
     want += [step(module, optimizer, b) for b in batches[3:]]
     np.testing.assert_allclose(got["losses"], want, rtol=1e-6)
+
+
+def test_eval_steps_are_the_engines_too(session):
+    batches = oc.batches(CASE, 3, seed=5)
+    got = session.evaluate("""async ([loop, batches]) => {
+        const run = eval(loop);
+        const s = sessions.evals = await lib.TrainingSession.create({ checkpointState: "mlp/checkpoint",
+            trainModel: "mlp/training", evalModel: "mlp/eval", optimizerModel: "mlp/optimizer" });
+        await run(["evals", batches]);
+        const before = (await lib._engineCall("fastSteps")).steps;
+        const losses = [];
+        for (const batch of batches) {
+            const out = await s.runEvalStep(feeds(s, batch));
+            losses.push(out[s.evalOutputNames[0]].data[0]);
+        }
+        const answered = (await lib._engineCall("fastSteps")).steps - before;
+        await s.release();
+        return { losses, answered };
+    }""", [LOOP, [[wire(a) for a in b] for b in batches]])
+    # the first eval step carries the last optimizer step and describes the eval program: the other two are the
+    # engine's
+    assert got["answered"] == 2
+    module, optimizer = cpython(batches)
+    for batch in batches:
+        step(module, optimizer, batch)
+    module.eval()
+    np.testing.assert_allclose(got["losses"], [oc.first_output(module(*b)) for b in batches], rtol=1e-6)

@@ -31,7 +31,8 @@ class Engine:
             return answered
         self.described.pop(handle, None)
         result = self.registry.call(method, handle, args)
-        if method == "run_train_step" or (method == "deferred_then" and args[1] == "run_train_step"):
+        steps = ("run_train_step", "run_eval_step")
+        if method in steps or (method == "deferred_then" and args[1] in steps):
             text = self.registry.fast_step(handle)
             if text is not None:
                 self.described[handle] = json.loads(text)
@@ -41,19 +42,20 @@ class Engine:
         step = self.described.get(handle)
         if step is None:
             return None
-        if method == "deferred_then" and args[1] == "run_train_step":
-            deferred, (feeds, fetches) = args[0], args[2]
-        elif method == "run_train_step":
-            deferred, (feeds, fetches) = [], args
+        if method == "deferred_then" and args[1] in ("run_train_step", "run_eval_step"):
+            deferred, target, (feeds, fetches) = args
+        elif method in ("run_train_step", "run_eval_step"):
+            deferred, target, (feeds, fetches) = [], method, args
         else:
             return None
-        if fetches is not None:
+        part = step["train"] if target == "run_train_step" else step["eval"]
+        if part is None or fetches is not None:
             return None
-        if sorted(feeds) != sorted(i["name"] for i in step["inputs"]) or any(
-                list(feeds[i["name"]].shape) != i["dims"] for i in step["inputs"]):
+        if sorted(feeds) != sorted(i["name"] for i in part["inputs"]) or any(
+                list(feeds[i["name"]].shape) != i["dims"] for i in part["inputs"]):
             return None
         counters = np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(step["counters"]))
-        for item in step["inputs"]:
+        for item in part["inputs"]:
             data = np.ascontiguousarray(feeds[item["name"]], ARRAYS[item["type"]])
             ctypes.memmove(item["address"], data.ctypes.data, item["nbytes"])
         for deferred_method in deferred:
@@ -65,13 +67,15 @@ class Engine:
             if step["updated"] is True or (step["updated"] not in (False, True)
                                            and ctypes.c_uint8.from_address(step["updated"]).value):
                 counters[0] += 1
-        ctypes.c_uint8.from_address(step["overwrite"]).value = 0 if counters[1] else 1
-        if self.run(step["train"]):
-            return self.registry.call("run_train_step", handle, [feeds, fetches])
-        counters[1] = 1
+        if part is step["train"]:
+            ctypes.c_uint8.from_address(step["overwrite"]).value = 0 if counters[1] else 1
+        if self.run(part["program"]):
+            return self.registry.call(target, handle, [feeds, fetches])
+        if part is step["train"]:
+            counters[1] = 1
         self.steps += 1
         return {o["name"]: {"type": o["type"], "dims": o["dims"], "data": ctypes.string_at(o["address"], o["nbytes"])}
-                for o in step["outputs"]}
+                for o in part["outputs"]}
 
     @staticmethod
     def run(program) -> int:
@@ -179,3 +183,35 @@ def test_other_shapes_are_pythons_then_the_engines_again():
     loop(fast, handle, names, half, deferred=True)
     # the first half batch compiles its program (Python), and the engine answers the two after it
     assert fast.steps - before == 2
+
+
+def test_eval_steps_and_a_loaded_checkpoint_between_fast_steps():
+    batches = oc.batches(CASE, 8, seed=5)
+    fast = Engine(Registry())
+    handle, names, _ = session(fast)
+    loop(fast, handle, names, batches[:3])
+    saved = fast.call("deferred_then", handle, [["run_optimizer_step", "lazy_reset_grad"], "save_checkpoint", []])
+    evals = [fast.call("run_eval_step", handle, [dict(zip(names, b)), None]) for b in batches[:3]]
+    before = fast.steps
+    evals += [fast.call("run_eval_step", handle, [dict(zip(names, b)), None]) for b in batches[:3]]
+    assert fast.steps - before == 3      # the first eval step described the eval program: these are the engine's
+    assert [e[next(iter(e))]["data"] for e in evals[:3]] == [e[next(iter(e))]["data"] for e in evals[3:]]
+    loop(fast, handle, names, batches[3:6])
+    fast.call("deferred_then", handle, [["run_optimizer_step", "lazy_reset_grad"], "load_checkpoint", [saved]])
+    again = loop(fast, handle, names, batches[3:6])
+    first = Engine(Registry())
+    handle2, names2, _ = session(first)
+    want = loop(first, handle2, names2, batches[:6])[3:]
+    assert np.array_equal(again, want)
+
+    from onnxtrain import api
+    f = oc.files(CASE)
+    module = api.Module(f["training"], api.CheckpointState.load_checkpoint(f["checkpoint"]), f["eval"])
+    optimizer = api.Optimizer(f["optimizer"], module)
+    for batch in batches[:3]:
+        module(*batch)
+        optimizer.step()
+        module.lazy_reset_grad()
+    module.eval()
+    for batch, got in zip(batches[:3], evals[:3]):
+        assert got[next(iter(got))]["data"] == np.asarray(module(*batch), np.float32).tobytes()

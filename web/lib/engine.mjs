@@ -109,9 +109,9 @@ function errorOf(err) {
 const hooks = {};
 registerHooks(hooks, { python: () => py, snapshotSaved, fastSteps: () => fast });
 
-// Whether a request Python answered was a train step, after which the engine may run the session's next steps.
-const trainStep = (method, args) => method === "run_train_step"
-  || (method === "deferred_then" && args[1] === "run_train_step");
+// Whether a request Python answered was a train or eval step, after which the engine may run the session's next.
+const STEPS = new Set(["run_train_step", "run_eval_step"]);
+const stepRequest = (method, args) => STEPS.has(method) || (method === "deferred_then" && STEPS.has(args[1]));
 
 // One request at a time: a request waiting for the GPU must not let another one into Python meanwhile.
 let turn = Promise.resolve();
@@ -155,7 +155,7 @@ async function answer(event) {
       }
       const transfer = [];
       result = fromPython(value, transfer);
-      if (fast && trainStep(method, args)) fast.describe(handle, registry.fast_step(handle));
+      if (fast && stepRequest(method, args)) fast.describe(handle, registry.fast_step(handle));
       self.postMessage({ id, ok: true, result }, transfer);
       return;
     }

@@ -1,6 +1,6 @@
 // onnxruntime-web's step loop answered by the engine without Python (onnxtrain.web.fast_steps): a session's
-// `runTrainStep`, with the `runOptimizerStep` and `lazyResetGrad` deferred before it, as calls of the kernel
-// library's program executor on the addresses Python described after a step it ran.  Python stays the authority:
+// `runTrainStep` and `runEvalStep`, with the `runOptimizerStep` and `lazyResetGrad` deferred before them, as calls
+// of the kernel library's program executor on the addresses Python described after a step it ran.  Python stays the authority:
 // a request the description does not fit (other names, types or dims, other fetches, another method) goes to
 // Python, which first takes back the counters kept here; so does a step whose program reports bad input, which
 // Python then runs again to raise its error.
@@ -32,25 +32,25 @@ export class FastSteps {
   }
 
   // {result} for a request answered here; else {python: [method, args]}, the request Python answers (the one
-  // given, or the train step alone when the deferred steps before it ran here and the train step failed).
+  // given, or the step alone when the deferred steps before it ran here and the step failed).
   answer(method, handle, args) {
     const asked = { python: [method, args] };
     const step = this.sessions.get(handle);
-    if (!step || !this.exports?.run_program) return asked;
-    let deferred = [];
-    let feeds = args[0];
-    let fetches = args[1];
+    if (!step || !this.exports?.run_program || !Array.isArray(args)) return asked;
+    let [deferred, target, [feeds, fetches] = []] = [[], method, args];
     if (method === "deferred_then") {
-      if (args[1] !== "run_train_step" || !args[0].every((m) => DEFERRABLE.has(m))) return asked;
-      [deferred, [feeds, fetches]] = [args[0], args[2]];
-    } else if (method !== "run_train_step") {
-      return asked;
+      if (!Array.isArray(args[0]) || !Array.isArray(args[2]) || !args[0].every((m) => DEFERRABLE.has(m))) {
+        return asked;
+      }
+      [deferred, target, [feeds, fetches] = []] = args;
     }
-    const outputs = this.fetched(step, fetches);
-    if (!outputs || !this.fits(step, feeds)) return asked;
+    const part = target === "run_train_step" ? step.train : target === "run_eval_step" ? step.eval : null;
+    if (!part) return asked;
+    const outputs = this.fetched(part, fetches);
+    if (!outputs || !this.fits(part, feeds)) return asked;
     const heap = this.module.HEAPU8;
     const counters = new BigInt64Array(heap.buffer, step.counters, 2);
-    for (const { name, address } of step.inputs) {
+    for (const { name, address } of part.inputs) {
       const { data } = feeds[name];
       heap.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), address);
     }
@@ -63,9 +63,9 @@ export class FastSteps {
       if (this.run(step.optimizer)) return asked;   // before anything changed: AdamW and SGD report nothing
       if (step.updated === true || (typeof step.updated === "number" && heap[step.updated])) counters[0] += 1n;
     }
-    heap[step.overwrite] = counters[1] ? 0 : 1;
-    if (this.run(step.train)) return { python: ["run_train_step", [feeds, fetches]] };
-    counters[1] = 1n;
+    if (part === step.train) heap[step.overwrite] = counters[1] ? 0 : 1;
+    if (this.run(part.program)) return { python: [target, [feeds, fetches]] };
+    if (part === step.train) counters[1] = 1n;
     this.steps += 1;
     const result = {};
     for (const { name, type, dims, address, nbytes } of outputs) {
@@ -79,17 +79,17 @@ export class FastSteps {
   }
 
   // The outputs asked for (all with no fetches), or null when one is not an output of the description.
-  fetched(step, fetches) {
-    if (fetches == null) return step.outputs;
+  fetched(part, fetches) {
+    if (fetches == null) return part.outputs;
     if (!Array.isArray(fetches)) return null;
-    const found = fetches.map((name) => step.outputs.find((o) => o.name === name));
+    const found = fetches.map((name) => part.outputs.find((o) => o.name === name));
     return found.every(Boolean) ? found : null;
   }
 
   // Whether `feeds` are exactly the described inputs: the same names, types and dims.
-  fits(step, feeds) {
-    if (!feeds || typeof feeds !== "object" || Object.keys(feeds).length !== step.inputs.length) return false;
-    return step.inputs.every(({ name, type, dims, nbytes }) => {
+  fits(part, feeds) {
+    if (!feeds || typeof feeds !== "object" || Object.keys(feeds).length !== part.inputs.length) return false;
+    return part.inputs.every(({ name, type, dims, nbytes }) => {
       const feed = feeds[name];
       return feed && feed.type === type && ArrayBuffer.isView(feed.data) && feed.data.byteLength === nbytes
         && Array.isArray(feed.dims) && feed.dims.length === dims.length && feed.dims.every((d, i) => d === dims[i]);

@@ -149,17 +149,18 @@ class Optimizer:
         """One optimizer update; the step count advances when the model reports an update."""
         if self._state.is_nominal:
             raise nominal_state_error("optimizer", "Optimizer.step")
-        self._ensure_moments()
-        entries = self._state._entries
-        states = self._group.states
-        held = self._module._held
         self._step[0] = self._group.step + 1
-        feeds = [self._lr, self._step,
-                 held([entries[n].data for n in self._names]), held([entries[n].grad for n in self._names])]
-        feeds += [held([states[n][m] for n in self._names]) for m in self._momentum_names]
-        updated = self._session.run(feeds, self._session.output_names[:1])[0]
+        updated = self._session.run(self._feeds(), self._session.output_names[:1])[0]
         if bool(np.asarray(updated).ravel()[0]):
             self._group.step += 1
+
+    def _feeds(self) -> list:
+        """The optimizer model's feeds: the rate, the step, the parameters, gradients and moments (held)."""
+        self._ensure_moments()
+        entries, states, held = self._state._entries, self._group.states, self._module._held
+        feeds = [self._lr, self._step,
+                 held([entries[n].data for n in self._names]), held([entries[n].grad for n in self._names])]
+        return feeds + [held([states[n][m] for n in self._names]) for m in self._momentum_names]
 
     def _step_guard(self) -> tuple:
         """What a guarded step works on: the arrays a step writes, in ``_updated_arrays``' order (their residents

@@ -152,12 +152,6 @@ class NativeRunner(runner.Runner):
         array = self._fed[self._feed_storage(pos).index]
         return tuple(array.shape), array.dtype
 
-    def bind(self, pos: int, array: np.ndarray) -> None:
-        """Bind ``array`` (C-contiguous, the compiled shape and dtype) for graph input ``pos``, as a run would."""
-        i = self._feed_storage(pos).index
-        self._fed[i] = array
-        self._bind(i, array)
-
     def output_buffers(self, wanted: list) -> list:
         """Per graph output at ``wanted``: (the address of its buffer, a view of it), or (None, its value) for an
         output known before the run."""
@@ -170,9 +164,9 @@ class NativeRunner(runner.Runner):
                 out.append((int(self.table[t.storage.index] or 0), self.view(t)))
         return out
 
-    def run(self, feeds: list, wanted: list, defer: bool = False):
-        """Bind the feeds, run the program, and return the values of the outputs at ``wanted`` (indices into the
-        graph's outputs) as numpy arrays."""
+    def bind_feeds(self, feeds: list) -> list:
+        """Put the feeds' addresses into the pointer table (an array not C-contiguous and aligned, or written but
+        read-only, as a copy); the (array, copy) pairs to write back after the run."""
         program = self.program
         write_back = []
         for pos, index, storage in program.feeds:
@@ -191,6 +185,13 @@ class NativeRunner(runner.Runner):
                 continue
             self._fed[i] = value
             self._bind(i, array)
+        return write_back
+
+    def run(self, feeds: list, wanted: list, defer: bool = False):
+        """Bind the feeds, run the program, and return the values of the outputs at ``wanted`` (indices into the
+        graph's outputs) as numpy arrays."""
+        program = self.program
+        write_back = self.bind_feeds(feeds)
         table = ctypes.byref(self.table)
         for segment in self.segments:
             if segment[0] == "host":

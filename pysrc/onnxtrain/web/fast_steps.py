@@ -1,6 +1,6 @@
-"""onnxruntime-web's step loop without Python: what the engine needs to answer a session's ``runTrainStep`` (with
-the ``runOptimizerStep`` and ``lazyResetGrad`` deferred before it) by calling the kernel library's program
-executor itself.
+"""onnxruntime-web's step loop without Python: what the engine needs to answer a session's ``runTrainStep`` and
+``runEvalStep`` (with the ``runOptimizerStep`` and ``lazyResetGrad`` deferred before them) by calling the kernel
+library's program executor itself.
 
 After a train step that Python ran, on the wasm provider, whose train and optimizer programs run whole in the
 executor (no host node), ``FastStep.describe`` gives the engine the addresses of everything a step touches in
@@ -24,54 +24,70 @@ def _address(array: np.ndarray) -> int:
 
 
 class FastStep:
-    """The engine's view of one TrainingSession's step, valid until Python next enters the session."""
+    """The engine's view of one TrainingSession's steps, valid until Python next enters the session."""
 
     def __init__(self, session):
         self.session = session
         self.counters = np.zeros(2, np.int64)   # [the optimizer's step count, 1 if the next step accumulates]
-        self.inputs: dict = {}                   # name -> the array the engine writes that input into
+        self.inputs: dict = {}                   # (model, name) -> the array the engine writes that input into
         self.described = None
 
     def describe(self):
-        """The engine's description of the session's step (a dict of plain values), or None where the step
-        cannot run without Python."""
+        """The engine's description of the session's steps (a dict of plain values), or None where its train
+        step cannot run without Python.  ``eval`` is None until Python ran an eval step of it."""
         session = self.session
         module, optimizer = session.module, session.optimizer
         if module._provider.name != "wasm" or optimizer is None or module._state.is_nominal:
             return None
-        train = module._train.last_runner
-        if train is None or optimizer._session.last_runner is None:
+        runner = optimizer._session.last_runner
+        update = None
+        if runner is not None:
+            runner.bind_feeds(optimizer._feeds())   # the state's arrays as they are now (a load may replace them)
+            update = runner.fixed()
+        train = self._part("train", module._train.last_runner, module._train_layout, module._train_user_inputs,
+                           module._train_user_outputs, module._train_user_output_index)
+        if train is None or update is None:
             return None
-        step = train.fixed()
-        update = optimizer._session.last_runner.fixed()
-        if step is None or update is None:
-            return None
-        names = module._train_user_inputs
-        feeds = []
-        for pos, (kind, key) in enumerate(module._train_layout):
-            if kind == "user":
-                shape, dtype = train.feed_shape(pos)
-                array = self.inputs.get(names[key])
-                if array is None or array.shape != shape or array.dtype != dtype:
-                    array = self.inputs[names[key]] = np.zeros(shape, dtype)
-                train.bind(pos, array)
-                feeds.append({"name": names[key], "type": TYPES[array.dtype], "dims": list(shape),
-                              "address": _address(array), "nbytes": int(array.nbytes)})
-        outputs = []
-        for name, (address, array) in zip(module._train_user_outputs, train.output_buffers(
-                module._train_user_output_index)):
-            if address is None or array.dtype not in TYPES:
-                return None
-            outputs.append({"name": name, "type": TYPES[array.dtype], "dims": list(array.shape),
-                            "address": address, "nbytes": int(array.nbytes)})
+        evaluation = None
+        if module._eval is not None:
+            evaluation = self._part("eval", module._eval.last_runner, module._eval_layout, module._eval_user_inputs,
+                                    module._eval.output_names, range(len(module._eval.output_names)))
         address, flag = optimizer._session.last_runner.output_buffers([0])[0]
         self.counters[:] = [optimizer._group.step, int(module._accumulate)]
         self.described = {
-            "inputs": feeds, "outputs": outputs, "train": step, "optimizer": update,
+            "train": train, "eval": evaluation, "optimizer": update,
             "overwrite": _address(module._overwrite), "step": _address(optimizer._step),
             "updated": bool(np.asarray(flag).reshape(-1)[0]) if address is None else address,
             "counters": _address(self.counters)}
         return self.described
+
+    def _part(self, model: str, runner, layout, names, output_names, output_index):
+        """One model's program, its user inputs (each bound to a buffer of this object's, the state's arrays as
+        they are now) and outputs; None when it has not run or does not run whole in the executor."""
+        if runner is None:
+            return None
+        user = [None] * len(names)
+        inputs = []
+        for pos, (kind, key) in enumerate(layout):
+            if kind == "user":
+                shape, dtype = runner.feed_shape(pos)
+                array = self.inputs.get((model, names[key]))
+                if array is None or array.shape != shape or array.dtype != dtype:
+                    array = self.inputs[(model, names[key])] = np.zeros(shape, dtype)
+                user[key] = array
+                inputs.append({"name": names[key], "type": TYPES[array.dtype], "dims": list(shape),
+                               "address": _address(array), "nbytes": int(array.nbytes)})
+        runner.bind_feeds(self.session.module._feeds(layout, user, self.session.module._overwrite))
+        program = runner.fixed()
+        if program is None:
+            return None
+        outputs = []
+        for name, (address, array) in zip(output_names, runner.output_buffers(list(output_index))):
+            if address is None or array.dtype not in TYPES:
+                return None
+            outputs.append({"name": name, "type": TYPES[array.dtype], "dims": list(array.shape),
+                            "address": address, "nbytes": int(array.nbytes)})
+        return {"inputs": inputs, "outputs": outputs, "program": program}
 
     def sync(self) -> None:
         """Take the engine's counters back into the Module and Optimizer (Python is about to act on them)."""
