@@ -13,6 +13,6 @@ export function registerHooks(hooks, { python, snapshotSaved, fastSteps }) {
   hooks.snapshotSaved = () => snapshotSaved();
   hooks.fastSteps = () => {
     const fast = fastSteps();
-    return fast ? { steps: fast.steps, sessions: [...fast.sessions.keys()] } : null;
+    return fast ? { steps: fast.steps, ms: fast.ms, sessions: [...fast.sessions.keys()] } : null;
   };
 }
