@@ -1,9 +1,9 @@
 // onnxruntime-web's step loop answered by the engine without Python (onnxtrain.web.fast_steps): a session's
 // `runTrainStep` and `runEvalStep`, with the `runOptimizerStep` and `lazyResetGrad` deferred before them, as calls
-// of the kernel library's program executor on the addresses Python described after a step it ran.  Python stays the authority:
-// a request the description does not fit (other names, types or dims, other fetches, another method) goes to
-// Python, which first takes back the counters kept here; so does a step whose program reports bad input, which
-// Python then runs again to raise its error.
+// of the kernel library's program executor on the addresses Python described after a step it ran.  Python stays
+// the authority: a request the description does not fit (other names, types or dims, other fetches, another
+// method) goes to Python, which first takes back the counters kept here; so does a step whose program reports bad
+// input, which Python then runs again to raise its error.
 
 const DEFERRABLE = new Set(["run_optimizer_step", "lazy_reset_grad"]);
 
