@@ -1,4 +1,4 @@
-"""Execution providers by name: a Module's ``device`` ("cpu", "webgpu") and onnxruntime-web's
+"""Execution providers by name: a Module's ``device`` ("cpu", "wasm", "numpy", "webgpu") and onnxruntime-web's
 ``executionProviders`` names, to the provider objects that runtime's Session runs on."""
 from __future__ import annotations
 

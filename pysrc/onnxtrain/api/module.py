@@ -269,7 +269,7 @@ def _residency(provider, state: CheckpointState):
 
 
 def session_on(model: Model, device: str = "cpu") -> Session:
-    """A session running ``model`` on ``device`` ("cpu" or "webgpu")."""
+    """A session running ``model`` on ``device`` (``providers.DEVICES``)."""
     return Session(model, open_provider(device))
 
 
