@@ -215,3 +215,25 @@ def test_eval_steps_and_a_loaded_checkpoint_between_fast_steps():
     module.eval()
     for batch, got in zip(batches[:3], evals[:3]):
         assert got[next(iter(got))]["data"] == np.asarray(module(*batch), np.float32).tobytes()
+
+
+def test_a_train_run_between_fast_steps_starts_from_their_state_and_counts_on():
+    batches = oc.batches(CASE, 6, seed=6)
+    fast = Engine(Registry())
+    handle, names, _ = session(fast)
+    loop(fast, handle, names, batches[:4])
+    x, y = [np.concatenate(a) for a in zip(*batches)]
+    fast.call("deferred_then", handle, [["run_optimizer_step", "lazy_reset_grad"], "train_begin",
+                                        [{names[0]: x, names[1]: y}, {"epochs": 1, "batchSize": 8, "shuffle": False}]])
+    state = fast.registry.sessions[handle]
+    assert state.optimizer._group.step == 4 and not state.module._accumulate
+    while not fast.call("train_continue", handle, [1000])["done"]:
+        pass
+    fast.call("train_end", handle, [True])
+    steps = len(x) // 8 + (len(x) % 8 > 0)
+    assert state.optimizer._group.step == 4 + steps
+    before = fast.steps
+    loop(fast, handle, names, batches[:3])
+    assert fast.steps - before == 2   # the run compiled the optimizer's program: the first step describes both
+    fast.call("get_learning_rate", handle, [])                         # Python takes the counters back
+    assert state.optimizer._group.step == 4 + steps + 2 and state.module._accumulate
