@@ -10,6 +10,10 @@ the request in Python, each node, the nodes' sum, the rest of the Python (checks
 Python (the page's mean less the request's: the engine's conversions, the messages, the page).  The timers add
 a few microseconds a node, so the second page time is a little longer than the first.  Run after `python3
 build.py site`.
+
+This is the Python path of a step, node by node: the session's models are put on the numpy provider, so every
+request enters Python (on the default, the wasm provider, the engine answers the loop's steps itself:
+bench_engine_split.py says where those go).
 """
 from __future__ import annotations
 
@@ -83,6 +87,12 @@ for plan in (session.module._train.plan, session.optimizer._session.plan):
         step.fn = timed(step.fn, f"{len(totals):02d} {step.node.op_type} {step.node.name or i}")
 """
 REPORT = "import json; json.dumps(totals)"
+# Before the session is made: its models on the numpy provider.
+ON_NUMPY = """
+from onnxtrain.api import module
+from onnxtrain.runtime.provider import NUMPY
+module.open_provider = lambda device="cpu", _open=module.open_provider: NUMPY if device == "cpu" else _open(device)
+"""
 
 
 def main() -> int:
@@ -109,6 +119,7 @@ def main() -> int:
             threads = page.evaluate("() => threads()")
             if threads != {"isolated": True, "threads": 1}:
                 sys.exit(f"not an isolated page on 1 thread: {threads}")
+            page.evaluate("(code) => python(code)", ON_NUMPY)
             page.evaluate("([m, s]) => open_session(m, s)", [args.model, loop.shape_of(args.model)])
             page.evaluate("(n) => steps(n)", args.warmup)
             plain = page.evaluate("(n) => steps(n)", args.steps)

@@ -29,9 +29,10 @@ _library: dict = {}
 def library():
     """(the loaded kernel library, {op name: id}) from ops/simd.py's library, which has set gemm's scratch."""
     lib = simd._lib
-    if lib is None:
-        raise WasmError("the wasm provider runs on onnxtrain's kernel library, which is not loaded here (in CPython "
-                        "build it with `python3 build.py native`, and leave ONNXTRAIN_NATIVE unset or 1)")
+    if lib is None or not simd.available():
+        raise WasmError("the wasm provider runs on onnxtrain's kernel library, which is not loaded here, or turned "
+                        "off (in CPython build it with `python3 build.py native`, and leave ONNXTRAIN_NATIVE unset "
+                        "or 1)")
     found = _library.get(id(lib))
     if found is None:
         if not hasattr(lib, "run_program"):
