@@ -272,3 +272,52 @@ def test_the_apps_status_line_says_the_threads(site_page):
         assert " on 1 thread (the page is not cross-origin isolated: SharedArrayBuffer needs" in status, status
     else:
         assert " on 1 thread; computing on " in status, status
+
+
+# Run in the engine: a forward model on the wasm provider at 1, 2 and 4 threads, the pool's program calls counted;
+# the result: per thread count, the outputs' bytes (base64) and the calls.
+SPLIT = r"""
+import base64
+import numpy as np
+from onnxtrain import ir
+from onnxtrain.ops import simd
+from onnxtrain.runtime import Session
+from onnxtrain.wasm.provider import open_provider
+
+class Counted:
+    def __init__(self, pool):
+        self.pool, self.threads, self.calls = pool, pool.threads, 0
+    def run(self, *args):
+        return self.pool.run(*args)
+    def runProgram(self, *args):
+        self.calls += 1
+        return self.pool.runProgram(*args)
+
+pool = simd._pool = Counted(simd._pool)
+model = ir.load(base64.b64decode(MODEL))
+x = np.random.default_rng(0).standard_normal((8, *SHAPE)).astype(np.float32)
+out = {}
+try:
+    for threads in (1, 2, 4):
+        simd.set_threads(threads)
+        before = pool.calls
+        session = Session(model, open_provider())
+        y = session.run([x])[0]
+        out[threads] = [base64.b64encode(y.tobytes()).decode(), pool.calls - before, list(y.shape)]
+finally:
+    simd._pool = pool.pool
+    simd.set_threads(simd._pool.threads)
+out
+"""
+
+
+def test_a_forward_batch_splits_over_the_threads_with_one_threads_results(isolated):
+    forward = oc.CASES["cnn_ce_adamw"].forward()
+    shape = [d.dim_value for d in forward.graph.input[0].type.tensor_type.shape.dim][1:]
+    code = SPLIT.replace("MODEL", repr(base64.b64encode(forward.SerializeToString()).decode()))
+    got = isolated.page.evaluate("(code) => python(code)", code.replace("SHAPE", repr(tuple(shape))))
+    outputs = {int(k): (np.frombuffer(base64.b64decode(v[0]), np.float32), v[1], v[2]) for k, v in got.items()}
+    assert [outputs[t][1] for t in (1, 2, 4)] == [0, 1, 1]      # one pool call a run once there are threads
+    assert outputs[1][2] == outputs[2][2] == outputs[4][2] and outputs[1][2][0] == 8
+    for threads in (2, 4):
+        np.testing.assert_allclose(outputs[threads][0], outputs[1][0], rtol=1e-6, atol=1e-6)

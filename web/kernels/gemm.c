@@ -263,10 +263,16 @@ static void gemm1(int m, int n, int k, float alpha, const float *a, int rsa, int
    C[i, j] = alpha * sum_p A[i * rsa + p * csa] * B[p * rsb + j * csb] + beta * C[i * ldc + j]. */
 API void gemm_f32(int batch, int m, int n, int k, float alpha, const float *a, int sa, int rsa, int csa,
                   const float *b, int sb, int rsb, int csb, float beta, float *c, int sc, int ldc) {
+#ifdef __wasm_atomics__
+  /* the threaded module's threads may each run a program at once: packing buffers of the thread's own */
+  float scratch[MC * KC + KC * NC] __attribute__((aligned(16)));
+  float *pa = scratch, *pb = scratch + MC * KC;
+#else
+  float *pa = packed_a, *pb = packed_b;
+#endif
   int dots = takes_dots(m, n, k, alpha);
   for (int t = 0; t < batch; t++)
-    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, packed_a, packed_b,
-          dots);
+    gemm1(m, n, k, alpha, a + t * sa, rsa, csa, b + t * sb, rsb, csb, beta, c + t * sc, ldc, pa, pb, dots);
 }
 
 /* gemm_f32's part `part` of `parts` (for the threaded module: any thread may take any part), with its packing

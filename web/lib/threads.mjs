@@ -8,7 +8,7 @@
 import { SPIN_MS, runPart, takePart } from "./threads_worker.mjs";
 
 export const ENTRIES = ["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
-  "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part"];
+  "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part", "run_program_part"];
 const PAGE = 65536;
 const MAX_PAGES = 32768; // 2 GiB, the threaded module's --max-memory
 const STACK = 1024 * 1024; // build.py's THREADED_LINK stack size
@@ -53,6 +53,26 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     worker.postMessage({ module, memory, index: i + 1, control, stackTop, entries: ENTRIES });
   })));
   let job = 0;
+  // Job `entry` of `total` parts on `used` threads with `args` (already in the control block), waited for.
+  function dispatch(entry, total, args, used) {
+    words[2] = entry;
+    words[3] = total;
+    words[4] = args.length;
+    words[7] = used;
+    Atomics.store(words, 1, 0);
+    job += 1;
+    Atomics.store(words, 6, (job & 0xffff) << 16);
+    Atomics.store(words, 0, job);
+    Atomics.notify(words, 0);
+    for (let part; (part = takePart(words, job, total)) >= 0;) {
+      runPart(words, functions[entry], part, total, args, ENTRIES[entry]);
+    }
+    const until = performance.now() + SPIN_MS;
+    for (let done; (done = Atomics.load(words, 1)) < total;) {
+      if (performance.now() > until) Atomics.wait(words, 1, done);
+    }
+    if (Atomics.exchange(words, 5, 0)) throw new Error(`onnxtrain's kernel pool: ${ENTRIES[entry]} failed`);
+  }
   // descriptor (int32, in Pyodide's heap): buffers, args, then per buffer (address, bytes, mode), per arg (kind,
   // value).  mode 1: copied in, 2: copied out, 3: both, 4 + 16 * width: a table of rows of `width` int32s, each
   // row a size then addresses of this call's buffers (translated to their copies).  kind 0: an int, 1: a float's
@@ -92,29 +112,44 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
       if (kind === 1) bits.setInt32(0, value, true);
       args[i] = kind === 0 ? value : kind === 1 ? bits.getFloat32(0, true) : copies[value][3];
     }
-    const total = used * PARTS_PER_THREAD;
-    words[2] = entry;
-    words[3] = total;
-    words[4] = nargs;
-    words[7] = used;
-    Atomics.store(words, 1, 0);
-    job += 1;
-    Atomics.store(words, 6, (job & 0xffff) << 16);
-    Atomics.store(words, 0, job);
-    Atomics.notify(words, 0);
-    for (let part; (part = takePart(words, job, total)) >= 0;) {
-      runPart(words, functions[entry], part, total, args, name);
-    }
-    const until = performance.now() + SPIN_MS;
-    for (let done; (done = Atomics.load(words, 1)) < total;) {
-      if (performance.now() > until) Atomics.wait(words, 1, done);
-    }
-    if (Atomics.exchange(words, 5, 0)) throw new Error(`onnxtrain's kernel pool: ${name} failed`);
+    dispatch(entry, used * PARTS_PER_THREAD, args, used);
     const back8 = heap().HEAPU8;
     for (const [from, size, mode, to] of copies) {
       if (mode & 2 && mode < 4) back8.set(shared8.subarray(to, to + size), from);
     }
     return true;
   }
-  return { threads, forPython: { run, threads }, workers };
+  // A program run as `parts` sub-batches on the threads (onnxtrain.wasm.batches).  descriptor (int32, in Pyodide's
+  // heap): total bytes, parts, copies in, copies out, then the offsets (from the pool's arena) of the program's
+  // words, its word count, the parts' pointer tables, their length, the parts' results; per copy in (heap address,
+  // offset, bytes), per copy out (offset, heap address, bytes).  The tables hold offsets, -1 for no buffer.
+  // Answers -1 when it does not fit the memory, else the first part's nonzero result (1 + the failing record) or 0.
+  function runProgram(descriptor, used) {
+    const heap32 = heap().HEAP32;
+    const at = descriptor >> 2;
+    const [total, parts, nIn, nOut, wordsAt, nWords, tablesAt, tableLength, failedAt] = heap32.subarray(at, at + 9);
+    if (used > threads) throw new RangeError(`kernel pool: a program on ${used} of ${threads} threads`);
+    if (!grow(arena + total)) return -1;
+    const shared8 = new Uint8Array(memory.buffer);
+    let p = at + 9;
+    const heap8 = heap().HEAPU8;
+    for (let i = 0; i < nIn; i++, p += 3) {
+      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
+      shared8.set(heap8.subarray(from, from + size), arena + to);
+    }
+    const tables = new Int32Array(memory.buffer, arena + tablesAt, parts * tableLength);
+    for (let i = 0; i < tables.length; i++) tables[i] = tables[i] < 0 ? 0 : arena + tables[i];
+    const failed = new Int32Array(memory.buffer, arena + failedAt, parts);
+    failed.fill(0);
+    const args = new Float64Array(memory.buffer, control + 32, 5);
+    args.set([arena + wordsAt, nWords, arena + tablesAt, tableLength, arena + failedAt]);
+    dispatch(ENTRIES.indexOf("run_program_part"), parts, args, used);
+    const back8 = heap().HEAPU8;
+    for (let i = 0; i < nOut; i++, p += 3) {
+      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
+      back8.set(shared8.subarray(arena + from, arena + from + size), to);
+    }
+    return failed.find((r) => r !== 0) ?? 0;
+  }
+  return { threads, forPython: { run, runProgram, threads }, workers };
 }

@@ -42,6 +42,14 @@ class Provider:
     def runner(self, program):
         raise NotImplementedError(f"the {self.title} provider runs plans, not programs")
 
+    def split_runner(self, plan, feeds: list, model):
+        """A runner that splits ``feeds``' batch over threads, or None for one program (the default)."""
+        return None
+
+    def variant(self):
+        """What, beside the feeds, the programs a session keeps depend on (e.g. the threads they run on)."""
+        return None
+
     def guard_records(self, residents: list, shadows: list, what: str) -> tuple:
         """The records and outputs of the step guard's programs over residents (compiling providers only):
         ``what`` is "snapshot" (copy each into its shadow), "restore" (back) or "count" (how many NaN and

@@ -108,11 +108,13 @@ class Session:
         return runner.run(feeds, wanted, defer)
 
     def _runner(self, feeds: list):
-        key = tuple(map(feed_signature if self.provider.resident else array_signature, feeds))
+        provider = self.provider
+        key = (provider.variant(), *map(feed_signature if provider.resident else array_signature, feeds))
         runner = self._programs.get(key)
         if runner is None:
             try:
-                runner = self.provider.runner(compile_program(self.plan, feeds, self.provider, self.model))
+                runner = (provider.split_runner(self.plan, feeds, self.model)
+                          or provider.runner(compile_program(self.plan, feeds, provider, self.model)))
             except NeedsPlan as e:
                 if not self.provider.plans_instead:
                     raise

@@ -27,6 +27,14 @@ class WasmProvider(Provider):
         from .native import NativeRunner
         return NativeRunner(program, self)
 
+    def split_runner(self, plan, feeds: list, model):
+        from .batches import batch_runner
+        return batch_runner(plan, feeds, self, model)
+
+    def variant(self):
+        from ..ops import simd
+        return simd._threads if simd._pool is not None else 1
+
     def describe(self) -> dict:
         return {"executor": "run_program (web/kernels/executor.c)"}
 

@@ -64,7 +64,7 @@ class FastStep:
     def _part(self, model: str, runner, layout, names, output_names, output_index):
         """One model's program, its user inputs (each bound to a buffer of this object's, the state's arrays as
         they are now) and outputs; None when it has not run or does not run whole in the executor."""
-        if runner is None:
+        if runner is None or not hasattr(runner, "bind_feeds"):   # none yet, or a batch split over the threads
             return None
         user = [None] * len(names)
         inputs = []
