@@ -35,11 +35,18 @@ void adamw_f32(int count, const addr_t *table, int mode, const float *s);
 void sgd_f32(int count, const addr_t *table, float neg_lr);
 int nonfinite_f32(int n, const float *x);
 double pow_f64_int(double a, long long t);
+void row_sums_f32(int rows, int cols, const float *x, float identity, float zero, float *out);
+void layernorm_f32(int rows, int cols, const float *x, const float *scale, const float *bias, float epsilon,
+                   float identity, float zero, float *y, float *mean, float *inv_std, float *work);
+void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, const float *scale, const float *mean,
+                        const float *inv_std, float identity, float zero, float *dx, float *dscale, float *dbias,
+                        float *work);
 
 #define OPS(X)                                                                                                   \
   X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
-  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate)
+  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
+  X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -209,6 +216,18 @@ static int softmax_ce_grad(const ce_shape *s, const float *dy, const float *log_
   return 0;
 }
 
+/* -- one-operand element-wise ops, one IEEE operation per element as numpy's ufuncs ------------------------- */
+
+enum { U_NEG, U_SQRT, U_RECIPROCAL };
+
+static void unary(int kind, int n, const float *x, float *y) {
+  switch (kind) {
+    case U_NEG: for (int i = 0; i < n; i++) y[i] = -x[i]; break;
+    case U_SQRT: for (int i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]); break;
+    default: for (int i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+  }
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -344,6 +363,27 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
       if (w[5] >= 0) fill_bytes(BYTES(5), 1, 1);
       return 0;
     }
+    case OP_layernorm:       /* [x, scale, bias, y, mean, inv_std, work, rows, cols, epsilon, identity, zero] */
+      layernorm_f32(w[7], w[8], F32(0), F32(1), OPT_F32(2), as_float(w[9]), as_float(w[10]), as_float(w[11]),
+                    F32(3), OPT_F32(4), OPT_F32(5), F32(6));
+      return 0;
+    case OP_layernorm_grad:  /* [dy, x, scale, mean, inv_std, dx, dscale, dbias, work, rows, cols, identity,
+                                 zero] */
+      layernorm_grad_f32(w[9], w[10], F32(0), F32(1), F32(2), F32(3), F32(4), as_float(w[11]), as_float(w[12]),
+                         OPT_F32(5), OPT_F32(6), OPT_F32(7), F32(8));
+      return 0;
+    case OP_column_sums_blocks: {  /* [x, out, blocks, rows, cols, identity]: column_sums of each [rows, cols]
+                                       block of x into its [cols] of out (a sum over a middle axis) */
+      const float *x = F32(0);
+      float *out = F32(1);
+      for (int b = 0; b < w[2]; b++, x += w[3] * w[4], out += w[4])
+        column_sums_f32(w[3], w[4], x, as_float(w[5]), out);
+      return 0;
+    }
+    case OP_reduce_rows:     /* [x, out, rows, cols, identity, zero]: np.add.reduce of each row */
+      row_sums_f32(w[2], w[3], F32(0), as_float(w[4]), as_float(w[5]), F32(1));
+      return 0;
+    case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */
     case OP_nonfinite:       /* [x, count (int32, added to), n] */
       *(int *)buffers[w[1]] += nonfinite_f32(w[2], F32(0));
       return 0;

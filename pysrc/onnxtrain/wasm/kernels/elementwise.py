@@ -130,3 +130,57 @@ def _binary(op: str):
 for _op in ("Add", "Sub", "Mul", "Div"):
     wasm_kernel(_op)(_binary(_op))
 
+
+
+UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2}   # executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, as numpy)
+
+
+def _one_op(op: str):
+    def lower(k, X):
+        f32_only(op, X)
+        y = k.output(X.shape)
+        if y.size:
+            k.call("unary", [X], [y], [UNARY[op], y.size])
+        return y
+    lower.__name__ = op
+    return lower
+
+
+for _op in UNARY:
+    wasm_kernel(_op)(_one_op(_op))
+
+
+@wasm_kernel("Sum")
+def Sum(k, *data_0):
+    """ops/elementwise.py's Sum: the inputs added left to right, broadcast."""
+    f32_only("Sum", *data_0)
+    if not data_0:
+        raise NotLowered("Sum of no inputs")
+    try:
+        shape = np.broadcast_shapes(*[t.shape for t in data_0])
+    except ValueError:
+        raise NotLowered("Sum: inputs " + ", ".join(t.describe() for t in data_0) + " do not broadcast") from None
+    out = k.output(shape)
+    if len(data_0) == 1:
+        strided(k, "copy", out, data_0[0])
+        return out
+    strided(k, "Add", out, data_0[0], data_0[1])
+    for t in data_0[2:]:
+        strided(k, "Add", out, out, t)
+    return out
+
+
+@wasm_kernel("Scale", MS_DOMAIN)
+def Scale(k, input, scale, *, scale_down=0):
+    """ops/training.py's Scale: input times a float32 factor known before the run (1 / scale when scale_down)."""
+    f32_only("Scale", input)
+    value = np.asarray(k.value(scale, "Scale's scale"))
+    if value.size != 1 or value.dtype.kind not in "fiu":
+        raise NotLowered(f"Scale: scale {scale.describe()}")
+    value = np.float32(value.reshape(()))
+    if value == 0:
+        raise NotLowered("Scale by 0 (the numpy kernel's error)")
+    factor = np.float32(1) / value if scale_down else value
+    out = k.output(input.shape)
+    strided(k, "Mul", out, input, k.known(np.float32(factor)))
+    return out
