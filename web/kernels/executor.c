@@ -35,6 +35,8 @@ void adamw_f32(int count, const addr_t *table, int mode, const float *s);
 void sgd_f32(int count, const addr_t *table, float neg_lr);
 int nonfinite_f32(int n, const float *x);
 double pow_f64_int(double a, long long t);
+void clip_f32(int n, const float *x, float lo, float hi, float *y);
+void erf_f32(int n, const float *x, float *y);
 void row_sums_f32(int rows, int cols, const float *x, float identity, float zero, float *out);
 void layernorm_f32(int rows, int cols, const float *x, const float *scale, const float *bias, float epsilon,
                    float identity, float zero, float *y, float *mean, float *inv_std, float *work);
@@ -46,7 +48,8 @@ void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, con
   X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
   X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
-  X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows)
+  X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
+  X(clip) X(erf) X(copy_strided) X(cast_f32)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -228,6 +231,65 @@ static void unary(int kind, int n, const float *x, float *y) {
   }
 }
 
+/* -- strided copies of any element size, and casts to float32 --------------------------------------------- */
+
+/* out[out_offset + sum(i_d * so_d)] = x[in_offset + sum(i_d * si_d)] over the index space `shape`, elements of
+   `size` bytes (1, 2, 4 or 8), offsets and strides in elements. */
+static void copy_strided(int size, int rank, long long in_offset, long long out_offset, const int *shape,
+                         const int *si, const int *so, const unsigned char *x, unsigned char *out) {
+  int index[MAX_RANK] = {0};
+  long long total = 1;
+  for (int d = 0; d < rank; d++) total *= shape[d];
+  if (total == 0) return;
+  int inner = rank ? shape[rank - 1] : 1, ia = rank ? si[rank - 1] : 0, ib = rank ? so[rank - 1] : 0;
+  for (long long done = 0; done < total; done += inner) {
+    long long a = in_offset, b = out_offset;
+    for (int d = 0; d < rank - 1; d++) {
+      a += (long long)index[d] * si[d];
+      b += (long long)index[d] * so[d];
+    }
+    switch (size) {
+      case 1: for (int j = 0; j < inner; j++) out[b + j * ib] = x[a + j * ia]; break;
+      case 2: {
+        const unsigned short *px = (const unsigned short *)x + a;
+        unsigned short *po = (unsigned short *)out + b;
+        for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+      case 4: {
+        const unsigned *px = (const unsigned *)x + a;
+        unsigned *po = (unsigned *)out + b;
+        if (ia == 1 && ib == 1) for (int j = 0; j < inner; j++) po[j] = px[j];
+        else for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+      default: {
+        const unsigned long long *px = (const unsigned long long *)x + a;
+        unsigned long long *po = (unsigned long long *)out + b;
+        for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+    }
+    for (int d = rank - 2; d >= 0; d--) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+enum { C_U8, C_I8, C_I32, C_I64, C_BOOL };
+
+/* y = x as float32 (numpy's astype: exact for the small integers, round to nearest for the large). */
+static void cast_f32(int from, int n, const void *x, float *y) {
+  switch (from) {
+    case C_U8: for (int i = 0; i < n; i++) y[i] = (float)((const unsigned char *)x)[i]; break;
+    case C_I8: for (int i = 0; i < n; i++) y[i] = (float)((const signed char *)x)[i]; break;
+    case C_I32: for (int i = 0; i < n; i++) y[i] = (float)((const int *)x)[i]; break;
+    case C_I64: for (int i = 0; i < n; i++) y[i] = (float)((const long long *)x)[i]; break;
+    default: for (int i = 0; i < n; i++) y[i] = ((const unsigned char *)x)[i] ? 1.0f : 0.0f; break;
+  }
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -383,6 +445,14 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
     case OP_reduce_rows:     /* [x, out, rows, cols, identity, zero]: np.add.reduce of each row */
       row_sums_f32(w[2], w[3], F32(0), as_float(w[4]), as_float(w[5]), F32(1));
       return 0;
+    case OP_clip: clip_f32(w[2], F32(0), as_float(w[3]), as_float(w[4]), F32(1)); return 0;  /* [x, y, n, lo, hi] */
+    case OP_erf: erf_f32(w[2], F32(0), F32(1)); return 0;                         /* [x, y, n] */
+    case OP_copy_strided: {  /* [x, out, size, rank, in offset, out offset, shape.., in strides.., out strides..] */
+      int rank = w[3];
+      copy_strided(w[2], rank, w[4], w[5], w + 6, w + 6 + rank, w + 6 + 2 * rank, BYTES(0), BYTES(1));
+      return 0;
+    }
+    case OP_cast_f32: cast_f32(w[2], w[3], buffers[w[0]], F32(1)); return 0;    /* [x, y, from, n] */
     case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */
     case OP_nonfinite:       /* [x, count (int32, added to), n] */
       *(int *)buffers[w[1]] += nonfinite_f32(w[2], F32(0));

@@ -184,3 +184,43 @@ def Scale(k, input, scale, *, scale_down=0):
     out = k.output(input.shape)
     strided(k, "Mul", out, input, k.known(np.float32(factor)))
     return out
+
+
+def _bound(k, value):
+    """ops/simd.py's _bound of a Clip bound known before the run: a float, or None where numpy clips instead."""
+    if value is None:
+        return None
+    value = np.asarray(k.value(value, "Clip's bound") if not isinstance(value, float) else value)
+    if value.size != 1 or value.dtype.kind != "f":
+        return None
+    bound = float(np.float32(value.reshape(())))
+    return None if bound != bound else bound
+
+
+def _clip(k, x, lo, hi):
+    f32_only("Clip", x)
+    lo, hi = _bound(k, lo), _bound(k, hi)
+    if lo is None or hi is None:
+        raise NotLowered("Clip with one bound or a NaN bound (numpy's clip, not the C kernel)")
+    y = k.output(x.shape)
+    if y.size:
+        k.call("clip", [x], [y], [y.size, np.float32(lo), np.float32(hi)])
+    return y
+
+
+@wasm_kernel("Clip")
+def Clip(k, input, min=None, max=None):
+    """ops/elementwise.py's Clip_1 (bounds as attributes, default the float32 range) and Clip_11 (as inputs) on
+    simd.clip's kernel."""
+    if k.opset is not None and k.opset < 11:
+        return _clip(k, input, -3.4028234663852886e38 if min is None else float(min),
+                     3.4028234663852886e38 if max is None else float(max))
+    if min is None and max is None:
+        return k.view(input, input.shape)
+    return _clip(k, input, min, max)
+
+
+@wasm_kernel("Erf")
+def Erf(k, input):
+    """simd.erf's kernel: each element in double, rounded once."""
+    return _unary(k, "Erf", "erf", input)
