@@ -49,7 +49,8 @@ void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, con
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
   X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
   X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
-  X(clip) X(erf) X(copy_strided) X(cast_f32)
+  X(clip) X(erf) X(copy_strided) X(cast_f32) \
+  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -290,6 +291,111 @@ static void cast_f32(int from, int n, const void *x, float *y) {
   }
 }
 
+/* -- comparisons, logic, selection: strided, broadcast operands into a contiguous output ------------------- */
+
+/* The offsets of a, b and c (element strides sa, sb, sc) at each row of the last dim of `shape`, in order:
+   the body (the last arguments) runs with oa, ob, oc and po (the output's offset), ia, ib, ic (the last dim's strides) and inner. */
+#define OVER_ROWS(rank, shape, sa, sb, sc, ...)                                                            \
+  do {                                                                                                     \
+    int index_[MAX_RANK] = {0};                                                                            \
+    long long total_ = 1;                                                                                  \
+    for (int d = 0; d < (rank); d++) total_ *= (shape)[d];                                                 \
+    int inner = (rank) ? (shape)[(rank) - 1] : 1;                                                          \
+    int ia = (rank) ? (sa)[(rank) - 1] : 0, ib = (rank) ? (sb)[(rank) - 1] : 0;                            \
+    int ic = (rank) ? (sc)[(rank) - 1] : 0;                                                                \
+    for (long long po = 0; po < total_; po += inner) {                                                     \
+      long long oa = 0, ob = 0, oc = 0;                                                                    \
+      for (int d = 0; d < (rank) - 1; d++) {                                                               \
+        oa += (long long)index_[d] * (sa)[d];                                                              \
+        ob += (long long)index_[d] * (sb)[d];                                                              \
+        oc += (long long)index_[d] * (sc)[d];                                                              \
+      }                                                                                                    \
+      (void)oc;                                                                                            \
+      (void)ic;                                                                                            \
+      __VA_ARGS__;                                                                                         \
+      for (int d = (rank) - 2; d >= 0; d--) {                                                              \
+        if (++index_[d] < (shape)[d]) break;                                                               \
+        index_[d] = 0;                                                                                     \
+      }                                                                                                    \
+    }                                                                                                      \
+  } while (0)
+
+enum { K_LESS, K_GREATER, K_EQUAL, K_LESS_EQUAL, K_GREATER_EQUAL };
+
+/* out (bool bytes) = a kind b over float32, IEEE comparisons (NaN compares false, -0 equals +0). */
+static void compare(int kind, int rank, const int *shape, const float *a, const int *sa, const float *b,
+                    const int *sb, unsigned char *out) {
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const float *pa = a + oa, *pb = b + ob;
+    unsigned char *o = out + po;
+    for (int j = 0; j < inner; j++) {
+      float x = pa[j * ia], y = pb[j * ib];
+      int r = kind == K_LESS ? x < y : kind == K_GREATER ? x > y : kind == K_EQUAL ? x == y
+              : kind == K_LESS_EQUAL ? x <= y : x >= y;
+      o[j] = (unsigned char)r;
+    }
+  });
+}
+
+enum { L_AND, L_OR, L_XOR, L_NOT };
+
+/* out (bool bytes) = a kind b (b unused by NOT). */
+static void logical(int kind, int rank, const int *shape, const unsigned char *a, const int *sa,
+                    const unsigned char *b, const int *sb, unsigned char *out) {
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const unsigned char *pa = a + oa, *pb = b ? b + ob : 0;
+    unsigned char *o = out + po;
+    for (int j = 0; j < inner; j++) {
+      int x = pa[j * ia] != 0, y = pb ? pb[j * ib] != 0 : 0;
+      o[j] = (unsigned char)(kind == L_AND ? x && y : kind == L_OR ? x || y : kind == L_XOR ? x != y : !x);
+    }
+  });
+}
+
+/* out = cond ? x : y, elements of `size` bytes (4 or 8), cond bool bytes. */
+static void where(int size, int rank, const int *shape, const unsigned char *cond, const int *sc,
+                  const unsigned char *x, const int *sx, const unsigned char *y, const int *sy, unsigned char *out) {
+  OVER_ROWS(rank, shape, sc, sx, sy, {
+    for (int j = 0; j < inner; j++) {
+      const unsigned char *from = cond[oa + (long long)j * ia] ? x + (ob + (long long)j * ib) * size
+                                                               : y + (oc + (long long)j * ic) * size;
+      unsigned char *to = out + (po + j) * size;
+      for (int t = 0; t < size; t++) to[t] = from[t];
+    }
+  });
+}
+
+/* out = np.maximum(a, b) (or np.minimum) over float32: a where a > b (a < b) or a is NaN, else b (so b on ties of
+   -0 and +0, and NaN when either is). */
+static void extremum(int is_min, int rank, const int *shape, const float *a, const int *sa, const float *b,
+                     const int *sb, float *out) {
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const float *pa = a + oa, *pb = b + ob;
+    float *o = out + po;
+    for (int j = 0; j < inner; j++) {
+      float x = pa[j * ia], y = pb[j * ib];
+      o[j] = (is_min ? x < y : x > y) || x != x ? x : y;
+    }
+  });
+}
+
+/* out[o, i, :] = data[o, indices[i] (negative: from the end), :] for data [outer, dim, inner] of `size`-byte
+   elements: 0, or 1 on an index outside [-dim, dim) (nothing written then). */
+static int gather(int size, int outer, int dim, int inner, int n, const unsigned char *data, const long long *indices,
+                  unsigned char *out) {
+  for (int i = 0; i < n; i++)
+    if (indices[i] < -(long long)dim || indices[i] >= dim) return 1;
+  long long row = (long long)inner * size;
+  for (int o = 0; o < outer; o++)
+    for (int i = 0; i < n; i++) {
+      long long at = indices[i] < 0 ? indices[i] + dim : indices[i];
+      const unsigned char *from = data + ((long long)o * dim + at) * row;
+      unsigned char *to = out + ((long long)o * n + i) * row;
+      for (long long t = 0; t < row; t++) to[t] = from[t];
+    }
+  return 0;
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -453,6 +559,43 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
       return 0;
     }
     case OP_cast_f32: cast_f32(w[2], w[3], buffers[w[0]], F32(1)); return 0;    /* [x, y, from, n] */
+    case OP_compare: {       /* [a, b, out, kind, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      compare(w[3], rank, w + 5, F32(0), w + 5 + rank, F32(1), w + 5 + 2 * rank, BYTES(2));
+      return 0;
+    }
+    case OP_logical: {       /* [a, b, out, kind, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      logical(w[3], rank, w + 5, BYTES(0), w + 5 + rank, w[1] < 0 ? 0 : BYTES(1), w + 5 + 2 * rank, BYTES(2));
+      return 0;
+    }
+    case OP_where: {         /* [cond, x, y, out, size, rank, shape.., cond strides.., x strides.., y strides..] */
+      int rank = w[5];
+      where(w[4], rank, w + 6, BYTES(0), w + 6 + rank, BYTES(1), w + 6 + 2 * rank, BYTES(2), w + 6 + 3 * rank,
+            BYTES(3));
+      return 0;
+    }
+    case OP_gather:          /* [data, indices, out, size, outer, dim, inner, n] */
+      return gather(w[3], w[4], w[5], w[6], w[7], BYTES(0), I64(1), BYTES(2));
+    case OP_extremum: {      /* [a, b, out, is_min, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      extremum(w[3], rank, w + 5, F32(0), w + 5 + rank, F32(1), w + 5 + 2 * rank, F32(2));
+      return 0;
+    }
+    case OP_clip_bounds: {   /* [x, lo, hi, y, n]: Clip with bounds read during the run, as ops/elementwise.py's:
+                                 simd.clip's kernel, or np.clip's maximum then minimum where a bound is NaN */
+      const float *x = F32(0);
+      float lo = *F32(1), hi = *F32(2), *y = F32(3);
+      if (lo == lo && hi == hi) {
+        clip_f32(w[4], x, lo, hi, y);
+        return 0;
+      }
+      for (int i = 0; i < w[4]; i++) {
+        float r = x[i] > lo || x[i] != x[i] ? x[i] : lo;
+        y[i] = r < hi || r != r ? r : hi;
+      }
+      return 0;
+    }
     case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */
     case OP_nonfinite:       /* [x, count (int32, added to), n] */
       *(int *)buffers[w[1]] += nonfinite_f32(w[2], F32(0));

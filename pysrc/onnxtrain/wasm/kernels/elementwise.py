@@ -190,7 +190,7 @@ def _bound(k, value):
     """ops/simd.py's _bound of a Clip bound known before the run: a float, or None where numpy clips instead."""
     if value is None:
         return None
-    value = np.asarray(k.value(value, "Clip's bound") if not isinstance(value, float) else value)
+    value = np.asarray(value.value if not isinstance(value, float) else value)
     if value.size != 1 or value.dtype.kind != "f":
         return None
     bound = float(np.float32(value.reshape(())))
@@ -199,12 +199,25 @@ def _bound(k, value):
 
 def _clip(k, x, lo, hi):
     f32_only("Clip", x)
+    if any(not isinstance(b, float) and b is not None and b.value is None for b in (lo, hi)):
+        return _clip_during_the_run(k, x, lo, hi)
     lo, hi = _bound(k, lo), _bound(k, hi)
     if lo is None or hi is None:
         raise NotLowered("Clip with one bound or a NaN bound (numpy's clip, not the C kernel)")
     y = k.output(x.shape)
     if y.size:
         k.call("clip", [x], [y], [y.size, np.float32(lo), np.float32(hi)])
+    return y
+
+
+def _clip_during_the_run(k, x, lo, hi):
+    """Bounds computed or fed during the step (a frozen initializer of training artifacts): both one float32,
+    read by the executor when it runs (simd.clip, or np.clip where one is NaN, as the numpy kernel)."""
+    if lo is None or hi is None or any(b.dtype != np.float32 or b.size != 1 for b in (lo, hi)):
+        raise NotLowered("Clip with one bound, or a bound not one float32, computed during the step")
+    y = k.output(x.shape)
+    if y.size:
+        k.call("clip_bounds", [x, lo, hi], [y], [y.size])
     return y
 
 

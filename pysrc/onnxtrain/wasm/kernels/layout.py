@@ -201,3 +201,18 @@ def Split(k, input, split=None, *, axis=0, num_outputs=None):
         return _split(k, input, split, axis, outputs)              # the attribute
     split = k.value(split, "Split's split")
     return _split(k, input, None if split is None else list(split), axis, outputs)
+
+
+@wasm_kernel("Gather")
+def Gather(k, data, indices, *, axis=0):
+    """data[.., indices, ..] along ``axis`` (negative indices from the end; one outside the axis is the numpy
+    kernel's IndexError, reported by the executor as bad input), elements of any size."""
+    axis = axis + data.rank if axis < 0 else axis
+    if not 0 <= axis < data.rank or indices.dtype != np.int64 or data.dtype.itemsize not in (1, 2, 4, 8):
+        raise NotLowered(f"Gather of {data.describe()} along axis {axis} by {indices.describe()}")
+    outer = int(np.prod(data.shape[:axis]))
+    inner = int(np.prod(data.shape[axis + 1:]))
+    out = k.output(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.dtype)
+    if out.size:
+        k.call("gather", [data, indices], [out], [data.dtype.itemsize, outer, data.shape[axis], inner, indices.size])
+    return out
