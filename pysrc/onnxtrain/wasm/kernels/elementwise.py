@@ -132,7 +132,9 @@ for _op in ("Add", "Sub", "Mul", "Div"):
 
 
 
-UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2}   # executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, as numpy)
+# executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, numpy's bits); exp: mathlib.c's exp_f32 (through double,
+# rounded once), within an ulp of numpy's SIMD exp, not its bits (tests/wasm/test_lowerings_text.py)
+UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2, "Exp": 3}
 
 
 def _one_op(op: str):

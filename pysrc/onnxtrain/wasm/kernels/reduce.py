@@ -36,13 +36,12 @@ def _layout(shape, axes) -> list:
     return runs
 
 
-def _axes(k, op: str, data, axes, noop_with_empty_axes) -> tuple:
+def _axes(k, op: str, data, axes, noop_with_empty_axes) -> tuple | None:
+    """The sorted axes, or None for the input as is (no axes, with noop_with_empty_axes)."""
     axes = k.value(axes, f"{op}'s axes")
     axes = [] if axes is None else np.asarray(axes).reshape(-1).tolist()
     if not axes:
-        if noop_with_empty_axes:
-            raise NotLowered(f"{op} with noop_with_empty_axes and no axes (its input as is)")
-        return tuple(range(data.rank))
+        return None if noop_with_empty_axes else tuple(range(data.rank))
     out = tuple(sorted({int(a) + data.rank if a < 0 else int(a) for a in axes}))
     if any(not 0 <= a < data.rank for a in out):
         raise NotLowered(f"{op}: axes {axes} of {data.describe()}")
@@ -77,7 +76,11 @@ def reduce_sum(k, op: str, data, axes: tuple, keepdims: int):
 def ReduceSum(k, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     if k.opset is not None and k.opset < 13:
         raise NotLowered("ReduceSum before opset 13 (axes as an attribute)")
-    return reduce_sum(k, "ReduceSum", data, _axes(k, "ReduceSum", data, axes, noop_with_empty_axes), keepdims)
+    axes = _axes(k, "ReduceSum", data, axes, noop_with_empty_axes)
+    if axes is None:
+        f32_only("ReduceSum", data)
+        return k.view(data, data.shape)
+    return reduce_sum(k, "ReduceSum", data, axes, keepdims)
 
 
 @wasm_kernel("ReduceMean")
@@ -85,6 +88,9 @@ def ReduceMean(k, data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     if isinstance(axes, (list, tuple)):          # the attribute, before opset 18
         axes = k.known(np.asarray(axes, np.int64))
     sorted_axes = _axes(k, "ReduceMean", data, axes, noop_with_empty_axes)
+    if sorted_axes is None:
+        f32_only("ReduceMean", data)
+        return k.view(data, data.shape)
     total = reduce_sum(k, "ReduceMean", data, sorted_axes, keepdims)
     count = int(np.prod([data.shape[a] for a in sorted_axes]))
     if count >= 2 ** 24:
