@@ -323,47 +323,68 @@ static void cast_f32(int from, int n, const void *x, float *y) {
 
 enum { K_LESS, K_GREATER, K_EQUAL, K_LESS_EQUAL, K_GREATER_EQUAL };
 
+/* One row of `inner` results: o[j] = EXPR of x = pa[j * ia], y = pb[j * ib], with the common strides as loops of
+   their own (which the compiler vectorizes). */
+#define ROW2(T, EXPR)                                                                                    \
+  do {                                                                                                   \
+    if (ia == 1 && ib == 1)                                                                              \
+      for (int j = 0; j < inner; j++) { T x = pa[j], y = pb[j]; o[j] = (unsigned char)(EXPR); }          \
+    else if (ia == 1 && ib == 0)                                                                         \
+      for (int j = 0; j < inner; j++) { T x = pa[j], y = pb[0]; o[j] = (unsigned char)(EXPR); }          \
+    else                                                                                                 \
+      for (int j = 0; j < inner; j++) { T x = pa[j * ia], y = pb[j * ib]; o[j] = (unsigned char)(EXPR); } \
+  } while (0)
+
 /* out (bool bytes) = a kind b over float32, IEEE comparisons (NaN compares false, -0 equals +0). */
 static void compare(int kind, int rank, const int *shape, const float *a, const int *sa, const float *b,
                     const int *sb, unsigned char *out) {
   OVER_ROWS(rank, shape, sa, sb, sb, {
     const float *pa = a + oa, *pb = b + ob;
     unsigned char *o = out + po;
-    for (int j = 0; j < inner; j++) {
-      float x = pa[j * ia], y = pb[j * ib];
-      int r = kind == K_LESS ? x < y : kind == K_GREATER ? x > y : kind == K_EQUAL ? x == y
-              : kind == K_LESS_EQUAL ? x <= y : x >= y;
-      o[j] = (unsigned char)r;
+    switch (kind) {
+      case K_LESS: ROW2(float, x < y); break;
+      case K_GREATER: ROW2(float, x > y); break;
+      case K_EQUAL: ROW2(float, x == y); break;
+      case K_LESS_EQUAL: ROW2(float, x <= y); break;
+      default: ROW2(float, x >= y); break;
     }
   });
 }
 
 enum { L_AND, L_OR, L_XOR, L_NOT };
 
-/* out (bool bytes) = a kind b (b unused by NOT). */
+/* out (bool bytes) = a kind b (b absent for NOT). */
 static void logical(int kind, int rank, const int *shape, const unsigned char *a, const int *sa,
                     const unsigned char *b, const int *sb, unsigned char *out) {
+  static const unsigned char zero = 0;
   OVER_ROWS(rank, shape, sa, sb, sb, {
-    const unsigned char *pa = a + oa, *pb = b ? b + ob : 0;
+    const unsigned char *pa = a + oa, *pb = b ? b + ob : &zero;
     unsigned char *o = out + po;
-    for (int j = 0; j < inner; j++) {
-      int x = pa[j * ia] != 0, y = pb ? pb[j * ib] != 0 : 0;
-      o[j] = (unsigned char)(kind == L_AND ? x && y : kind == L_OR ? x || y : kind == L_XOR ? x != y : !x);
+    if (!b) ib = 0;
+    switch (kind) {
+      case L_AND: ROW2(unsigned char, (x != 0) & (y != 0)); break;
+      case L_OR: ROW2(unsigned char, (x != 0) | (y != 0)); break;
+      case L_XOR: ROW2(unsigned char, (x != 0) ^ (y != 0)); break;
+      default: ROW2(unsigned char, (x == 0) + 0 * y); break;
     }
   });
 }
 
 /* out = cond ? x : y, elements of `size` bytes (4 or 8), cond bool bytes. */
+#define WHERE_ROWS(T)                                                                                      \
+  OVER_ROWS(rank, shape, sc, sx, sy, {                                                                     \
+    const unsigned char *c = cond + oa;                                                                    \
+    const T *px = (const T *)x + ob, *py = (const T *)y + oc;                                              \
+    T *o = (T *)out + po;                                                                                  \
+    for (int j = 0; j < inner; j++) o[j] = c[j * ia] ? px[j * ib] : py[j * ic];                            \
+  })
+
 static void where(int size, int rank, const int *shape, const unsigned char *cond, const int *sc,
                   const unsigned char *x, const int *sx, const unsigned char *y, const int *sy, unsigned char *out) {
-  OVER_ROWS(rank, shape, sc, sx, sy, {
-    for (int j = 0; j < inner; j++) {
-      const unsigned char *from = cond[oa + (long long)j * ia] ? x + (ob + (long long)j * ib) * size
-                                                               : y + (oc + (long long)j * ic) * size;
-      unsigned char *to = out + (po + j) * size;
-      for (int t = 0; t < size; t++) to[t] = from[t];
-    }
-  });
+  if (size == 4)
+    WHERE_ROWS(unsigned);
+  else
+    WHERE_ROWS(unsigned long long);
 }
 
 /* out = np.maximum(a, b) (or np.minimum) over float32: a where a > b (a < b) or a is NaN, else b (so b on ties of
