@@ -140,3 +140,12 @@ def test_layer_normalization_grad(shape, axis, outputs):
     feeds = {"dy": dy, "x": x, "scale": scale, "mean": mean, "inv_std": inv_std}
     model = node_model("LayerNormalizationGrad", feeds, outputs, domain=MS, axis=axis)
     check(model, list(feeds.values()))
+
+
+def test_layer_normalization_with_a_scale_per_row_runs_on_the_host():
+    from helpers import node_model
+    x, scale = rand(4, 6), rand(4, 6)
+    model = node_model("LayerNormalization", {"x": x, "scale": scale}, ["y"], axis=-1)
+    want, got, session, _ = run_both(model, [x, scale])
+    assert len(session.fallbacks) == 1 and "normalised from axis" in session.fallbacks[0]
+    np.testing.assert_array_equal(got[0], want[0])

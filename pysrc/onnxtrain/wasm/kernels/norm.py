@@ -24,13 +24,15 @@ def _rows(op: str, X, axis: int) -> tuple:
 
 
 def _per_column(op: str, name: str, t, X, axis: int) -> None:
-    """``t`` broadcasts to X's normalised axes as one value per column (the C kernel reads it so)."""
+    """``t`` is one value per column: the shape of X's normalised axes, with leading 1s at most (the C kernel reads
+    it so; other broadcasts stay numpy's)."""
     if t is None:
         return
     f32_only(op, t)
-    trailing = X.shape[axis:]
-    shape = t.shape[-len(trailing):] if t.rank >= len(trailing) else t.shape
-    if t.size != int(np.prod(trailing)) or tuple(shape) != tuple(trailing)[-len(shape):] or t.rank > X.rank:
+    trailing, shape = tuple(X.shape[axis:]), tuple(t.shape)
+    while len(shape) > len(trailing) and shape[0] == 1:
+        shape = shape[1:]
+    if shape != trailing or t.rank > X.rank:
         raise NotLowered(f"{op}: {name} {t.describe()} for {X.describe()} normalised from axis {axis}")
 
 
