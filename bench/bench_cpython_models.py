@@ -9,6 +9,7 @@ beyond the MLP and the CNN (bench_cpython_wasm.py):
                                             without and with the fine-tuned last convolution
   minilm                                    MiniLM's sentence embeddings of 8 texts (tasks/text.py's Encoder)
   lora                                      the text task's LoRA training step, batch 4, rank 8 (text/lora.py)
+  text_head                                 the text task's head training step on cached embeddings, batch 4
 
 Per model: the host nodes of the wasm provider's programs, then the median of --steps timed runs per provider after
 --warmup, measured alternately in --rounds rounds so that machine noise hits both.  Needs the native build
@@ -91,14 +92,14 @@ def minilm_embed(device: str):
     return lambda: encoder.embed(batch), lambda: encoder.session.fallbacks
 
 
-def lora_step(device: str):
+def text_step(device: str, mode: str):
     from onnxtrain.tasks.text import Encoder, TextSession
     encoder_bytes, tokenizer = _minilm()
     session = TextSession(Encoder(encoder_bytes, device), tokenizer, device=device)
     for k in range(2):
         session.add_class(f"class {k}")
         session.add_texts(TEXTS[k::2], k)
-    session.setup(mode="lora", rank=8)
+    session.setup(mode=mode, rank=8)
     run = session.training
     return (lambda: session.step(4, 1e-3)), lambda: run.module._train.fallbacks + run.optimizer._session.fallbacks
 
@@ -111,7 +112,8 @@ CASES = {
     "personalize": ("personalization head, batch 8, step", lambda d: personalize_step(d, False)),
     "personalize_ft": ("personalization + last conv, batch 8, step", lambda d: personalize_step(d, True)),
     "minilm": ("MiniLM, 8 texts, embed", minilm_embed),
-    "lora": ("MiniLM LoRA r8, batch 4, step", lora_step),
+    "lora": ("MiniLM LoRA r8, batch 4, step", lambda d: text_step(d, "lora")),
+    "text_head": ("text task's head on embeddings, batch 4, step", lambda d: text_step(d, "head")),
 }
 
 
