@@ -1,10 +1,14 @@
-"""The lowerings MiniLM's LoRA step adds: Exp (GELU's gradient) is the executor's exp (mathlib.c, through double and
-rounded once), so it is tested bit for bit against the native build's exp_f32 and within 2 ulp of numpy's SIMD
-exp (test_executor_c.py measures both); a ReduceSum with no axes and noop_with_empty_axes (the gradient of an
-operand that was not broadcast) is its input as is."""
+"""The lowerings MiniLM's LoRA step adds, and Pow (a decomposed LayerNormalization's square, as torch exports it):
+Exp (GELU's gradient) is the executor's exp (mathlib.c, through double and rounded once), so it is tested bit for
+bit against the native build's exp_f32 and within 2 ulp of numpy's SIMD exp (test_executor_c.py measures both);
+Pow by an integer is the correctly rounded power (double-double, rounded once), tested against exact rationals and
+within 1 ulp of numpy's float32 power (its SIMD or libm powf, which is not correctly rounded: x ** 2 differs from
+x * x in about one value in ten); a ReduceSum with no axes and noop_with_empty_axes (the gradient of an operand
+that was not broadcast) is its input as is."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers import WASM, node_model, run_both
 from onnxtrain.runtime import Session
@@ -42,3 +46,43 @@ def test_reduce_mean_with_no_axes_and_noop_is_a_view():
     want, got, session, _ = run_both(model, [x])
     assert session.fallbacks == [] and session.last_program.dispatch_count == 0
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def _pow_reference(x: np.ndarray, n: int) -> np.ndarray:
+    """x^n correctly rounded to float32: exact in Python's integers and fractions, rounded once."""
+    from fractions import Fraction
+    out = []
+    for v in x.tolist():
+        if v != v or v in (0.0, float("inf"), float("-inf")) or n == 0:
+            with np.errstate(all="ignore"):
+                out.append(np.power(np.float64(v), n))
+            continue
+        out.append(float(Fraction(v) ** n))          # the nearest double, then the float32 below
+    with np.errstate(over="ignore"):
+        return np.array(out, np.float64).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [2, 3, -1, -2, 0, 1, 5])
+def test_pow_is_correctly_rounded_and_within_an_ulp_of_numpys(n):
+    x = np.concatenate([rand(2000).reshape(-1) * 10, rand(500).reshape(-1) * 1e-15, rand(500).reshape(-1) * 1e12,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0]]).astype(np.float32)
+    model = node_model("Pow", {"x": x}, ["y"], initializers={"n": np.array(n, np.float32)})
+    with np.errstate(all="ignore"):
+        want = Session(model).run([x])[0]
+        session = Session(model, WASM)
+        got = session.run([x])[0]
+    assert session.fallbacks == []
+    exact = _pow_reference(x, n)
+    both = np.isfinite(exact) | np.isnan(exact)
+    np.testing.assert_array_equal(got[both], exact[both])
+    finite = np.isfinite(want) & np.isfinite(got)
+    assert _ulps(got[finite], want[finite]).max() <= 1
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+
+
+def test_pow_by_a_fraction_runs_on_the_host():
+    x = np.abs(rand(5, 4))
+    model = node_model("Pow", {"x": x}, ["y"], initializers={"n": np.array(0.5, np.float32)})
+    want, got, session, _ = run_both(model, [x])
+    assert len(session.fallbacks) == 1 and "not an integer" in session.fallbacks[0]

@@ -50,7 +50,7 @@ void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, con
   X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
   X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
   X(clip) X(erf) X(copy_strided) X(cast_f32) \
-  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds)
+  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds) X(powi)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -418,6 +418,21 @@ static int gather(int size, int outer, int dim, int inner, int n, const unsigned
   return 0;
 }
 
+/* x^t for float32 x and an integer t: |x|^t in double-double (mathlib.c's pow_f64_int) rounded once to float32,
+   so the correctly rounded power (numpy's float32 power is its SIMD or libm powf, within an ulp of it); zeros,
+   infinities and NaN as C's pow. */
+static float powi_f32(float x, int t) {
+  int odd = t & 1;
+  if (t == 0) return 1.0f;
+  if (x != x) return x;
+  float ax = x < 0.0f ? -x : x;
+  float r;
+  if (ax == 0.0f) r = t > 0 ? 0.0f : 1.0f / 0.0f;
+  else if (ax - ax != 0.0f) r = t > 0 ? ax : 0.0f;      /* infinite */
+  else r = (float)pow_f64_int((double)ax, t);
+  return odd && __builtin_signbit(x) ? -r : r;
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -616,6 +631,12 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
         float r = x[i] > lo || x[i] != x[i] ? x[i] : lo;
         y[i] = r < hi || r != r ? r : hi;
       }
+      return 0;
+    }
+    case OP_powi: {          /* [x, y, n, exponent] */
+      const float *x = F32(0);
+      float *y = F32(1);
+      for (int i = 0; i < w[2]; i++) y[i] = powi_f32(x[i], w[3]);
       return 0;
     }
     case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */

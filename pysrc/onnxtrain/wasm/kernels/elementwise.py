@@ -239,3 +239,26 @@ def Clip(k, input, min=None, max=None):
 def Erf(k, input):
     """simd.erf's kernel: each element in double, rounded once."""
     return _unary(k, "Erf", "erf", input)
+
+
+@wasm_kernel("Pow")
+def Pow(k, X, Y):
+    """X to an integer power known before the run (a decomposed LayerNormalization's square): the correctly rounded
+    power (executor.c's powi), within an ulp of numpy's float32 power, not its bits (test_lowerings_text.py)."""
+    f32_only("Pow", X)
+    exponent = None if Y.value is None else np.asarray(Y.value)
+    if exponent is None or exponent.size != 1 or exponent.dtype.kind not in "fiu":
+        raise NotLowered(f"Pow: exponent {Y.describe()} (the C kernel takes one integer known before the run)")
+    value = float(np.asarray(exponent, X.dtype).reshape(()))     # numpy's: Y.astype(X.dtype)
+    if not np.isfinite(value) or value != int(value):
+        raise NotLowered(f"Pow: exponent {value} is not an integer")
+    try:
+        shape = np.broadcast_shapes(X.shape, Y.shape)
+    except ValueError:
+        raise NotLowered(f"Pow: {X.describe()} and {Y.describe()} do not broadcast") from None
+    if shape != X.shape:
+        raise NotLowered(f"Pow: the exponent {Y.describe()} broadcasts {X.describe()}")
+    y = k.output(X.shape)
+    if y.size:
+        k.call("powi", [X], [y], [y.size, int(value)])
+    return y
