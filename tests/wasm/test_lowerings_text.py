@@ -86,3 +86,24 @@ def test_pow_by_a_fraction_runs_on_the_host():
     model = node_model("Pow", {"x": x}, ["y"], initializers={"n": np.array(0.5, np.float32)})
     want, got, session, _ = run_both(model, [x])
     assert len(session.fallbacks) == 1 and "not an integer" in session.fallbacks[0]
+
+
+def test_tanh_is_the_executors_correctly_rounded_and_within_2_ulp_of_numpys():
+    import math
+    x = np.concatenate([rand(20000).reshape(-1) * 4, rand(3000).reshape(-1) * 0.06, rand(1000).reshape(-1) * 1e-6,
+                        rand(1000).reshape(-1) * 30, [0.0, -0.0, np.inf, -np.inf, np.nan, 0.0625, -0.0625, 10.0]])
+    x = x.astype(np.float32)
+    model = node_model("Tanh", {"x": x}, ["y"])
+    want = Session(model).run([x])[0]
+    session = Session(model, WASM)
+    got = session.run([x])[0]
+    assert session.fallbacks == []
+    np.testing.assert_array_equal(got.view(np.uint32), _map("tanh_f32", x).view(np.uint32))
+    exact = np.array([math.tanh(v) if v == v else v for v in x.tolist()]).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), exact.view(np.uint32))
+    assert _ulps(got, want).max() <= 2
+
+
+def test_tanh_grad():
+    dy, y = rand(13, 17), np.tanh(rand(13, 17))
+    check(node_model("TanhGrad", {"dy": dy, "y": y}, ["dx"], domain="com.microsoft"), [dy, y])

@@ -222,14 +222,15 @@ static int softmax_ce_grad(const ce_shape *s, const float *dy, const float *log_
 
 /* -- one-operand element-wise ops: one IEEE operation per element as numpy's ufuncs, and this build's exp ------ */
 
-enum { U_NEG, U_SQRT, U_RECIPROCAL, U_EXP };
+enum { U_NEG, U_SQRT, U_RECIPROCAL, U_EXP, U_TANH };
 
 static void unary(int kind, int n, const float *x, float *y) {
   switch (kind) {
     case U_NEG: for (int i = 0; i < n; i++) y[i] = -x[i]; break;
     case U_SQRT: for (int i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]); break;
     case U_RECIPROCAL: for (int i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
-    default: for (int i = 0; i < n; i++) y[i] = exp_f32_1(x[i]); break;   /* mathlib.c: not numpy's bits */
+    case U_EXP: for (int i = 0; i < n; i++) y[i] = exp_f32_1(x[i]); break;   /* mathlib.c: not numpy's bits */
+    default: for (int i = 0; i < n; i++) y[i] = tanh_f32_1(x[i]); break;     /* the same */
   }
 }
 

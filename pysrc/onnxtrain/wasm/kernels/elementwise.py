@@ -132,9 +132,9 @@ for _op in ("Add", "Sub", "Mul", "Div"):
 
 
 
-# executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, numpy's bits); exp: mathlib.c's exp_f32 (through double,
-# rounded once), within an ulp of numpy's SIMD exp, not its bits (tests/wasm/test_lowerings_text.py)
-UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2, "Exp": 3}
+# executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, numpy's bits); exp and tanh: mathlib.c's (through double,
+# rounded once), within 2 ulp of numpy's SIMD exp and tanh, not their bits (tests/wasm/test_lowerings_text.py)
+UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2, "Exp": 3, "Tanh": 4}
 
 
 def _one_op(op: str):
@@ -262,3 +262,16 @@ def Pow(k, X, Y):
     if y.size:
         k.call("powi", [X], [y], [y.size, int(value)])
     return y
+
+
+@wasm_kernel("TanhGrad", MS_DOMAIN)
+def TanhGrad(k, dY, Y):
+    """ops/training.py's dY * (1 - Y * Y), one IEEE operation a step."""
+    f32_only("TanhGrad", dY, Y)
+    if dY.shape != Y.shape:
+        raise NotLowered(f"TanhGrad: {dY.describe()} and {Y.describe()} differ in shape")
+    square, rest, dx = k.output(Y.shape), k.output(Y.shape), k.output(Y.shape)
+    strided(k, "Mul", square, Y, Y)
+    strided(k, "Sub", rest, k.known(np.float32(1)), square)
+    strided(k, "Mul", dx, dY, rest)
+    return dx
