@@ -149,3 +149,15 @@ def test_layer_normalization_with_a_scale_per_row_runs_on_the_host():
     want, got, session, _ = run_both(model, [x, scale])
     assert len(session.fallbacks) == 1 and "normalised from axis" in session.fallbacks[0]
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_conv_grad_of_one_channel_sums_a_long_column_as_numpy():
+    """The bias and weight gradients of one channel over 9000 images: numpy adds the column pairwise in blocks of
+    8192."""
+    from helpers import node_model
+    for seed in range(4):     # a sum in the other order can match by chance: four draws
+        rng = np.random.default_rng(seed)
+        x, w, dy = [rng.standard_normal(s).astype(np.float32) for s in ((9000, 1, 1, 1), (1, 1, 1, 1), (9000, 1, 1, 1))]
+        model = node_model("ConvGrad", {"dy": dy, "x": x, "w": w}, ["dx", "dw", "db"], domain=MS,
+                           kernel_shape=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=1)
+        check(model, [dy * 100, x, w])

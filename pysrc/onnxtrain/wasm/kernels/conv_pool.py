@@ -122,12 +122,13 @@ def ConvGrad(k, dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_
 
 
 def _sum_rows(k, x, out) -> None:
-    """out = x.sum(axis=0) of x [rows, cols] as numpy adds it: whole rows in order, or pairwise for one column."""
+    """out = x.sum(axis=0) of x [rows, cols] as numpy adds it: whole rows in order, or for one column pairwise in
+    blocks of 8192 (reduce_rows)."""
     rows, cols = x.shape
     if cols > 1:
         column_sums(k, x, out)
     else:
-        k.call("row_sums", [x], [out], [1, rows, IDENTITY, ZERO])
+        k.call("reduce_rows", [x], [out], [1, rows, IDENTITY, ZERO])
 
 
 @wasm_kernel("MaxPool")
