@@ -1,4 +1,5 @@
-"""The lowerings MiniLM's LoRA step adds, and Pow (a decomposed LayerNormalization's square, as torch exports it):
+"""The lowerings MiniLM's LoRA step adds, with Pow (a decomposed LayerNormalization's square, as torch exports it),
+Tanh and GELU (Gelu, com.microsoft's Gelu, BiasGelu and GeluGrad: numpy's double arithmetic, its bits):
 Exp (GELU's gradient) is the executor's exp (mathlib.c, through double and rounded once), so it is tested bit for
 bit against the native build's exp_f32 and within 2 ulp of numpy's SIMD exp (test_executor_c.py measures both);
 Pow by an integer is the correctly rounded power (double-double, rounded once), tested against exact rationals and
@@ -107,3 +108,27 @@ def test_tanh_is_the_executors_correctly_rounded_and_within_2_ulp_of_numpys():
 def test_tanh_grad():
     dy, y = rand(13, 17), np.tanh(rand(13, 17))
     check(node_model("TanhGrad", {"dy": dy, "y": y}, ["dx"], domain="com.microsoft"), [dy, y])
+
+
+@pytest.mark.parametrize("op,domain", [("Gelu", ""), ("Gelu", "com.microsoft")])
+def test_gelu_is_numpys_bits(op, domain):
+    """In double and rounded once, as the numpy kernel: its bits except within ~1e-15 of a float32 midpoint (none
+    among these), the negative tail included (1 + erf(x / sqrt 2) is erfc there: erf.c's erf_f64 continues it)."""
+    x = np.concatenate([rand(50000).reshape(-1) * 4, rand(5000).reshape(-1) * 30, np.linspace(-9, -5, 40000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -40.0]]).astype(np.float32)
+    check(node_model(op, {"x": x}, ["y"], domain=domain, opset=20 if not domain else 17), [x])
+
+
+def test_bias_gelu_and_gelu_grad_are_numpys_bits():
+    a, b = rand(64, 300) * 3, rand(300)
+    check(node_model("BiasGelu", {"a": a, "b": b}, ["y"], domain="com.microsoft"), [a, b])
+    dy, x = rand(200, 300), rand(200, 300) * 4
+    x.reshape(-1)[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -40.0]
+    x.reshape(-1)[6:20006] = np.linspace(-9, -5, 20000)
+    check(node_model("GeluGrad", {"dy": dy, "x": x}, ["dx"], domain="com.microsoft"), [dy, x])
+
+
+def test_the_tanh_gelu_runs_on_the_host():
+    x = rand(4, 5)
+    want, got, session, _ = run_both(node_model("Gelu", {"x": x}, ["y"], opset=20, approximate="tanh"), [x])
+    assert len(session.fallbacks) == 1 and "erf GELU" in session.fallbacks[0]

@@ -50,7 +50,7 @@ void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, con
   X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
   X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
   X(clip) X(erf) X(copy_strided) X(cast_f32) \
-  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds) X(powi)
+  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds) X(powi) X(gelu) X(gelu_grad)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -434,6 +434,22 @@ static float powi_f32(float x, int t) {
   return odd && __builtin_signbit(x) ? -r : r;
 }
 
+/* GELU and its gradient as ops/elementwise.py and ops/fused.py compute them: in double (math.erf, np.exp there;
+   erf_f64 and exp_f64 here, within a few 1e-16 of them), rounded once to float32, so numpy's bits except where a
+   result lies within about 1e-15 of a float32 midpoint. */
+static const double SQRT2 = 1.4142135623730951, SQRT_2PI = 2.5066282746310002;
+
+static float gelu_1(float xf) {
+  double x = xf;
+  return (float)(0.5 * x * (1.0 + erf_f64(x / SQRT2)));
+}
+
+static float gelu_grad_1(float dy, float xf) {
+  double x = xf;
+  double g = 0.5 * (1.0 + erf_f64(x / SQRT2)) + x * exp_f64(-0.5 * x * x) / SQRT_2PI;
+  return (float)((double)dy * g);
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -638,6 +654,18 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
       const float *x = F32(0);
       float *y = F32(1);
       for (int i = 0; i < w[2]; i++) y[i] = powi_f32(x[i], w[3]);
+      return 0;
+    }
+    case OP_gelu: {          /* [x, y, n] */
+      const float *x = F32(0);
+      float *y = F32(1);
+      for (int i = 0; i < w[2]; i++) y[i] = gelu_1(x[i]);
+      return 0;
+    }
+    case OP_gelu_grad: {     /* [dy, x, dx, n] */
+      const float *dy = F32(0), *x = F32(1);
+      float *dx = F32(2);
+      for (int i = 0; i < w[3]; i++) dx[i] = gelu_grad_1(dy[i], x[i]);
       return 0;
     }
     case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */

@@ -46,5 +46,7 @@ float add_reduce(const float *a, int n, float identity, float zero);
 float exp_f32_1(float x);
 float log_f32_1(float x);
 float tanh_f32_1(float x);
+double exp_f64(double x);
+double erf_f64(double x);
 
 #endif

@@ -37,6 +37,15 @@ static double exp_d(double x) {
   return p * pow2((int)k);
 }
 
+/* e^x in double over all of double's range (0 below -745, infinity above 709.8). */
+double exp_f64(double x) {
+  if (x != x) return x;
+  if (x > 709.78) return __builtin_inf();
+  if (x < -745.2) return 0.0;
+  if (x < -708.0) return exp_d(x + 64.0) * 1.6038108905486379e-28;     /* e^-64: the subnormal results */
+  return exp_d(x);
+}
+
 float exp_f32_1(float xf) {
   double x = xf;
   if (x != x) return xf;

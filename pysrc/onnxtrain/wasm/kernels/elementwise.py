@@ -275,3 +275,44 @@ def TanhGrad(k, dY, Y):
     strided(k, "Sub", rest, k.known(np.float32(1)), square)
     strided(k, "Mul", dx, dY, rest)
     return dx
+
+
+def _gelu(k, op: str, x):
+    f32_only(op, x)
+    y = k.output(x.shape)
+    if y.size:
+        k.call("gelu", [x], [y], [y.size])
+    return y
+
+
+@wasm_kernel("Gelu")
+def Gelu(k, X, *, approximate="none"):
+    """ops/elementwise.py's exact GELU, in double and rounded once (executor.c's gelu: numpy's bits but within
+    about 1e-15 of a float32 midpoint)."""
+    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    if approximate != "none":
+        raise NotLowered(f"Gelu with approximate={approximate!r} (the C kernel is the erf GELU)")
+    return _gelu(k, "Gelu", X)
+
+
+@wasm_kernel("Gelu", MS_DOMAIN)
+def Gelu_ms(k, X):
+    return _gelu(k, "Gelu", X)
+
+
+@wasm_kernel("BiasGelu", MS_DOMAIN)
+def BiasGelu(k, A, B):
+    f32_only("BiasGelu", A, B)
+    try:
+        shape = np.broadcast_shapes(A.shape, B.shape)
+    except ValueError:
+        raise NotLowered(f"BiasGelu: {A.describe()} and {B.describe()} do not broadcast") from None
+    total = k.output(shape)
+    strided(k, "Add", total, A, B)
+    return _gelu(k, "BiasGelu", total)
+
+
+@wasm_kernel("GeluGrad", MS_DOMAIN)
+def GeluGrad(k, dY, X):
+    """ops/fused.py's GeluGrad in double, rounded once (executor.c's gelu_grad, as the forward)."""
+    return _grad(k, "GeluGrad", "gelu_grad", dY, X)
