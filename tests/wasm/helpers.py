@@ -13,7 +13,8 @@ from onnxtrain.wasm.provider import open_provider
 WASM = open_provider()
 MS = "com.microsoft"
 TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
-         np.dtype(np.bool_): TensorProto.BOOL}
+         np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8,
+         np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int32): TensorProto.INT32}
 
 
 def value_info(name: str, value, dynamic: bool = False):

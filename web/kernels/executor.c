@@ -35,11 +35,22 @@ void adamw_f32(int count, const addr_t *table, int mode, const float *s);
 void sgd_f32(int count, const addr_t *table, float neg_lr);
 int nonfinite_f32(int n, const float *x);
 double pow_f64_int(double a, long long t);
+void clip_f32(int n, const float *x, float lo, float hi, float *y);
+void erf_f32(int n, const float *x, float *y);
+void row_sums_f32(int rows, int cols, const float *x, float identity, float zero, float *out);
+void layernorm_f32(int rows, int cols, const float *x, const float *scale, const float *bias, float epsilon,
+                   float identity, float zero, float *y, float *mean, float *inv_std, float *work);
+void layernorm_grad_f32(int rows, int cols, const float *dy, const float *x, const float *scale, const float *mean,
+                        const float *inv_std, float identity, float zero, float *dx, float *dscale, float *dbias,
+                        float *work);
 
 #define OPS(X)                                                                                                   \
   X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
   X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
-  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate)
+  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
+  X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
+  X(clip) X(erf) X(copy_strided) X(cast_f32) \
+  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds) X(powi) X(gelu) X(gelu_grad)
 
 #define ID(name) OP_##name,
 enum { OPS(ID) OP_COUNT };
@@ -209,6 +220,236 @@ static int softmax_ce_grad(const ce_shape *s, const float *dy, const float *log_
   return 0;
 }
 
+/* -- one-operand element-wise ops: one IEEE operation per element as numpy's ufuncs, and this build's exp ------ */
+
+enum { U_NEG, U_SQRT, U_RECIPROCAL, U_EXP, U_TANH };
+
+static void unary(int kind, int n, const float *x, float *y) {
+  switch (kind) {
+    case U_NEG: for (int i = 0; i < n; i++) y[i] = -x[i]; break;
+    case U_SQRT: for (int i = 0; i < n; i++) y[i] = __builtin_sqrtf(x[i]); break;
+    case U_RECIPROCAL: for (int i = 0; i < n; i++) y[i] = 1.0f / x[i]; break;
+    case U_EXP: for (int i = 0; i < n; i++) y[i] = exp_f32_1(x[i]); break;   /* mathlib.c: not numpy's bits */
+    default: for (int i = 0; i < n; i++) y[i] = tanh_f32_1(x[i]); break;     /* the same */
+  }
+}
+
+/* -- strided copies of any element size, and casts to float32 --------------------------------------------- */
+
+/* out[out_offset + sum(i_d * so_d)] = x[in_offset + sum(i_d * si_d)] over the index space `shape`, elements of
+   `size` bytes (1, 2, 4 or 8), offsets and strides in elements. */
+static void copy_strided(int size, int rank, long long in_offset, long long out_offset, const int *shape,
+                         const int *si, const int *so, const unsigned char *x, unsigned char *out) {
+  int index[MAX_RANK] = {0};
+  long long total = 1;
+  for (int d = 0; d < rank; d++) total *= shape[d];
+  if (total == 0) return;
+  int inner = rank ? shape[rank - 1] : 1, ia = rank ? si[rank - 1] : 0, ib = rank ? so[rank - 1] : 0;
+  for (long long done = 0; done < total; done += inner) {
+    long long a = in_offset, b = out_offset;
+    for (int d = 0; d < rank - 1; d++) {
+      a += (long long)index[d] * si[d];
+      b += (long long)index[d] * so[d];
+    }
+    switch (size) {
+      case 1: for (int j = 0; j < inner; j++) out[b + j * ib] = x[a + j * ia]; break;
+      case 2: {
+        const unsigned short *px = (const unsigned short *)x + a;
+        unsigned short *po = (unsigned short *)out + b;
+        for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+      case 4: {
+        const unsigned *px = (const unsigned *)x + a;
+        unsigned *po = (unsigned *)out + b;
+        if (ia == 1 && ib == 1) for (int j = 0; j < inner; j++) po[j] = px[j];
+        else for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+      default: {
+        const unsigned long long *px = (const unsigned long long *)x + a;
+        unsigned long long *po = (unsigned long long *)out + b;
+        for (int j = 0; j < inner; j++) po[j * ib] = px[j * ia];
+        break;
+      }
+    }
+    for (int d = rank - 2; d >= 0; d--) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+enum { C_U8, C_I8, C_I32, C_I64, C_BOOL };
+
+/* y = x as float32 (numpy's astype: exact for the small integers, round to nearest for the large). */
+static void cast_f32(int from, int n, const void *x, float *y) {
+  switch (from) {
+    case C_U8: for (int i = 0; i < n; i++) y[i] = (float)((const unsigned char *)x)[i]; break;
+    case C_I8: for (int i = 0; i < n; i++) y[i] = (float)((const signed char *)x)[i]; break;
+    case C_I32: for (int i = 0; i < n; i++) y[i] = (float)((const int *)x)[i]; break;
+    case C_I64: for (int i = 0; i < n; i++) y[i] = (float)((const long long *)x)[i]; break;
+    default: for (int i = 0; i < n; i++) y[i] = ((const unsigned char *)x)[i] ? 1.0f : 0.0f; break;
+  }
+}
+
+/* -- comparisons, logic, selection: strided, broadcast operands into a contiguous output ------------------- */
+
+/* The offsets of a, b and c (element strides sa, sb, sc) at each row of the last dim of `shape`, in order:
+   the body (the last arguments) runs with oa, ob, oc and po (the output's offset), ia, ib, ic (the last dim's strides) and inner. */
+#define OVER_ROWS(rank, shape, sa, sb, sc, ...)                                                            \
+  do {                                                                                                     \
+    int index_[MAX_RANK] = {0};                                                                            \
+    long long total_ = 1;                                                                                  \
+    for (int d = 0; d < (rank); d++) total_ *= (shape)[d];                                                 \
+    int inner = (rank) ? (shape)[(rank) - 1] : 1;                                                          \
+    int ia = (rank) ? (sa)[(rank) - 1] : 0, ib = (rank) ? (sb)[(rank) - 1] : 0;                            \
+    int ic = (rank) ? (sc)[(rank) - 1] : 0;                                                                \
+    for (long long po = 0; po < total_; po += inner) {                                                     \
+      long long oa = 0, ob = 0, oc = 0;                                                                    \
+      for (int d = 0; d < (rank) - 1; d++) {                                                               \
+        oa += (long long)index_[d] * (sa)[d];                                                              \
+        ob += (long long)index_[d] * (sb)[d];                                                              \
+        oc += (long long)index_[d] * (sc)[d];                                                              \
+      }                                                                                                    \
+      (void)oc;                                                                                            \
+      (void)ic;                                                                                            \
+      __VA_ARGS__;                                                                                         \
+      for (int d = (rank) - 2; d >= 0; d--) {                                                              \
+        if (++index_[d] < (shape)[d]) break;                                                               \
+        index_[d] = 0;                                                                                     \
+      }                                                                                                    \
+    }                                                                                                      \
+  } while (0)
+
+enum { K_LESS, K_GREATER, K_EQUAL, K_LESS_EQUAL, K_GREATER_EQUAL };
+
+/* One row of `inner` results: o[j] = EXPR of x = pa[j * ia], y = pb[j * ib], with the common strides as loops of
+   their own (which the compiler vectorizes). */
+#define ROW2(T, EXPR)                                                                                    \
+  do {                                                                                                   \
+    if (ia == 1 && ib == 1)                                                                              \
+      for (int j = 0; j < inner; j++) { T x = pa[j], y = pb[j]; o[j] = (unsigned char)(EXPR); }          \
+    else if (ia == 1 && ib == 0)                                                                         \
+      for (int j = 0; j < inner; j++) { T x = pa[j], y = pb[0]; o[j] = (unsigned char)(EXPR); }          \
+    else                                                                                                 \
+      for (int j = 0; j < inner; j++) { T x = pa[j * ia], y = pb[j * ib]; o[j] = (unsigned char)(EXPR); } \
+  } while (0)
+
+/* out (bool bytes) = a kind b over float32, IEEE comparisons (NaN compares false, -0 equals +0). */
+static void compare(int kind, int rank, const int *shape, const float *a, const int *sa, const float *b,
+                    const int *sb, unsigned char *out) {
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const float *pa = a + oa, *pb = b + ob;
+    unsigned char *o = out + po;
+    switch (kind) {
+      case K_LESS: ROW2(float, x < y); break;
+      case K_GREATER: ROW2(float, x > y); break;
+      case K_EQUAL: ROW2(float, x == y); break;
+      case K_LESS_EQUAL: ROW2(float, x <= y); break;
+      default: ROW2(float, x >= y); break;
+    }
+  });
+}
+
+enum { L_AND, L_OR, L_XOR, L_NOT };
+
+/* out (bool bytes) = a kind b (b absent for NOT). */
+static void logical(int kind, int rank, const int *shape, const unsigned char *a, const int *sa,
+                    const unsigned char *b, const int *sb, unsigned char *out) {
+  static const unsigned char zero = 0;
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const unsigned char *pa = a + oa, *pb = b ? b + ob : &zero;
+    unsigned char *o = out + po;
+    if (!b) ib = 0;
+    switch (kind) {
+      case L_AND: ROW2(unsigned char, (x != 0) & (y != 0)); break;
+      case L_OR: ROW2(unsigned char, (x != 0) | (y != 0)); break;
+      case L_XOR: ROW2(unsigned char, (x != 0) ^ (y != 0)); break;
+      default: ROW2(unsigned char, (x == 0) + 0 * y); break;
+    }
+  });
+}
+
+/* out = cond ? x : y, elements of `size` bytes (4 or 8), cond bool bytes. */
+#define WHERE_ROWS(T)                                                                                      \
+  OVER_ROWS(rank, shape, sc, sx, sy, {                                                                     \
+    const unsigned char *c = cond + oa;                                                                    \
+    const T *px = (const T *)x + ob, *py = (const T *)y + oc;                                              \
+    T *o = (T *)out + po;                                                                                  \
+    for (int j = 0; j < inner; j++) o[j] = c[j * ia] ? px[j * ib] : py[j * ic];                            \
+  })
+
+static void where(int size, int rank, const int *shape, const unsigned char *cond, const int *sc,
+                  const unsigned char *x, const int *sx, const unsigned char *y, const int *sy, unsigned char *out) {
+  if (size == 4)
+    WHERE_ROWS(unsigned);
+  else
+    WHERE_ROWS(unsigned long long);
+}
+
+/* out = np.maximum(a, b) (or np.minimum) over float32: a where a > b (a < b) or a is NaN, else b (so b on ties of
+   -0 and +0, and NaN when either is). */
+static void extremum(int is_min, int rank, const int *shape, const float *a, const int *sa, const float *b,
+                     const int *sb, float *out) {
+  OVER_ROWS(rank, shape, sa, sb, sb, {
+    const float *pa = a + oa, *pb = b + ob;
+    float *o = out + po;
+    for (int j = 0; j < inner; j++) {
+      float x = pa[j * ia], y = pb[j * ib];
+      o[j] = (is_min ? x < y : x > y) || x != x ? x : y;
+    }
+  });
+}
+
+/* out[o, i, :] = data[o, indices[i] (negative: from the end), :] for data [outer, dim, inner] of `size`-byte
+   elements: 0, or 1 on an index outside [-dim, dim) (nothing written then). */
+static int gather(int size, int outer, int dim, int inner, int n, const unsigned char *data, const long long *indices,
+                  unsigned char *out) {
+  for (int i = 0; i < n; i++)
+    if (indices[i] < -(long long)dim || indices[i] >= dim) return 1;
+  long long row = (long long)inner * size;
+  for (int o = 0; o < outer; o++)
+    for (int i = 0; i < n; i++) {
+      long long at = indices[i] < 0 ? indices[i] + dim : indices[i];
+      const unsigned char *from = data + ((long long)o * dim + at) * row;
+      unsigned char *to = out + ((long long)o * n + i) * row;
+      for (long long t = 0; t < row; t++) to[t] = from[t];
+    }
+  return 0;
+}
+
+/* x^t for float32 x and an integer t: |x|^t in double-double (mathlib.c's pow_f64_int) rounded once to float32,
+   so the correctly rounded power (numpy's float32 power is its SIMD or libm powf, within an ulp of it); zeros,
+   infinities and NaN as C's pow. */
+static float powi_f32(float x, int t) {
+  int odd = t & 1;
+  if (t == 0) return 1.0f;
+  if (x != x) return x;
+  float ax = x < 0.0f ? -x : x;
+  float r;
+  if (ax == 0.0f) r = t > 0 ? 0.0f : 1.0f / 0.0f;
+  else if (ax - ax != 0.0f) r = t > 0 ? ax : 0.0f;      /* infinite */
+  else r = (float)pow_f64_int((double)ax, t);
+  return odd && __builtin_signbit(x) ? -r : r;
+}
+
+/* GELU and its gradient as ops/elementwise.py and ops/fused.py compute them: in double (math.erf, np.exp there;
+   erf_f64 and exp_f64 here, within a few 1e-16 of them), rounded once to float32, so numpy's bits except where a
+   result lies within about 1e-15 of a float32 midpoint. */
+static const double SQRT2 = 1.4142135623730951, SQRT_2PI = 2.5066282746310002;
+
+static float gelu_1(float xf) {
+  double x = xf;
+  return (float)(0.5 * x * (1.0 + erf_f64(x / SQRT2)));
+}
+
+static float gelu_grad_1(float dy, float xf) {
+  double x = xf;
+  double g = 0.5 * (1.0 + erf_f64(x / SQRT2)) + x * exp_f64(-0.5 * x * x) / SQRT_2PI;
+  return (float)((double)dy * g);
+}
+
 /* -- training ops ------------------------------------------------------------------------------------------------ */
 
 static inline int flag_set(void *const *buffers, int index) {
@@ -344,6 +585,90 @@ static int run_record(int op, int n, const int *w, void *const *buffers) {
       if (w[5] >= 0) fill_bytes(BYTES(5), 1, 1);
       return 0;
     }
+    case OP_layernorm:       /* [x, scale, bias, y, mean, inv_std, work, rows, cols, epsilon, identity, zero] */
+      layernorm_f32(w[7], w[8], F32(0), F32(1), OPT_F32(2), as_float(w[9]), as_float(w[10]), as_float(w[11]),
+                    F32(3), OPT_F32(4), OPT_F32(5), F32(6));
+      return 0;
+    case OP_layernorm_grad:  /* [dy, x, scale, mean, inv_std, dx, dscale, dbias, work, rows, cols, identity,
+                                 zero] */
+      layernorm_grad_f32(w[9], w[10], F32(0), F32(1), F32(2), F32(3), F32(4), as_float(w[11]), as_float(w[12]),
+                         OPT_F32(5), OPT_F32(6), OPT_F32(7), F32(8));
+      return 0;
+    case OP_column_sums_blocks: {  /* [x, out, blocks, rows, cols, identity]: column_sums of each [rows, cols]
+                                       block of x into its [cols] of out (a sum over a middle axis) */
+      const float *x = F32(0);
+      float *out = F32(1);
+      for (int b = 0; b < w[2]; b++, x += w[3] * w[4], out += w[4])
+        column_sums_f32(w[3], w[4], x, as_float(w[5]), out);
+      return 0;
+    }
+    case OP_reduce_rows:     /* [x, out, rows, cols, identity, zero]: np.add.reduce of each row */
+      row_sums_f32(w[2], w[3], F32(0), as_float(w[4]), as_float(w[5]), F32(1));
+      return 0;
+    case OP_clip: clip_f32(w[2], F32(0), as_float(w[3]), as_float(w[4]), F32(1)); return 0;  /* [x, y, n, lo, hi] */
+    case OP_erf: erf_f32(w[2], F32(0), F32(1)); return 0;                         /* [x, y, n] */
+    case OP_copy_strided: {  /* [x, out, size, rank, in offset, out offset, shape.., in strides.., out strides..] */
+      int rank = w[3];
+      copy_strided(w[2], rank, w[4], w[5], w + 6, w + 6 + rank, w + 6 + 2 * rank, BYTES(0), BYTES(1));
+      return 0;
+    }
+    case OP_cast_f32: cast_f32(w[2], w[3], buffers[w[0]], F32(1)); return 0;    /* [x, y, from, n] */
+    case OP_compare: {       /* [a, b, out, kind, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      compare(w[3], rank, w + 5, F32(0), w + 5 + rank, F32(1), w + 5 + 2 * rank, BYTES(2));
+      return 0;
+    }
+    case OP_logical: {       /* [a, b, out, kind, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      logical(w[3], rank, w + 5, BYTES(0), w + 5 + rank, w[1] < 0 ? 0 : BYTES(1), w + 5 + 2 * rank, BYTES(2));
+      return 0;
+    }
+    case OP_where: {         /* [cond, x, y, out, size, rank, shape.., cond strides.., x strides.., y strides..] */
+      int rank = w[5];
+      where(w[4], rank, w + 6, BYTES(0), w + 6 + rank, BYTES(1), w + 6 + 2 * rank, BYTES(2), w + 6 + 3 * rank,
+            BYTES(3));
+      return 0;
+    }
+    case OP_gather:          /* [data, indices, out, size, outer, dim, inner, n] */
+      return gather(w[3], w[4], w[5], w[6], w[7], BYTES(0), I64(1), BYTES(2));
+    case OP_extremum: {      /* [a, b, out, is_min, rank, shape.., a strides.., b strides..] */
+      int rank = w[4];
+      extremum(w[3], rank, w + 5, F32(0), w + 5 + rank, F32(1), w + 5 + 2 * rank, F32(2));
+      return 0;
+    }
+    case OP_clip_bounds: {   /* [x, lo, hi, y, n]: Clip with bounds read during the run, as ops/elementwise.py's:
+                                 simd.clip's kernel, or np.clip's maximum then minimum where a bound is NaN */
+      const float *x = F32(0);
+      float lo = *F32(1), hi = *F32(2), *y = F32(3);
+      if (lo == lo && hi == hi) {
+        clip_f32(w[4], x, lo, hi, y);
+        return 0;
+      }
+      for (int i = 0; i < w[4]; i++) {
+        float r = x[i] > lo || x[i] != x[i] ? x[i] : lo;
+        y[i] = r < hi || r != r ? r : hi;
+      }
+      return 0;
+    }
+    case OP_powi: {          /* [x, y, n, exponent] */
+      const float *x = F32(0);
+      float *y = F32(1);
+      for (int i = 0; i < w[2]; i++) y[i] = powi_f32(x[i], w[3]);
+      return 0;
+    }
+    case OP_gelu: {          /* [x, y, n] */
+      const float *x = F32(0);
+      float *y = F32(1);
+      for (int i = 0; i < w[2]; i++) y[i] = gelu_1(x[i]);
+      return 0;
+    }
+    case OP_gelu_grad: {     /* [dy, x, dx, n] */
+      const float *dy = F32(0), *x = F32(1);
+      float *dx = F32(2);
+      for (int i = 0; i < w[3]; i++) dx[i] = gelu_grad_1(dy[i], x[i]);
+      return 0;
+    }
+    case OP_unary: unary(w[2], w[3], F32(0), F32(1)); return 0;                  /* [x, y, kind, n] */
     case OP_nonfinite:       /* [x, count (int32, added to), n] */
       *(int *)buffers[w[1]] += nonfinite_f32(w[2], F32(0));
       return 0;

@@ -39,10 +39,14 @@ static inline void valid_columns(int off, int w, int ow, int sw, int *lo, int *h
   *hi = last + 1 > first ? last + 1 : first;
 }
 
-/* Shared between the kernel files (not exported): numpy's pairwise sum (loss.c), float32 exp and log through
-   double (mathlib.c). */
+/* Shared between the kernel files (not exported): numpy's pairwise sum (loss.c) and np.add.reduce of a contiguous
+row (reduce.c), float32 exp, log and tanh through double (mathlib.c). */
 float pairwise_sum(const float *a, int n, int stride, float zero);
+float add_reduce(const float *a, int n, float identity, float zero);
 float exp_f32_1(float x);
 float log_f32_1(float x);
+float tanh_f32_1(float x);
+double exp_f64(double x);
+double erf_f64(double x);
 
 #endif

@@ -24,11 +24,8 @@ static inline double pow2(int n) { return from_bits((unsigned long long)(n + 102
 static const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
 static const double LN2 = 0.6931471805599453094;
 
-float exp_f32_1(float xf) {
-  double x = xf;
-  if (x != x) return xf;
-  if (x > 89.0) return __builtin_inff();
-  if (x < -104.0) return 0.0f;
+/* e^x in double for -104 <= x <= 89 (the float32 range), relative error about 1e-16. */
+static double exp_d(double x) {
   double k = __builtin_rint(x * 1.4426950408889634074);
   double r = (x - k * LN2_HI) - k * LN2_LO;        /* |r| <= 0.347 */
   /* e^r by its Taylor series to r^13 / 13! (relative error below 1e-17 on |r| <= 0.347) */
@@ -37,7 +34,44 @@ float exp_f32_1(float xf) {
                                1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0,
                                0.5, 1.0, 1.0};
   for (int i = 0; i < 13; i++) p = p * r + inv[i];
-  return (float)(p * pow2((int)k));
+  return p * pow2((int)k);
+}
+
+/* e^x in double over all of double's range (0 below -745, infinity above 709.8). */
+double exp_f64(double x) {
+  if (x != x) return x;
+  if (x > 709.78) return __builtin_inf();
+  if (x < -745.2) return 0.0;
+  if (x < -708.0) return exp_d(x + 64.0) * 1.6038108905486379e-28;     /* e^-64: the subnormal results */
+  return exp_d(x);
+}
+
+float exp_f32_1(float xf) {
+  double x = xf;
+  if (x != x) return xf;
+  if (x > 89.0) return __builtin_inff();
+  if (x < -104.0) return 0.0f;
+  return (float)exp_d(x);
+}
+
+/* tanh in double, rounded once: the odd series to x^15 below |x| = 2^-4 (relative error below 1e-19), else
+   1 - 2 / (e^2|x| + 1) (absolute error about 1e-16 of a result above 0.062); +-1 from |x| = 10 on. */
+float tanh_f32_1(float xf) {
+  double x = xf, a = x < 0.0 ? -x : x;
+  if (x != x || x == 0.0) return xf;                /* NaN, and -0 stays -0 */
+  double t;
+  if (a >= 10.0) {
+    t = 1.0;
+  } else if (a < 0.0625) {
+    static const double c[] = {-1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925,
+                               21844.0 / 6081075, -929569.0 / 638512875};
+    double a2 = a * a, p = c[6];
+    for (int i = 5; i >= 0; i--) p = p * a2 + c[i];
+    t = a + a * a2 * p;
+  } else {
+    t = 1.0 - 2.0 / (exp_d(2.0 * a) + 1.0);
+  }
+  return (float)(x < 0.0 ? -t : t);
 }
 
 float log_f32_1(float xf) {
@@ -104,6 +138,10 @@ API double pow_f64_int(double a, long long t) {
 }
 
 /* The element-wise forms, for the tests. */
+API void tanh_f32(int n, const float *x, float *y) {
+  for (int i = 0; i < n; i++) y[i] = tanh_f32_1(x[i]);
+}
+
 API void exp_f32(int n, const float *x, float *y) {
   for (int i = 0; i < n; i++) y[i] = exp_f32_1(x[i]);
 }

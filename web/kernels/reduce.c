@@ -44,3 +44,16 @@ API void column_sums_f32(int rows, int cols, const float *x, float identity, flo
   for (int r = 0; r < rows; r++, x += cols)
     for (int j = 0; j < cols; j++) out[j] += x[j];
 }
+
+/* np.add.reduce of n contiguous floats: `identity` plus the pairwise sums of blocks of 8192 (numpy's reduction
+   buffer), block after block. */
+float add_reduce(const float *a, int n, float identity, float zero) {
+  float sum = identity;
+  for (int i = 0; i < n; i += 8192) sum += pairwise_sum(a + i, n - i < 8192 ? n - i : 8192, 1, zero);
+  return sum;
+}
+
+/* out[r] = np.add.reduce(x[r, :]) of a C-contiguous [rows, cols] array. */
+API void row_sums_f32(int rows, int cols, const float *x, float identity, float zero, float *out) {
+  for (int r = 0; r < rows; r++, x += cols) out[r] = add_reduce(x, cols, identity, zero);
+}

@@ -122,12 +122,13 @@ def ConvGrad(k, dY, X, W, *, auto_pad="NOTSET", dilations=None, group=1, kernel_
 
 
 def _sum_rows(k, x, out) -> None:
-    """out = x.sum(axis=0) of x [rows, cols] as numpy adds it: whole rows in order, or pairwise for one column."""
+    """out = x.sum(axis=0) of x [rows, cols] as numpy adds it: whole rows in order, or for one column pairwise in
+    blocks of 8192 (reduce_rows)."""
     rows, cols = x.shape
     if cols > 1:
         column_sums(k, x, out)
     else:
-        k.call("row_sums", [x], [out], [1, rows, IDENTITY, ZERO])
+        k.call("reduce_rows", [x], [out], [1, rows, IDENTITY, ZERO])
 
 
 @wasm_kernel("MaxPool")
@@ -165,3 +166,17 @@ def MaxPoolGrad(k, dY, Indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=Non
     dX = k.output(shape)
     k.call("maxpool_grad", [dY, Indices], [dX], [dY.size, dX.size])
     return dX
+
+
+@wasm_kernel("GlobalAveragePool")
+def GlobalAveragePool(k, X):
+    """ops/pool.py's: the planes' sums (simd.plane_sums), divided by the plane size as a float32."""
+    f32_only("GlobalAveragePool", X)
+    if X.rank < 3 or X.size == 0:
+        raise NotLowered(f"GlobalAveragePool of {X.describe()}")
+    planes, size = X.shape[0] * X.shape[1], X.size // (X.shape[0] * X.shape[1])
+    sums = k.output(X.shape[:2] + (1,) * (X.rank - 2))
+    k.call("plane_sums", [X], [sums], [planes, size])
+    y = k.output(sums.shape)
+    strided(k, "Div", y, sums, k.known(np.float32(size)))
+    return y

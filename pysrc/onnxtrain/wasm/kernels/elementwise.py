@@ -130,3 +130,189 @@ def _binary(op: str):
 for _op in ("Add", "Sub", "Mul", "Div"):
     wasm_kernel(_op)(_binary(_op))
 
+
+
+# executor.c's unary kinds: -x, sqrtf, 1 / x (IEEE, numpy's bits); exp and tanh: mathlib.c's (through double,
+# rounded once), within 2 ulp of numpy's SIMD exp and tanh, not their bits (tests/wasm/test_lowerings_text.py)
+UNARY = {"Neg": 0, "Sqrt": 1, "Reciprocal": 2, "Exp": 3, "Tanh": 4}
+
+
+def _one_op(op: str):
+    def lower(k, X):
+        f32_only(op, X)
+        y = k.output(X.shape)
+        if y.size:
+            k.call("unary", [X], [y], [UNARY[op], y.size])
+        return y
+    lower.__name__ = op
+    return lower
+
+
+for _op in UNARY:
+    wasm_kernel(_op)(_one_op(_op))
+
+
+@wasm_kernel("Sum")
+def Sum(k, *data_0):
+    """ops/elementwise.py's Sum: the inputs added left to right, broadcast."""
+    f32_only("Sum", *data_0)
+    if not data_0:
+        raise NotLowered("Sum of no inputs")
+    try:
+        shape = np.broadcast_shapes(*[t.shape for t in data_0])
+    except ValueError:
+        raise NotLowered("Sum: inputs " + ", ".join(t.describe() for t in data_0) + " do not broadcast") from None
+    out = k.output(shape)
+    if len(data_0) == 1:
+        strided(k, "copy", out, data_0[0])
+        return out
+    strided(k, "Add", out, data_0[0], data_0[1])
+    for t in data_0[2:]:
+        strided(k, "Add", out, out, t)
+    return out
+
+
+@wasm_kernel("Scale", MS_DOMAIN)
+def Scale(k, input, scale, *, scale_down=0):
+    """ops/training.py's Scale: input times a float32 factor known before the run (1 / scale when scale_down)."""
+    f32_only("Scale", input)
+    value = np.asarray(k.value(scale, "Scale's scale"))
+    if value.size != 1 or value.dtype.kind not in "fiu":
+        raise NotLowered(f"Scale: scale {scale.describe()}")
+    value = np.float32(value.reshape(()))
+    if value == 0:
+        raise NotLowered("Scale by 0 (the numpy kernel's error)")
+    factor = np.float32(1) / value if scale_down else value
+    out = k.output(input.shape)
+    strided(k, "Mul", out, input, k.known(np.float32(factor)))
+    return out
+
+
+def _bound(k, value):
+    """ops/simd.py's _bound of a Clip bound known before the run: a float, or None where numpy clips instead."""
+    if value is None:
+        return None
+    value = np.asarray(value.value if not isinstance(value, float) else value)
+    if value.size != 1 or value.dtype.kind != "f":
+        return None
+    bound = float(np.float32(value.reshape(())))
+    return None if bound != bound else bound
+
+
+def _clip(k, x, lo, hi):
+    f32_only("Clip", x)
+    if any(not isinstance(b, float) and b is not None and b.value is None for b in (lo, hi)):
+        return _clip_during_the_run(k, x, lo, hi)
+    lo, hi = _bound(k, lo), _bound(k, hi)
+    if lo is None or hi is None:
+        raise NotLowered("Clip with one bound or a NaN bound (numpy's clip, not the C kernel)")
+    y = k.output(x.shape)
+    if y.size:
+        k.call("clip", [x], [y], [y.size, np.float32(lo), np.float32(hi)])
+    return y
+
+
+def _clip_during_the_run(k, x, lo, hi):
+    """Bounds computed or fed during the step (a frozen initializer of training artifacts): both one float32,
+    read by the executor when it runs (simd.clip, or np.clip where one is NaN, as the numpy kernel)."""
+    if lo is None or hi is None or any(b.dtype != np.float32 or b.size != 1 for b in (lo, hi)):
+        raise NotLowered("Clip with one bound, or a bound not one float32, computed during the step")
+    y = k.output(x.shape)
+    if y.size:
+        k.call("clip_bounds", [x, lo, hi], [y], [y.size])
+    return y
+
+
+@wasm_kernel("Clip")
+def Clip(k, input, min=None, max=None):
+    """ops/elementwise.py's Clip_1 (bounds as attributes, default the float32 range) and Clip_11 (as inputs) on
+    simd.clip's kernel."""
+    if k.opset is not None and k.opset < 11:
+        return _clip(k, input, -3.4028234663852886e38 if min is None else float(min),
+                     3.4028234663852886e38 if max is None else float(max))
+    if min is None and max is None:
+        return k.view(input, input.shape)
+    return _clip(k, input, min, max)
+
+
+@wasm_kernel("Erf")
+def Erf(k, input):
+    """simd.erf's kernel: each element in double, rounded once."""
+    return _unary(k, "Erf", "erf", input)
+
+
+@wasm_kernel("Pow")
+def Pow(k, X, Y):
+    """X to an integer power known before the run (a decomposed LayerNormalization's square): the correctly rounded
+    power (executor.c's powi), within an ulp of numpy's float32 power, not its bits (test_lowerings_text.py)."""
+    f32_only("Pow", X)
+    exponent = None if Y.value is None else np.asarray(Y.value)
+    if exponent is None or exponent.size != 1 or exponent.dtype.kind not in "fiu":
+        raise NotLowered(f"Pow: exponent {Y.describe()} (the C kernel takes one integer known before the run)")
+    value = float(np.asarray(exponent, X.dtype).reshape(()))     # numpy's: Y.astype(X.dtype)
+    if not np.isfinite(value) or value != int(value):
+        raise NotLowered(f"Pow: exponent {value} is not an integer")
+    try:
+        shape = np.broadcast_shapes(X.shape, Y.shape)
+    except ValueError:
+        raise NotLowered(f"Pow: {X.describe()} and {Y.describe()} do not broadcast") from None
+    if shape != X.shape:
+        raise NotLowered(f"Pow: the exponent {Y.describe()} broadcasts {X.describe()}")
+    y = k.output(X.shape)
+    if y.size:
+        k.call("powi", [X], [y], [y.size, int(value)])
+    return y
+
+
+@wasm_kernel("TanhGrad", MS_DOMAIN)
+def TanhGrad(k, dY, Y):
+    """ops/training.py's dY * (1 - Y * Y), one IEEE operation a step."""
+    f32_only("TanhGrad", dY, Y)
+    if dY.shape != Y.shape:
+        raise NotLowered(f"TanhGrad: {dY.describe()} and {Y.describe()} differ in shape")
+    square, rest, dx = k.output(Y.shape), k.output(Y.shape), k.output(Y.shape)
+    strided(k, "Mul", square, Y, Y)
+    strided(k, "Sub", rest, k.known(np.float32(1)), square)
+    strided(k, "Mul", dx, dY, rest)
+    return dx
+
+
+def _gelu(k, op: str, x):
+    f32_only(op, x)
+    y = k.output(x.shape)
+    if y.size:
+        k.call("gelu", [x], [y], [y.size])
+    return y
+
+
+@wasm_kernel("Gelu")
+def Gelu(k, X, *, approximate="none"):
+    """ops/elementwise.py's exact GELU, in double and rounded once (executor.c's gelu: numpy's bits but within
+    about 1e-15 of a float32 midpoint)."""
+    approximate = approximate.decode() if isinstance(approximate, bytes) else approximate
+    if approximate != "none":
+        raise NotLowered(f"Gelu with approximate={approximate!r} (the C kernel is the erf GELU)")
+    return _gelu(k, "Gelu", X)
+
+
+@wasm_kernel("Gelu", MS_DOMAIN)
+def Gelu_ms(k, X):
+    return _gelu(k, "Gelu", X)
+
+
+@wasm_kernel("BiasGelu", MS_DOMAIN)
+def BiasGelu(k, A, B):
+    f32_only("BiasGelu", A, B)
+    try:
+        shape = np.broadcast_shapes(A.shape, B.shape)
+    except ValueError:
+        raise NotLowered(f"BiasGelu: {A.describe()} and {B.describe()} do not broadcast") from None
+    total = k.output(shape)
+    strided(k, "Add", total, A, B)
+    return _gelu(k, "BiasGelu", total)
+
+
+@wasm_kernel("GeluGrad", MS_DOMAIN)
+def GeluGrad(k, dY, X):
+    """ops/fused.py's GeluGrad in double, rounded once (executor.c's gelu_grad, as the forward)."""
+    return _grad(k, "GeluGrad", "gelu_grad", dY, X)
