@@ -235,7 +235,7 @@ class TextSession(LabelledSamples):
         head = head_model(len(self.names), self.encoder.hidden, linear_probe(embeddings[train], y[train],
                                                                              len(self.names)))
         if mode == "head":
-            forward, trainable, frozen = head, ["head.weight", "head.bias"], None
+            forward, trainable, frozen = head, ["head.weight", "head.bias"], []
         else:
             adapted, adapters = lora.add_adapters(self.encoder.model, settings["rank"], seed=seed)
             forward, trainable, frozen = compose(adapted, head, {"embedding": "embedding"}), adapters + [

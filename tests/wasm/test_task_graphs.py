@@ -117,7 +117,8 @@ def test_minilm_embeddings(minilm_files):
 
 
 @pytest.mark.slow
-def test_minilm_lora_steps(minilm_files):
+@pytest.mark.parametrize("mode", ["lora", "head"])
+def test_minilm_lora_and_head_steps(minilm_files, mode):
     from onnxtrain.tasks.text import Encoder, TextSession
     sessions = {}
     for device in ("numpy", "wasm"):
@@ -125,5 +126,5 @@ def test_minilm_lora_steps(minilm_files):
         for k, (name, rows) in enumerate(TEXTS.items()):
             session.add_class(name)
             session.add_texts(rows, k)
-        session.setup(mode="lora", rank=4, seed=1)
+        session.setup(mode=mode, rank=4 if mode == "lora" else None, seed=1)
     compare_runs(sessions, 4, 1e-3)
