@@ -25,6 +25,10 @@ from .allocate import allocate
 from .plan import IN_PLACE_OPS, Plan, attribute_value, describe_node, subgraphs
 from .residency import Resident
 
+#: Ops whose output shapes follow the values of inputs that need not be integers (a float scale, a float range, the
+#: data itself): on the host with such an input computed during the step, a program could not stay right.
+VALUE_SHAPED = {"Resize", "Upsample", "Range", "NonZero", "Unique", "Compress", "NonMaxSuppression",
+                "CenterCropPad", "Col2Im"}
 #: Ops whose result must differ from run to run: never computed ahead, even from known inputs.
 RANDOM_OPS = {"Dropout", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
               "Multinomial", "Bernoulli", "BiasDropout", "BitmaskDropout", "BitmaskBiasDropout"}
@@ -303,7 +307,7 @@ class _Compiler:
         of its inputs' shapes (or their known values)."""
         flat = [t for a in args for t in (a if isinstance(a, list) else [a]) if t is not None]
         if self.provider.plans_instead and (subgraphs(step.node) or any(
-                t.value is None and t.dtype.kind in "iub" for t in flat)):
+                t.value is None and (t.dtype.kind in "iub" or step.node.op_type in VALUE_SHAPED) for t in flat)):
             raise NeedsPlan(f"{describe_node(step.node)} runs on the host ({reason}), and its output shapes may "
                             f"follow the data")
         probe = [None if a is None else [_probe(t) for t in a] if isinstance(a, list) else _probe(a) for a in args]
