@@ -103,8 +103,8 @@ class Module:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _train_step(self, user_inputs, defer: bool = False):
-        """The train step's user outputs; with ``defer`` (on WebGPU) a function that gives them, so that the
-        optimizer step can join the same submission."""
+        """The train step's user outputs; with ``defer`` a function that gives them, so that on a deferring
+        provider (WebGPU) the optimizer step can join the same submission."""
         self._check_count(user_inputs, self._train_user_inputs)
         self._overwrite[0] = not self._accumulate
         feeds = self._feeds(self._train_layout, user_inputs, self._overwrite)
@@ -112,9 +112,8 @@ class Module:
             outputs = self._train.run(feeds, self._train_user_outputs, defer)
         else:
             everything = self._train.run(feeds)
-            outputs = [everything[i] for i in self._train_user_output_index]
-            if defer:
-                outputs = (lambda done: lambda: done)(outputs)
+            done = [everything[i] for i in self._train_user_output_index]
+            outputs = (lambda: done) if defer else done
         self._accumulate = True
         return outputs
 
@@ -255,17 +254,13 @@ _USER = "user"
 
 def _residency(provider, state: CheckpointState):
     """The state's device copies on ``provider`` (None where the provider runs on the host arrays)."""
-    if not provider.resident:
-        if state._device is not None:
-            raise ValueError(f"this CheckpointState is already used on {state._device.provider.title}; give a "
-                             f"{provider.name} Module its own state")
-        return None
-    if state._device is None:
-        state._device = Residency(provider)
-    elif state._device.provider is not provider:
-        raise ValueError(f"this CheckpointState is already used on {state._device.provider.title}; give a "
+    held = state._device
+    if held is None and provider.resident:
+        held = state._device = Residency(provider)
+    if held is not None and held.provider is not provider:
+        raise ValueError(f"this CheckpointState is already used on {held.provider.title}; give a "
                          f"{provider.name} Module its own state")
-    return state._device
+    return held
 
 
 def session_on(model: Model, device: str = "cpu") -> Session:
