@@ -72,12 +72,14 @@ class BatchRunner:
         words = sub.segments[0][1][0]
         self.words_at, self.n_words = take(words.nbytes), int(words.size)
         self.copies_in = [(int(words.ctypes.data), self.words_at, int(words.nbytes))]
+        self._held = [words]   # what the copies read from, kept alive
         shared = {}   # buffer index -> its offset, for what all parts share (the constants)
         for i, b in enumerate(program.buffers):
             if b.kind == "const":
                 raw = sub.raw[i]
                 shared[i] = take(raw.nbytes)
                 self.copies_in.append((int(raw.ctypes.data), shared[i], int(raw.nbytes)))
+                self._held.append(raw)
         arena = sub.arena
         start = int(arena.ctypes.data) + (-int(arena.ctypes.data) % ALIGN)
         temps = {i: int(sub.raw[i].ctypes.data) - start for i, b in enumerate(program.buffers) if b.kind == "temp"}
@@ -108,6 +110,7 @@ class BatchRunner:
             i = t.storage.index
             self.outputs.append([int(tables[p, i]) for p in range(parts)])
         self.total = at
+        sub.release()          # its temporaries live in the pool's memory, not in Pyodide's heap
 
     def run(self, feeds: list, wanted: list, defer: bool = False):
         """The outputs at ``wanted`` for ``feeds`` (the whole batch), each thread computing its rows."""
@@ -138,4 +141,4 @@ class BatchRunner:
         return (lambda: results) if defer else results
 
     def release(self) -> None:
-        self.sub.release()
+        self._held = []
