@@ -1,18 +1,6 @@
 /* Convolution and pooling kernels cut into parts for the threaded module (web/lib/threads.mjs): part `part` of
    `parts` computes a slice of the planes or channels, each output as the whole call computes it. */
-#include "kernels.h"
-
-void im2col_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                int dw, const float *x, float *cols);
-void col2im_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                int dw, const float *cols, float *x);
-void maxpool_f32(int planes, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                 int dw, const float *x, float *y, long long *indices);
-void depthwise_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
-                   int dh, int dw, const float *x, const float *filters, const float *bias, float *y);
-void depthwise_grad_f32(int n, int c, int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl,
-                        int dh, int dw, const float *dy, const float *x, const float *filters, float *dx,
-                        float *dfilters);
+#include "entries.h"
 
 #define CUT(total, part, parts) ((int)((long long)(total) * (part) / (parts)))
 #define WINDOW int h, int w, int oh, int ow, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw

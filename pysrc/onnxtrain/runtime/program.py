@@ -359,3 +359,19 @@ def _probe(t: Tensor) -> np.ndarray:
 def _attributes(node) -> dict:
     return {name: attribute_value(a) for name, a in node.attributes.items()
             if a.type not in (AttrType.GRAPH, AttrType.GRAPHS)}
+
+
+def strides(shape) -> list:
+    """Element strides of a C-contiguous array of ``shape``."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= int(d)
+    return out[::-1]
+
+
+def broadcast_strides(shape, out_shape) -> list:
+    """Per dimension of ``out_shape``, the element stride into a C-contiguous array of ``shape`` broadcast to it
+    (0 where it repeats)."""
+    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, strides(shape))]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..runtime.program import Lowering, NotLowered
+from ..runtime.program import Lowering, NotLowered, broadcast_strides, strides  # noqa: F401  (the lowerings' helpers)
 
 INT32 = (-2 ** 31, 2 ** 31)
 
@@ -78,18 +78,3 @@ def f32_only(op: str, *tensors) -> None:
         if t is not None and t.dtype != np.float32:
             raise NotLowered(f"{op}: {t.describe()} (the C kernel takes float32)")
 
-
-def contiguous_strides(shape) -> list:
-    """Element strides of a C-contiguous array of ``shape``."""
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= int(d)
-    return strides[::-1]
-
-
-def broadcast_strides(shape, out_shape) -> list:
-    """Element strides that read a C-contiguous array of ``shape`` broadcast to ``out_shape`` (0 on broadcast
-    dims)."""
-    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, contiguous_strides(shape))]

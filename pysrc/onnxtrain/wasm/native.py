@@ -223,13 +223,8 @@ class NativeRunner(runner.Runner):
         if origin is not None:
             step, args = origin
             in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
-
-            def host(t):
-                if t is None:
-                    return None
-                value = t.value if t.value is not None else self.view(t)
-                return value.copy() if in_place else value
-            values = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in args]
+            values = runner.host_arguments(step.node, args, lambda t: self.view(t).copy() if in_place
+                                           else self.view(t))
             try:
                 with np.errstate(all="ignore"):
                     step.fn(*values, **step.kwargs)
@@ -258,24 +253,6 @@ class NativeRunner(runner.Runner):
     def _host(self, step) -> None:
         """A node without a C kernel: its inputs as numpy views of the buffers (known values as they are), the
         numpy kernel, its outputs copied into their buffers."""
-        in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
-
-        def host(t):
-            if t is None:
-                return None
-            if t.value is not None:
-                return t.value.copy() if in_place else t.value
-            return self.view(t)
-        args = [[host(t) for t in a] if isinstance(a, list) else host(a) for a in step.inputs]
-        result = step.fn(*args, **step.kwargs)
-        result = result if isinstance(result, tuple) else (result,)
-        for out, r in zip(step.outputs, result):
-            if out is None:
-                continue
-            for t, x in (zip(out, r) if isinstance(out, list) else [(out, r)]):
-                x = np.asarray(x)
-                if x.shape != t.shape:
-                    raise WasmError(f"{describe_node(step.node)} (on the host) gave shape {list(x.shape)} this "
-                                    f"time, {list(t.shape)} when the step was compiled: its output shape depends "
-                                    f"on the data, which a wasm program cannot follow")
-                np.copyto(self.view(t), x, casting="unsafe")
+        for t, x in runner.host_results(self.provider, step, runner.host_arguments(step.node, step.inputs,
+                                                                                   self.view)):
+            np.copyto(self.view(t), x, casting="unsafe")

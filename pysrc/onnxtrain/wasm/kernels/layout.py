@@ -11,7 +11,7 @@ from ...ops import shape as shape_ops
 from ...ops import tensor as tensor_ops
 from ...ops.elementwise import Identity as _identity
 from ...runtime.program import NotLowered
-from ..lowering import broadcast_strides, contiguous_strides
+from ..lowering import broadcast_strides, strides as contiguous_strides
 from ..registry import wasm_kernel
 from .elementwise import MAX_RANK, strided
 

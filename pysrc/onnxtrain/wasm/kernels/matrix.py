@@ -7,7 +7,7 @@ import numpy as np
 from ...ir.ort_names import MS_DOMAIN
 from ...ops.simd import _merge_batch
 from ...runtime.program import NotLowered
-from ..lowering import contiguous_strides, f32_only
+from ..lowering import f32_only, strides as contiguous_strides
 from ..registry import wasm_kernel
 from .elementwise import strided
 

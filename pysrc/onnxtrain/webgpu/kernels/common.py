@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime.program import broadcast_strides, strides  # noqa: F401  (the lowerings' helpers)
 from ..errors import NotLowered
 
 MAX_RANK = 6   # dimensions the indexing shaders take
@@ -13,22 +14,6 @@ def broadcast_shape(*shapes) -> tuple:
         return tuple(int(d) for d in np.broadcast_shapes(*shapes))
     except ValueError as e:
         raise ValueError(f"shapes {[list(s) for s in shapes]} do not broadcast") from e
-
-
-def strides(shape) -> list:
-    """Row-major element strides of ``shape``."""
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= int(d)
-    return out[::-1]
-
-
-def broadcast_strides(shape, out_shape) -> list:
-    """Per dimension of ``out_shape``, the stride into a tensor of ``shape`` broadcast to it (0 where it
-    repeats)."""
-    shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    return [0 if d == 1 and o != 1 else s for d, o, s in zip(shape, out_shape, strides(shape))]
 
 
 def innermost_first(values, fill) -> list:
