@@ -25,7 +25,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -33,6 +32,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "tests" / "text")]
 import bench_models as bm  # noqa: E402
+from bench_train_step import measure  # noqa: E402
 
 from onnxtrain import api  # noqa: E402
 from onnxtrain.ops import simd  # noqa: E402
@@ -115,15 +115,6 @@ CASES = {
     "lora": ("MiniLM LoRA r8, batch 4, step", lambda d: text_step(d, "lora")),
     "text_head": ("text task's head on embeddings, batch 4, step", lambda d: text_step(d, "head")),
 }
-
-
-def measure(fn, n: int) -> list:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def main() -> None:

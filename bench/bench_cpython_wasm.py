@@ -17,11 +17,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent / d) for d in ("tests", "bench")]
+import bench_train_step  # noqa: E402
 import ort_cases as oc  # noqa: E402
+from bench_train_step import measure  # noqa: E402
 
 from onnxtrain import api as ours  # noqa: E402
 from onnxtrain.ops import simd  # noqa: E402
@@ -30,34 +31,9 @@ CASES = [("MLP 784-128-10, batch 64", "mlp_full_ce_adamw"), ("CNN conv8-pool-fc,
 
 
 def make_step(kind: str, name: str):
-    f = oc.files(name)
-    api, kwargs = ours, {"device": kind}
-    if kind == "ORT":
-        import onnxruntime
-        api = oc.ort_api()
-        so = onnxruntime.SessionOptions()
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        kwargs = {"session_options": so}
-    state = api.CheckpointState.load_checkpoint(str(f["checkpoint"]))
-    module = api.Module(str(f["training"]), state, str(f["eval"]), **kwargs)
-    optimizer = api.Optimizer(str(f["optimizer"]), module)
-    batch = oc.batches(name, 1)[0]
-
-    def step():
-        module(*batch)
-        optimizer.step()
-        module.lazy_reset_grad()
-    return step
-
-
-def measure(step, n: int) -> list:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
+    """The step of ``kind``: onnxtrain on the numpy or wasm provider, or onnxruntime-training ("ORT")."""
+    return bench_train_step.make_step(oc.ort_api(), name) if kind == "ORT" else \
+        bench_train_step.make_step(ours, name, device=kind)
 
 
 def main() -> None:

@@ -23,9 +23,11 @@ from onnxtrain.ops import simd  # noqa: E402
 CASES = [("MLP 784-128-10, batch 64", "mlp_full_ce_adamw"), ("CNN conv8-pool-fc, batch 32", "cnn_full_ce_adamw")]
 
 
-def make_step(api, name):
+def make_step(api, name, device=None):
+    """One full step (train, optimizer, lazy_reset_grad) of case ``name`` with ``api`` (onnxtrain's, on ``device``
+    when given, or onnxruntime-training's on one thread)."""
     f = oc.files(name)
-    kwargs = {}
+    kwargs = {} if device is None else {"device": device}
     if api is not ours:
         import onnxruntime
         so = onnxruntime.SessionOptions()
