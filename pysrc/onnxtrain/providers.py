@@ -2,6 +2,8 @@
 ``executionProviders`` names, to the provider objects that runtime's Session runs on."""
 from __future__ import annotations
 
+import os
+
 from .runtime.provider import NUMPY, Provider
 
 DEVICES = ("cpu", "wasm", "numpy", "webgpu")
@@ -9,10 +11,12 @@ DEVICES = ("cpu", "wasm", "numpy", "webgpu")
 PROVIDERS = {"webgpu": "webgpu", "wasm": "cpu", "cpu": "cpu"}
 
 
-def open_provider(device: str = "cpu") -> Provider:
+def open_provider(device: str = "cpu", threads: int = 0) -> Provider:
     """The provider of a Module ``device``: "cpu" is the wasm provider (the kernel library's program executor)
     where that library is loaded (the page's kernel module, CPython's native build), else the numpy provider;
-    "wasm" and "numpy" name one of them; "webgpu" opens the process's GPU (NoAdapterError where none is)."""
+    "wasm" and "numpy" name one of them; "webgpu" opens the process's GPU (NoAdapterError where none is).  ``threads`` (a session's
+    ``intra_op_num_threads``) of two or more puts CPython's wasm provider on that many native threads; in the page
+    the kernel pool's threads decide.  Without it, CPython reads ONNXTRAIN_THREADS."""
     if device not in DEVICES:
         raise ValueError(f"onnxtrain runs on device 'cpu', 'wasm', 'numpy' or 'webgpu', not {device!r}")
     if device == "webgpu":
@@ -21,10 +25,11 @@ def open_provider(device: str = "cpu") -> Provider:
     if device == "numpy":
         return NUMPY
     from .wasm.provider import WasmError, open_provider as open_wasm
+    threads = threads or int(os.environ.get("ONNXTRAIN_THREADS", "0") or 0)
     if device == "wasm":
-        return open_wasm()
+        return open_wasm(threads)
     try:
-        return open_wasm()
+        return open_wasm(threads)
     except WasmError:
         return NUMPY
 

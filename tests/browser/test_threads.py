@@ -21,6 +21,7 @@ const tensor = ([type, text, dims]) => new lib.Tensor(type, new ARRAYS[type](dec
 const asked = new URLSearchParams(location.search).get("threads");
 if (asked !== null) lib.env.wasm.numThreads = Number(asked);
 window.info = lib.start();
+window.lib = lib;
 window.python = (code) => lib._engineCall("runPython", { code });
 window.train = async (batches) => {
   const s = await lib.TrainingSession.create({ checkpointState: "cnn/checkpoint", trainModel: "cnn/training",
@@ -221,7 +222,7 @@ ON_NUMPY = r"""
 from onnxtrain.api import module as _module
 from onnxtrain.runtime.provider import NUMPY
 _open = _module.open_provider
-_module.open_provider = lambda device="cpu": NUMPY if device == "cpu" else _open(device)
+_module.open_provider = lambda device="cpu", threads=0: NUMPY if device == "cpu" else _open(device, threads)
 """
 OFF_NUMPY = "_module.open_provider = _open\n"
 
@@ -239,6 +240,26 @@ def test_training_losses_same_on_1_and_2_threads(isolated):
     # the wasm provider, the default: each step one program of the kernel module, the numpy provider's losses
     wasm = isolated.page.evaluate("(batches) => train(batches)", batches)
     np.testing.assert_allclose(wasm, one, rtol=1e-6)
+
+
+def test_training_on_the_pools_threads_is_one_threads_bits(isolated):
+    """At 2 and 4 threads the wasm provider places the session in the pool's memory and runs each program on the
+    threads (web/kernels' run_program_threads), the engine answering the steps after the first itself; at 1 thread
+    it runs in the kernel module's own memory.  The losses and the trained parameters are the same bits."""
+    batches = [[wire(x) for x in batch] for batch in oc.batches("cnn_ce_adamw", 5)]
+    python = lambda code: isolated.page.evaluate("(code) => python(code)", code)  # noqa: E731
+    steps = lambda: isolated.page.evaluate("async () => (await lib._engineCall('fastSteps')).steps")  # noqa: E731
+    provider = ("from onnxtrain.ops import simd\nfrom onnxtrain.providers import open_provider\n"
+                "simd.set_threads({})\ntype(open_provider()).__name__")
+    runs = {}
+    for threads, kind in ((1, "WasmProvider"), (2, "WasmPoolProvider"), (4, "WasmPoolProvider")):
+        assert python(provider.format(threads)) == kind
+        before = steps()
+        runs[threads] = isolated.page.evaluate("(batches) => train(batches)", batches)
+        assert steps() - before >= 3, f"the engine answered the steps at {threads} threads"
+    python("simd.set_threads(simd._pool.threads)")
+    assert len(runs[1]) == 5 and all(np.isfinite(runs[1]))
+    assert runs[2] == runs[1] and runs[4] == runs[1]
 
 
 def test_without_isolation_one_thread_and_why(browser, root):

@@ -3,16 +3,27 @@ used here as web/lib/fast_steps.mjs uses it, through ctypes on the native build:
 bit the ones Python runs, and Python calls between them see the state of the last step."""
 import ctypes
 import json
+import os
 
 import numpy as np
 import pytest
 
 import ort_cases as oc
 from onnxtrain.ops import simd
+from onnxtrain.wasm.provider import open_provider
 from onnxtrain.web.sessions import Registry
 
 pytestmark = pytest.mark.skipif(not simd.available(), reason="the wasm provider runs on the native build")
 CASE = "mlp_ce_adamw"
+THREADS = 2
+
+
+@pytest.fixture(autouse=True, params=["library", "pool"])
+def placement(request, monkeypatch):
+    """Each test in both placements: the library's own memory, and the kernel pool's (its stand-in's) memory on
+    THREADS threads, where the description's addresses and programs lie in the pool."""
+    monkeypatch.setenv("ONNXTRAIN_THREADS", str(THREADS) if request.param == "pool" else "0")
+    return request.param
 ARRAYS = {"float32": np.float32, "int64": np.int64}
 
 
@@ -64,6 +75,7 @@ class Engine:
                 continue
             ctypes.c_int64.from_address(step["step"]).value = int(counters[0]) + 1
             assert self.run(step["optimizer"]) == 0
+            assert bool(step.get("pool")) == (os.environ["ONNXTRAIN_THREADS"] != "0")
             if step["updated"] is True or (step["updated"] not in (False, True)
                                            and ctypes.c_uint8.from_address(step["updated"]).value):
                 counters[0] += 1
@@ -77,8 +89,10 @@ class Engine:
         return {o["name"]: {"type": o["type"], "dims": o["dims"], "data": ctypes.string_at(o["address"], o["nbytes"])}
                 for o in part["outputs"]}
 
-    @staticmethod
-    def run(program) -> int:
+    def run(self, program) -> int:
+        if program.get("pool"):   # the kernel pool's stand-in (onnxtrain.wasm.pool.NativeMemory)
+            return open_provider(THREADS).device.memory.run_at(program["words"], program["n"], program["table"],
+                                                               program["sync"])
         return simd._lib.run_program(ctypes.c_void_p(program["words"]), program["n"],
                                      ctypes.c_void_p(program["table"]))
 

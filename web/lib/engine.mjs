@@ -30,7 +30,7 @@ async function start(init) {
   py.registerJsModule("_onnxtrain_webgpu", webgpu);
   call = py._module.jspiSupported ? (...args) => errors.answer.callPromising(registry, ...args)
     : (...args) => errors.answer(registry, ...args);
-  fast = started.kernels ? new FastSteps(py._module, `/lib/${started.kernels}`) : null;
+  fast = started.kernels ? new FastSteps(py._module, `/lib/${started.kernels}`, started.pool) : null;
   return { kernels: started.kernels, threads: started.threads, threadsNote: started.threadsNote,
     start: started.start, timings: started.timings,
     numpy: py.runPython("import numpy; numpy.__version__"), python: py.runPython("import sys; sys.version"),

@@ -8,10 +8,13 @@
 const DEFERRABLE = new Set(["run_optimizer_step", "lazy_reset_grad"]);
 
 export class FastSteps {
-  // `module` is Pyodide's module (its HEAPU8 and the kernel library's exports), `library` the side module's path.
-  constructor(module, library) {
+  // `module` is Pyodide's module (its HEAPU8 and the kernel library's exports), `library` the side module's path,
+  // `pool` the kernel pool (threads.mjs), if any: a description with `pool` lies in the pool's memory, and its
+  // programs run on `threads` of the pool's threads.
+  constructor(module, library, pool = null) {
     this.module = module;
     this.library = library;
+    this.pool = pool;
     this.sessions = new Map();   // handle -> the description of its step
     this.steps = 0;              // steps answered here, and the milliseconds they took, for the tests and benches
     this.ms = 0;
@@ -38,7 +41,7 @@ export class FastSteps {
     const t0 = performance.now();
     const asked = { python: [method, args] };
     const step = this.sessions.get(handle);
-    if (!step || !this.exports?.run_program || !Array.isArray(args)) return asked;
+    if (!step || !this.exports?.run_program || !Array.isArray(args) || (step.pool && !this.pool)) return asked;
     let [deferred, target, [feeds, fetches] = []] = [[], method, args];
     if (method === "deferred_then") {
       if (!Array.isArray(args[0]) || !Array.isArray(args[2]) || !args[0].every((m) => DEFERRABLE.has(m))) {
@@ -50,8 +53,8 @@ export class FastSteps {
     if (!part) return asked;
     const outputs = this.fetched(part, fetches);
     if (!outputs || !this.fits(part, feeds)) return asked;
-    const heap = this.module.HEAPU8;
-    const counters = new BigInt64Array(heap.buffer, step.counters, 2);
+    const counters = new BigInt64Array(this.module.HEAPU8.buffer, step.counters, 2);
+    const heap = step.pool ? new Uint8Array(this.pool.memory.buffer) : this.module.HEAPU8;   // the step's memory
     for (const { name, address } of part.inputs) {
       const { data } = feeds[name];
       heap.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), address);
@@ -62,11 +65,11 @@ export class FastSteps {
         continue;
       }
       new BigInt64Array(heap.buffer, step.step, 1)[0] = counters[0] + 1n;
-      if (this.run(step.optimizer)) return asked;   // before anything changed: AdamW and SGD report nothing
+      if (this.run(step, step.optimizer)) return asked;   // before anything changed: AdamW and SGD report nothing
       if (step.updated === true || (typeof step.updated === "number" && heap[step.updated])) counters[0] += 1n;
     }
     if (part === step.train) heap[step.overwrite] = counters[1] ? 0 : 1;
-    if (this.run(part.program)) return { python: [target, [feeds, fetches]] };
+    if (this.run(step, part.program)) return { python: [target, [feeds, fetches]] };
     if (part === step.train) counters[1] = 1n;
     const result = {};
     for (const { name, type, dims, address, nbytes } of outputs) {
@@ -77,7 +80,8 @@ export class FastSteps {
     return { result };
   }
 
-  run(program) {
+  run(step, program) {
+    if (step.pool) return this.pool.runThreads(program.words, program.n, program.table, program.sync, step.threads);
     return this.exports.run_program(program.words, program.n, program.table);
   }
 

@@ -178,7 +178,7 @@ async function loadPool(kernels, numThreads) {
       workerUrl: urlOf("threads_worker.mjs"), heap: () => py._module });
     py.registerJsModule("_onnxtrain_threads", pool.forPython);
     py.runPython("from onnxtrain.ops import simd; import _onnxtrain_threads; simd.use_pool(_onnxtrain_threads)");
-    return { threads: pool.threads, threadsNote: null };
+    return { threads: pool.threads, threadsNote: null, pool };
   } catch (err) {
     return one(`the kernel pool did not start (${err.message || err})`);
   }

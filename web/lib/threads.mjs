@@ -8,7 +8,7 @@
 import { SPIN_MS, runPart, takePart } from "./threads_worker.mjs";
 
 export const ENTRIES = ["gemm_f32_part", "adamw_f32_part", "sgd_f32_part", "im2col_f32_part", "col2im_f32_part",
-  "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part", "run_program_part"];
+  "maxpool_f32_part", "depthwise_f32_part", "depthwise_grad_f32_part", "run_program_part", "run_program_threads"];
 const PAGE = 65536;
 const MAX_PAGES = 32768; // 2 GiB, the threaded module's --max-memory
 const STACK = 1024 * 1024; // build.py's THREADED_LINK stack size
@@ -32,7 +32,9 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
   };
   const control = take(32 + 8 * MAX_ARGS);
   const stacks = Array.from({ length: threads - 1 }, () => take(STACK) + STACK);
-  const arena = top;
+  const arena = top;   // programs placed here (onnxtrain.wasm.pool: Python allocates [arena, arena + reserved))
+  let reserved = 0;
+  const scratch = () => align(arena + reserved);   // the copies of run and runProgram, above what is placed
   // whether the memory holds `end` bytes now (grown if need be; false past its maximum)
   const grow = (end) => {
     if (end <= memory.buffer.byteLength) return true;
@@ -87,7 +89,7 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
       + `arguments on ${used} threads`);
     const places = new Map();
     const copies = [];
-    let end = arena;
+    let end = scratch();
     for (let i = 0; i < nbuf; i++) {
       const [from, size, mode] = heap32.subarray(at + 2 + 3 * i, at + 5 + 3 * i);
       copies.push([from, size, mode, end]);
@@ -129,27 +131,68 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     const at = descriptor >> 2;
     const [total, parts, nIn, nOut, wordsAt, nWords, tablesAt, tableLength, failedAt] = heap32.subarray(at, at + 9);
     if (used > threads) throw new RangeError(`kernel pool: a program on ${used} of ${threads} threads`);
-    if (!grow(arena + total)) return -1;
+    const base = scratch();
+    if (!grow(base + total)) return -1;
     const shared8 = new Uint8Array(memory.buffer);
     let p = at + 9;
     const heap8 = heap().HEAPU8;
     for (let i = 0; i < nIn; i++, p += 3) {
       const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
-      shared8.set(heap8.subarray(from, from + size), arena + to);
+      shared8.set(heap8.subarray(from, from + size), base + to);
     }
-    const tables = new Int32Array(memory.buffer, arena + tablesAt, parts * tableLength);
-    for (let i = 0; i < tables.length; i++) tables[i] = tables[i] < 0 ? 0 : arena + tables[i];
-    const failed = new Int32Array(memory.buffer, arena + failedAt, parts);
+    const tables = new Int32Array(memory.buffer, base + tablesAt, parts * tableLength);
+    for (let i = 0; i < tables.length; i++) tables[i] = tables[i] < 0 ? 0 : base + tables[i];
+    const failed = new Int32Array(memory.buffer, base + failedAt, parts);
     failed.fill(0);
     const args = new Float64Array(memory.buffer, control + 32, 5);
-    args.set([arena + wordsAt, nWords, arena + tablesAt, tableLength, arena + failedAt]);
+    args.set([base + wordsAt, nWords, base + tablesAt, tableLength, base + failedAt]);
     dispatch(ENTRIES.indexOf("run_program_part"), parts, args, used);
+    const back8 = heap().HEAPU8;
+    for (let i = 0; i < nOut; i++, p += 3) {
+      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
+      back8.set(shared8.subarray(base + from, base + from + size), to);
+    }
+    return failed.find((r) => r !== 0) ?? 0;
+  }
+  // One program run by `used` threads at once, each record split over them or run by one (run_program_threads,
+  // bit for bit as run_program), on addresses of this memory: the failing record + 1, or 0.
+  const entryThreads = ENTRIES.indexOf("run_program_threads");
+  function runThreads(wordsAt, n, table, sync, used) {
+    if (used > threads) throw new RangeError(`kernel pool: a program on ${used} of ${threads} threads`);
+    const args = new Float64Array(memory.buffer, control + 32, 4);
+    args.set([wordsAt, n, table, sync]);
+    dispatch(entryThreads, used, args, used);
+    return new Int32Array(memory.buffer, sync, 1)[0];
+  }
+  // Python's placement (onnxtrain.wasm.pool.PageMemory): whether [arena, arena + end) fits (grown if need be).
+  function reserve(end) {
+    if (end > MAX_PAGES * PAGE - arena || !grow(arena + end)) return false;
+    reserved = Math.max(reserved, end);
+    return true;
+  }
+  // descriptor (int32, in Pyodide's heap): copies in, copies out, a program's words, count, table and sync (offsets
+  // from the arena) and its threads (0: no run), then per copy in (heap address, offset, bytes), per copy out
+  // (offset, heap address, bytes).  The copies in, the run, then (unless it failed) the copies out: its result.
+  function exchange(descriptor) {
+    const heap32 = heap().HEAP32;
+    const at = descriptor >> 2;
+    const [nIn, nOut, wordsAt, n, table, sync, used] = heap32.subarray(at, at + 7);
+    const shared8 = new Uint8Array(memory.buffer);
+    let p = at + 7;
+    const heap8 = heap().HEAPU8;
+    for (let i = 0; i < nIn; i++, p += 3) {
+      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
+      shared8.set(heap8.subarray(from, from + size), arena + to);
+    }
+    const failed = used ? runThreads(arena + wordsAt, n, arena + table, arena + sync, used) : 0;
+    if (failed) return failed;
     const back8 = heap().HEAPU8;
     for (let i = 0; i < nOut; i++, p += 3) {
       const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
       back8.set(shared8.subarray(arena + from, arena + from + size), to);
     }
-    return failed.find((r) => r !== 0) ?? 0;
+    return 0;
   }
-  return { threads, forPython: { run, runProgram, threads }, workers };
+  const forPython = { run, runProgram, threads, base: arena, capacity: MAX_PAGES * PAGE - arena, reserve, exchange };
+  return { threads, forPython, memory, runThreads, workers };
 }

@@ -45,9 +45,10 @@ def trainable_names(module: Module) -> list:
     return module._trainable_names
 
 
-def trainable_arrays(module: Module) -> dict:
-    """name -> the live host array of each trainable parameter, in the training model's order."""
-    module._state._on_host()
+def trainable_arrays(module: Module, writing: bool = False) -> dict:
+    """name -> the live host array of each trainable parameter, in the training model's order; ``writing`` when
+    the caller changes them (a device then takes them again before its next step)."""
+    module._state._on_host(writing)
     entries = module._state._entries
     return {n: entries[n].data for n in module._trainable_names}
 
@@ -91,7 +92,8 @@ def set_step_count(optimizer: Optimizer, count: int) -> None:
 
 
 def moments(optimizer: Optimizer) -> dict:
-    """parameter name -> {moment name: live array} of the optimizer's state."""
+    """parameter name -> {moment name: live array} of the optimizer's state (brought up to date from a device)."""
+    optimizer._module._state._on_host()
     return optimizer._group.states
 
 

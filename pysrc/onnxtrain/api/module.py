@@ -37,7 +37,7 @@ class Module:
             raise TypeError(f"state must be a CheckpointState, got {type(state).__name__}")
         self._state = state
         self.device = device
-        self._provider = open_provider(device)
+        self._provider = open_provider(device, int(getattr(session_options, "intra_op_num_threads", 0) or 0))
         self._residency = _residency(self._provider, state)
         self.training = True
         self._accumulate = False  # False: the next train step overwrites the gradients

@@ -15,10 +15,11 @@ _serials = itertools.count()
 class Resident:
     """A host array's copy in a provider's buffer.  ``serial`` identifies it in compiled programs (ids can be
     reused)."""
-    __slots__ = ("buffer", "shape", "dtype", "serial", "device_newer", "host_newer")
+    __slots__ = ("buffer", "shape", "dtype", "serial", "device_newer", "host_newer", "host")
 
-    def __init__(self, buffer, shape, dtype):
+    def __init__(self, buffer, shape, dtype, host=None):
         self.buffer, self.shape, self.dtype = buffer, tuple(shape), np.dtype(dtype)
+        self.host = host          # a function giving the host array made current (None for a device-only buffer)
         self.serial = next(_serials)
         self.device_newer = False
         self.host_newer = False
@@ -39,9 +40,9 @@ class Residency:
         if entry is None:
             buf = self.device.buffer(provider.nbytes(array.shape, array.dtype),
                                      f"a parameter of shape {list(array.shape)}")
-            resident = Resident(buf, array.shape, array.dtype)
-            self.device.write(buf, provider.held(array, "a parameter"))
             ref = weakref.ref(array, lambda _, key=id(array): self._forget(key))
+            resident = Resident(buf, array.shape, array.dtype, lambda: self._on_host(ref))
+            self.device.write(buf, provider.held(array, "a parameter"))
             self._mirrors[id(array)] = (ref, resident)
             return resident
         resident = entry[1]
@@ -49,6 +50,18 @@ class Residency:
             self.device.write(resident.buffer, provider.held(array, "a parameter"))
             resident.host_newer = False
         return resident
+
+    def _on_host(self, ref) -> np.ndarray:
+        """A resident's host array, current, for a run on the host that may write it (so re-sent before its next
+        use on the device)."""
+        array = ref()
+        resident = self._mirrors[id(array)][1]
+        if resident.device_newer:
+            raw = self.device.read([(resident.buffer, self.provider.nbytes(array.shape, array.dtype))])[0]
+            array[...] = self.provider.from_held(raw, array.dtype, array.shape)
+            resident.device_newer = False
+        resident.host_newer = True
+        return array
 
     def _forget(self, key) -> None:
         entry = self._mirrors.pop(key, None)

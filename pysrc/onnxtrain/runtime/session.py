@@ -103,13 +103,25 @@ class Session:
                 wanted.append(plan.output_names.index(name))
         runner = self._runner(feeds)
         if isinstance(runner, _Planned):
+            if self.provider.resident:   # the plan runs on the host arrays, which the device takes again after
+                feeds = [[r.host() for r in v] if isinstance(v, (list, tuple)) and is_resident(v)
+                         else v.host() if is_resident(v) else v for v in feeds]
             outputs = self._run_plan(feeds, [plan.output_names[i] for i in wanted])
             return (lambda: outputs) if defer else outputs
         return runner.run(feeds, wanted, defer)
 
+    def _key(self, feeds: list) -> tuple:
+        provider = self.provider
+        return (provider.variant(), *map(feed_signature if provider.resident else array_signature, feeds))
+
+    def runner_for(self, feeds: list):
+        """The runner a run on ``feeds`` (in input order) would take, if it has been made; else None."""
+        runner = self._programs.get(self._key(feeds))
+        return None if runner is None or isinstance(runner, _Planned) else runner
+
     def _runner(self, feeds: list):
         provider = self.provider
-        key = (provider.variant(), *map(feed_signature if provider.resident else array_signature, feeds))
+        key = self._key(feeds)
         runner = self._programs.get(key)
         if runner is None:
             try:

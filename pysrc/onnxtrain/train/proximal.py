@@ -23,5 +23,5 @@ class ProximalTerm:
         if trainer.optimizer is None:
             return
         scale = np.float32(trainer.optimizer.get_learning_rate() * self.mu)
-        for name, w in api.trainable_arrays(trainer.module).items():
+        for name, w in api.trainable_arrays(trainer.module, writing=True).items():
             w -= scale * (w - self.anchor[name])

@@ -252,8 +252,8 @@ class Trainer(Checkpoints):
             self.module.train()
         return total / n
 
-    def _trainable(self) -> dict:
-        return api.trainable_arrays(self.module)
+    def _trainable(self, writing: bool = False) -> dict:
+        return api.trainable_arrays(self.module, writing)
 
     def end_epoch(self, validation_loss, metrics: dict = None) -> dict:
         """Record the finished epoch's validation loss (None without validation data) and metrics:
@@ -275,7 +275,7 @@ class Trainer(Checkpoints):
         best = self.best
         if best.best_epoch is None:
             return None
-        if best.put_back(self._trainable()):
+        if best.put_back(self._trainable(writing=True)):
             return best.best_epoch
         current = best.best_epoch == self.epoch and self.order is None
         return best.best_epoch if current else None

@@ -48,7 +48,62 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
-class NativeRunner(runner.Runner):
+def program_segments(program, ops: dict) -> list:
+    """The program as ("calls", its words (int32), the Calls) for each run of executor calls between host nodes,
+    and ("host", the HostStep, None) for each host node, in order."""
+    segments, calls = [], []
+    for step in fuse_gradient_gemms(program.steps, program.outputs) + [None]:
+        if isinstance(step, Call):
+            calls.append(step)
+            continue
+        if calls:
+            segments.append(("calls", np.array([w for c in calls for w in c.words(ops)], np.int32), calls))
+            calls = []
+        if step is not None:
+            segments.append(("host", step, None))
+    return segments
+
+
+class KernelFailures:
+    """The error of an executor call that found bad input, for a runner with ``view(tensor)`` and
+    ``storage_bytes(storage)`` (a buffer's bytes, uint8)."""
+
+    def _failure(self, call: Call) -> Exception:
+        """The error the call's node's numpy kernel raises on the same inputs (a RunError naming the node and its
+        inputs, as the numpy provider's), else a KernelInputError."""
+        origin = getattr(call, "origin", None)
+        if origin is not None:
+            step, args = origin
+            in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
+            values = runner.host_arguments(step.node, args, lambda t: self.view(t).copy() if in_place
+                                           else self.view(t))
+            try:
+                with np.errstate(all="ignore"):
+                    step.fn(*values, **step.kwargs)
+            except Exception as e:
+                error = run_error(step, values, e)
+                error.__cause__ = e
+                return error
+        return KernelInputError(self._described(call))
+
+    def _described(self, call: Call) -> str:
+        where = describe_node(call.node) if call.node is not None else call.op
+        if call.op in ("softmax_ce", "softmax_ce_grad"):
+            labels = call.inputs[1 if call.op == "softmax_ce" else 2]
+            classes, has_ignore = call.params[1], call.params[3]
+            ignore = (call.params[5] << 32) | (call.params[4] & 0xFFFFFFFF)
+            raw = self.storage_bytes(labels)
+            values = raw[:raw.size - raw.size % 8].view(np.int64)[:call.params[0]]
+            bad = values[((values < 0) | (values >= classes)) & ~((values == ignore) & bool(has_ignore))]
+            label = int(bad[0]) if bad.size else "?"
+            return (f"{where}: label {label} is outside [0, {classes})"
+                    + (f" and is not ignore_index={ignore}" if has_ignore else ""))
+        if call.op == "maxpool_grad":
+            return f"{where}: an index of the pooling's indices lies outside its input"
+        return f"{where}: the C kernel ({call.op}) found bad input"
+
+
+class NativeRunner(KernelFailures, runner.Runner):
     """A Program bound to the kernel library: its buffers made once, ``run`` per step."""
 
     def __init__(self, program, provider):
@@ -65,18 +120,9 @@ class NativeRunner(runner.Runner):
             elif b.kind == "resident":
                 raise WasmError("the wasm provider in this process feeds the state's arrays in place, not as "
                                 "residents")
-        self.segments = []                       # ("calls", (words, their address, count), Calls) or ("host", step)
-        calls: list = []
-        for step in fuse_gradient_gemms(program.steps, program.outputs) + [None]:
-            if isinstance(step, Call):
-                calls.append(step)
-                continue
-            if calls:
-                words = np.array([w for c in calls for w in c.words(ops)], np.int32)
-                self.segments.append(("calls", (words, ctypes.c_void_p(_address(words)), len(words)), calls))
-                calls = []
-            if step is not None:
-                self.segments.append(("host", step))
+        self.segments = [("calls", (words, ctypes.c_void_p(_address(words)), len(words)), calls)
+                         if kind == "calls" else (kind, words)
+                         for kind, words, calls in program_segments(program, ops)]
         self._read_plans: dict = {}
 
     def _arena(self, program) -> None:
@@ -216,39 +262,8 @@ class NativeRunner(runner.Runner):
         results = [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
         return (lambda: results) if defer else results
 
-    def _failure(self, call: Call) -> Exception:
-        """The error of a call that found bad input: the one its node's numpy kernel raises on the same inputs
-        (a RunError naming the node and its inputs, as the numpy provider's), else a KernelInputError."""
-        origin = getattr(call, "origin", None)
-        if origin is not None:
-            step, args = origin
-            in_place = (normalize_domain(step.node.domain), step.node.op_type) in IN_PLACE_OPS
-            values = runner.host_arguments(step.node, args, lambda t: self.view(t).copy() if in_place
-                                           else self.view(t))
-            try:
-                with np.errstate(all="ignore"):
-                    step.fn(*values, **step.kwargs)
-            except Exception as e:
-                error = run_error(step, values, e)
-                error.__cause__ = e
-                return error
-        return KernelInputError(self._described(call))
-
-    def _described(self, call: Call) -> str:
-        where = describe_node(call.node) if call.node is not None else call.op
-        if call.op in ("softmax_ce", "softmax_ce_grad"):
-            labels = call.inputs[1 if call.op == "softmax_ce" else 2]
-            classes, has_ignore = call.params[1], call.params[3]
-            ignore = (call.params[5] << 32) | (call.params[4] & 0xFFFFFFFF)
-            raw = self.raw[labels.index]
-            values = raw[:raw.size - raw.size % 8].view(np.int64)[:call.params[0]]
-            bad = values[((values < 0) | (values >= classes)) & ~((values == ignore) & bool(has_ignore))]
-            label = int(bad[0]) if bad.size else "?"
-            return (f"{where}: label {label} is outside [0, {classes})"
-                    + (f" and is not ignore_index={ignore}" if has_ignore else ""))
-        if call.op == "maxpool_grad":
-            return f"{where}: an index of the pooling's indices lies outside its input"
-        return f"{where}: the C kernel ({call.op}) found bad input"
+    def storage_bytes(self, storage) -> np.ndarray:
+        return self.raw[storage.index]
 
     def _host(self, step) -> None:
         """A node without a C kernel: its inputs as numpy views of the buffers (known values as they are), the

@@ -39,10 +39,11 @@ class FastStep:
         module, optimizer = session.module, session.optimizer
         if module._provider.name != "wasm" or optimizer is None or module._state.is_nominal:
             return None
-        runner = optimizer._session.last_runner
+        feeds = optimizer._feeds()   # the state's arrays as they are now (a load may replace them)
+        runner = optimizer._session.runner_for(feeds)
         update = None
         if runner is not None:
-            runner.bind_feeds(optimizer._feeds())   # the state's arrays as they are now (a load may replace them)
+            runner.bind_feeds(feeds)
             update = runner.fixed()
         train = self._part("train", module._train.last_runner, module._train_layout, module._train_user_inputs,
                            module._train_user_outputs, module._train_user_output_index)
@@ -52,22 +53,31 @@ class FastStep:
         if module._eval is not None:
             evaluation = self._part("eval", module._eval.last_runner, module._eval_layout, module._eval_user_inputs,
                                     module._eval.output_names, range(len(module._eval.output_names)))
-        address, flag = optimizer._session.last_runner.output_buffers([0])[0]
+        address, flag = runner.output_buffers([0])[0]
         self.counters[:] = [optimizer._group.step, int(module._accumulate)]
+        train_runner = module._train.last_runner
+        pool = module._provider.resident   # the programs lie in the kernel pool's memory (wasm/pool_runner.py)
+        where = (lambda r, a: r.address_of(a)) if pool else (lambda r, a: _address(a))
         self.described = {
             "train": train, "eval": evaluation, "optimizer": update,
-            "overwrite": _address(module._overwrite), "step": _address(optimizer._step),
+            "overwrite": where(train_runner, module._overwrite), "step": where(runner, optimizer._step),
             "updated": bool(np.asarray(flag).reshape(-1)[0]) if address is None else address,
             "counters": _address(self.counters)}
+        if pool:
+            from ..ops import simd
+            self.described.update(pool=True, threads=simd._threads)
+        if None in (self.described["overwrite"], self.described["step"]):
+            self.described = None
         return self.described
 
     def _part(self, model: str, runner, layout, names, output_names, output_index):
         """One model's program, its user inputs (each bound to a buffer of this object's, the state's arrays as
         they are now) and outputs; None when it has not run or does not run whole in the executor."""
-        if runner is None or not hasattr(runner, "bind_feeds"):   # none yet, or a batch split over the threads
+        if runner is None or not hasattr(runner, "fixed"):   # none yet, or a batch split over the threads
             return None
         user = [None] * len(names)
         inputs = []
+        pool = self.session.module._provider.resident
         for pos, (kind, key) in enumerate(layout):
             if kind == "user":
                 shape, dtype = runner.feed_shape(pos)
@@ -75,8 +85,10 @@ class FastStep:
                 if array is None or array.shape != shape or array.dtype != dtype:
                     array = self.inputs[(model, names[key])] = np.zeros(shape, dtype)
                 user[key] = array
+                # in the pool the engine writes the input into the program's own buffer for it
                 inputs.append({"name": names[key], "type": TYPES[array.dtype], "dims": list(shape),
-                               "address": _address(array), "nbytes": int(array.nbytes)})
+                               "address": runner.feed_address(pos) if pool else _address(array),
+                               "nbytes": int(array.nbytes)})
         runner.bind_feeds(self.session.module._feeds(layout, user, self.session.module._overwrite))
         program = runner.fixed()
         if program is None:
