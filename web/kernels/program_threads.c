@@ -104,8 +104,9 @@ enum { MAX_SLICED = 8, MAX_DIMS = 8 };
 /* A record cut into slices of `units` along one axis: its first `buffers` words are buffers, each advancing
    stride[b] bytes per unit (0: the same for every slice) and spanning bytes [from[b], to[b]) of its pointer in
    the whole record; the slice's count goes into word `count_at`.  out: the buffers written; once: flags that
-   part 0 alone writes (the others' slices have none); own: a work buffer each part has of its own (own_floats);
-   dense: buffers laid out as the units of the output (one may then be the output itself, in place). */
+   part 0 alone writes (the others' slices have none); own: a work buffer (own_floats) that each part but the
+   last has of its own; dense: buffers laid out as the units of the output (one may then be the output itself,
+   in place). */
 typedef struct {
   int buffers, count_at, align;
   long long units, work, stride[MAX_SLICED], from[MAX_SLICED], to[MAX_SLICED];
@@ -244,10 +245,10 @@ static int plan(int op, int n, const int *w, slicing *s, long long *work) {
     case OP_layernorm: {     /* [x, scale, bias, y, mean, inv_std, work, rows, cols, ..]: each part its own work */
       int r = w[7], c = w[8];
       if (c > 4096) return SOLO;
-      s->buffers = 7, s->count_at = 7, s->units = r, s->align = 1, s->out = 8 | 16 | 32, s->own = 64;
+      s->buffers = 7, s->count_at = 7, s->units = r, s->align = 1, s->out = 8 | 16 | 32 | 64, s->own = 64;
       s->own_floats = c;
       rows(s, 0, r, 4LL * c, 0), rows(s, 1, r, 0, 4LL * c), rows(s, 2, r, 0, 4LL * c);
-      rows(s, 3, r, 4LL * c, 0), rows(s, 4, r, 4, 0), rows(s, 5, r, 4, 0);
+      rows(s, 3, r, 4LL * c, 0), rows(s, 4, r, 4, 0), rows(s, 5, r, 4, 0), rows(s, 6, r, 0, 4LL * c);
       *work = (long long)r * c * 4;
       return SLICE;
     }
@@ -336,7 +337,7 @@ static int slices_apart(const slicing *s, const int *w, void *const *buffers) {
   for (int i = 0; i < s->buffers; i++) {
     if (w[i] < 0 || !((s->out | s->once) >> i & 1)) continue;
     for (int j = 0; j < s->buffers; j++) {
-      if (j == i || w[j] < 0 || (s->own >> j & 1)) continue;
+      if (j == i || w[j] < 0) continue;
       const char *p = at(buffers, w[i]), *q = at(buffers, w[j]);
       int same_view = p == q && s->stride[i] == s->stride[j] && (s->dense >> i & 1) && (s->dense >> j & 1) &&
                       !((s->once >> i | s->once >> j) & 1);
@@ -443,7 +444,9 @@ static void run_slice(int op, int n, const int *w, void *const *buffers, const s
       continue;
     }
     words[b] = b;
-    table[b] = (s->own >> b & 1) ? (void *)own : (char *)buffers[w[b]] + lo * s->stride[b];
+    /* the last part, which has the last unit, works in the record's own work buffer: it ends as the whole
+       record leaves it */
+    table[b] = (s->own >> b & 1) && part < parts - 1 ? (void *)own : (char *)buffers[w[b]] + lo * s->stride[b];
   }
   words[s->count_at] = (int)(hi - lo);
   run_record(op, n, words, table);
