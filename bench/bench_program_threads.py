@@ -100,7 +100,8 @@ def main() -> int:
     print(f"{'model':42s} {'split':>9s} {'1 thread ms':>12s} {f'{args.threads} threads ms':>13s} {'ratio':>7s}")
     for key in args.models:
         label, make = MODELS[key]
-        calls = programs(*make())
+        trainer = make()                                  # held: the programs run on its arrays
+        calls = programs(*trainer)
         split = sum(lib.program_split_records(ctypes.c_void_p(p["words"]), p["n"], ctypes.c_void_p(p["table"]),
                                               args.threads) for p in calls)
         records = 0

@@ -21,7 +21,8 @@ from onnxtrain.wasm.native_threads import NativeThreads
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB, OPS = library()
-SPLIT_WORK = 1 << 15          # program_threads.c's default
+SPLIT_WORK = LIB.program_threads_split_work(0)   # the build's default
+LIB.program_threads_split_work(SPLIT_WORK)
 STEPS = 3
 FAILING_RUNS = 50
 PARTS = (2, 3)
@@ -249,3 +250,15 @@ def test_a_program_with_no_records_and_a_truncated_one(pools, sync):
         assert pools[parts].run(truncated.ctypes.data, len(truncated), ctypes.addressof(table),
                                 sync.ctypes.data) == 2
     assert LIB.run_program(ctypes.c_void_p(truncated.ctypes.data), len(truncated), table) == 2
+
+
+def test_one_thread_is_run_program(sync):
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    y = np.empty_like(x)
+    words = _program([("relu", 0, 1, x.size)])
+    table = (ctypes.c_void_p * 2)(x.ctypes.data, y.ctypes.data)
+    with NativeThreads(1) as pool:
+        assert pool.run(words.ctypes.data, len(words), ctypes.addressof(table), sync.ctypes.data) == 0
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    with pytest.raises(RuntimeError):
+        pool.run(words.ctypes.data, len(words), ctypes.addressof(table), sync.ctypes.data)

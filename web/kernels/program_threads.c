@@ -83,11 +83,32 @@ static int barrier(int *sync, int parts) {
   return (int)((unsigned)seen + 1u);
 }
 
+/* -- a pool's idle threads (NativeThreads in CPython): waiting for a word to change, without the GIL ----------- */
+
+/* Waits until *word differs from `seen` (spinning briefly, then asleep) and returns it. */
+API int program_threads_wait(int *word, int seen) {
+  int now;
+  for (int i = 0; i < SPINS; i++) {
+    if ((now = __atomic_load_n(word, __ATOMIC_ACQUIRE)) != seen) return now;
+    relax();
+  }
+  while ((now = __atomic_load_n(word, __ATOMIC_SEQ_CST)) == seen) sleep_on(word, seen);
+  return now;
+}
+
+/* Adds `add` to *word and wakes the threads waiting on it. */
+API void program_threads_post(int *word, int add) {
+  __atomic_add_fetch(word, add, __ATOMIC_SEQ_CST);
+  wake_all(word);
+}
+
 /* -- which records split, and how -------------------------------------------------------------------------------- */
 
-/* Work (about the cost of one cheap element operation each) below which a record runs whole on part 0: two
-   barriers and the other cores' cache misses cost more than the half saved (bench/bench_program_threads.py). */
-enum { SPLIT_WORK = 1 << 15 };
+/* Work (in cheap element operations, ~0.3 ns each natively) below which a record runs whole on part 0: a barrier
+   costs ~0.15 us when the parts' cores are free (~1/4 of this), and the other core's cache misses on the
+   operands more; 2048 and 8192 measured alike on the MLP and LoRA steps, 32768 slower on LoRA (bench/
+   bench_program_threads.py).  It decides speed only, never bits. */
+enum { SPLIT_WORK = 1 << 13 };
 static int split_work = SPLIT_WORK;
 
 #define CUT(total, part, parts) ((long long)(total) * (part) / (parts))
@@ -543,15 +564,23 @@ static int split_kind(int op, int n, const int *w, void *const *buffers, int par
   return kind;
 }
 
+#else
+API int program_threads_wait(int *word, int seen) { (void)seen; return *word; }   /* no other thread here */
+
+API void program_threads_post(int *word, int add) { *word += add; }
+
 #endif
 
-/* The work below which records run whole on part 0 (SPLIT_WORK; 0 splits every record that can split), for tests
-   and benches: set it between runs only, never while one is under way. */
-API void program_threads_split_work(int work) {
+/* Sets the work below which records run whole on part 0 (SPLIT_WORK; 0 splits every record that can split), for
+   tests and benches, and returns the one it replaces: set it between runs only, never while one is under way. */
+API int program_threads_split_work(int work) {
 #if THREADED
+  int was = split_work;
   split_work = work;
+  return was;
 #else
   (void)work;
+  return 0;
 #endif
 }
 
