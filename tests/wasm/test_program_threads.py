@@ -262,3 +262,63 @@ def test_one_thread_is_run_program(sync):
     np.testing.assert_array_equal(y, np.maximum(x, 0))
     with pytest.raises(RuntimeError):
         pool.run(words.ctypes.data, len(words), ctypes.addressof(table), sync.ctypes.data)
+
+
+def _bits(v: float) -> int:
+    return int(np.float32(v).view(np.int32))
+
+
+def test_the_split_rules_the_models_do_not_reach(pools, sync, split_work):
+    """A program of the records the model programs above leave whole or do not have (copies, fills, the
+    transcendental maps, clips, row sums, col2im, logic, where, strided copies, SGD, the finite count), each on
+    buffers of its own, split at threshold 0 and at the default: every buffer as run_program leaves it."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    arrays, records = [], []
+
+    def buf(a) -> int:
+        arrays.append(np.ascontiguousarray(a))
+        return len(arrays) - 1
+
+    def floats(size, scale=2.0):
+        return buf((rng.standard_normal(size) * scale).astype(np.float32))
+    x, dy = floats(n), floats(n)
+    records += [("copy", x, buf(np.zeros(n, np.float32)), 4 * n), ("fill", buf(np.zeros(n, np.uint8)), n, 7)]
+    for op in ("sigmoid", "gelu"):
+        records.append((op, x, buf(np.zeros(n, np.float32)), n))
+    for op in ("sigmoid_grad", "gelu_grad"):
+        records.append((op, dy, x, buf(np.zeros(n, np.float32)), n))
+    records += [("clip", x, buf(np.zeros(n, np.float32)), n, _bits(-0.5), _bits(0.75)),
+                ("powi", x, buf(np.zeros(n, np.float32)), n, 3),
+                ("clip_bounds", x, buf(np.float32([-1])), buf(np.float32([np.nan])), buf(np.zeros(n, np.float32)), n),
+                ("row_sums", floats(40 * 75), buf(np.zeros(40, np.float32)), 40, 75, _bits(0.0), _bits(-0.0))]
+    planes, h, w, k = 6, 10, 10, 3
+    records.append(("col2im", floats(planes * k * k * h * w), buf(np.zeros(planes * h * w, np.float32)), planes,
+                    h, w, h, w, k, k, 1, 1, 1, 1, 1, 1))
+    a, b = buf(rng.integers(0, 2, (8, 50), np.uint8)), buf(rng.integers(0, 2, (8, 50), np.uint8))
+    records.append(("logical", a, b, buf(np.zeros((8, 50), np.uint8)), 0, 2, 8, 50, 50, 1, 50, 1))
+    records.append(("where", a, floats(400), floats(50), buf(np.zeros(400, np.float32)), 4, 2, 8, 50, 50, 1, 50, 1,
+                    0, 1))
+    records.append(("copy_strided", floats(400), buf(np.zeros(400, np.float32)), 4, 2, 0, 0, 50, 8, 1, 50, 8, 1))
+    sizes = [1000, 37]
+    weights, grads = [floats(s) for s in sizes], [floats(s) for s in sizes]
+    records.append(("sgd", buf(np.float32([0.1])), buf(np.ones(1, np.uint8)), *weights, *grads,
+                    buf(np.zeros(1, np.uint8)), len(sizes), 1, *sizes))
+    finite = rng.standard_normal(n).astype(np.float32)
+    finite[rng.integers(0, n, 50)] = np.nan
+    records.append(("nonfinite", buf(finite), buf(np.int32([3])), n))
+    words = _program(records)
+    table = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    start = [a.copy() for a in arrays]
+    assert LIB.run_program(ctypes.c_void_p(words.ctypes.data), len(words), table) == 0
+    want = [a.copy() for a in arrays]
+    for work in (0, SPLIT_WORK):
+        split_work(work)
+        split = LIB.program_split_records(ctypes.c_void_p(words.ctypes.data), len(words), table, 3)
+        assert split == len(records) if work == 0 else 0 < split < len(records)   # the default: the costly maps
+        for parts in PARTS:
+            for a, s in zip(arrays, start):
+                np.copyto(a, s)
+            assert pools[parts].run(words.ctypes.data, len(words), ctypes.addressof(table), sync.ctypes.data) == 0
+            for i, (a, e) in enumerate(zip(arrays, want)):
+                assert np.array_equal(a.view(np.uint8), e.view(np.uint8)), (work, parts, i)

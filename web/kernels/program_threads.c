@@ -386,6 +386,8 @@ static int may_split(int kind, int op, int n, const int *w, void *const *buffers
       const int *g = w + (kind == GEMM ? 3 : 6);     /* count, m, n, k, alpha, oa, sa, rsa, csa, ob, .. ldc */
       const float *a = (const float *)at(buffers, w[0]) + g[5], *b = (const float *)at(buffers, w[1]) + g[9];
       const float *c = (const float *)at(buffers, w[2]) + g[14];
+      long long one = (long long)(g[1] - 1) * g[16] + g[2];      /* the floats one product of C spans */
+      if (g[0] > 1 && (g[15] < 0 ? -(long long)g[15] : g[15]) < one) return 0;   /* parts may take products */
       if (kind == GEMM_ACCUMULATE) {
         if (at(buffers, w[2]) == at(buffers, w[3])) return 0;
         if (w[4] >= 0 && w[5] >= 0 && at(buffers, w[4]) == at(buffers, w[5])) return 0;
