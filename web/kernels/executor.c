@@ -6,18 +6,8 @@
    modules of pysrc/onnxtrain/ops, through ops/simd.py), so that results are its bits; softmax cross-entropy's exp
    and log and AdamW's powers are this build's own (mathlib.c).  The op ids are the positions in OP_NAMES, which the
    host reads at load (executor_op_count, executor_op_name): pysrc/onnxtrain/wasm/lowering.py writes the records. */
-#include "entries.h"
+#include "program.h"
 
-#define OPS(X)                                                                                                   \
-  X(copy) X(fill) X(strided) X(gemm) X(relu) X(relu_grad) X(sigmoid) X(sigmoid_grad) X(softmax) X(softmax_grad) \
-  X(column_sums) X(row_sums) X(plane_sums) X(im2col) X(col2im) X(maxpool) X(maxpool_grad) X(depthwise)          \
-  X(depthwise_grad) X(softmax_ce) X(softmax_ce_grad) X(accumulate) X(adamw) X(sgd) X(nonfinite) X(gemm_accumulate) \
-  X(layernorm) X(layernorm_grad) X(column_sums_blocks) X(unary) X(reduce_rows) \
-  X(clip) X(erf) X(copy_strided) X(cast_f32) \
-  X(compare) X(logical) X(where) X(gather) X(extremum) X(clip_bounds) X(powi) X(gelu) X(gelu_grad)
-
-#define ID(name) OP_##name,
-enum { OPS(ID) OP_COUNT };
 #define NAME(name) #name,
 static const char *const OP_NAMES[] = {OPS(NAME)};
 
@@ -430,7 +420,7 @@ static inline void fill_bytes(unsigned char *p, int n, int value) {
                   w[i + 10], w[i + 11]
 
 /* One record: 0, or 1 when its kernel reports bad input (a label or an index out of range). */
-static int run_record(int op, int n, const int *w, void *const *buffers) {
+int run_record(int op, int n, const int *w, void *const *buffers) {
   switch (op) {
     case OP_copy: {          /* [src, dst, nbytes] */
       const unsigned char *src = BYTES(0);

@@ -1,5 +1,5 @@
 /* Sums of contiguous planes (GlobalAveragePool, bias gradients): four SIMD accumulators per plane. */
-#include "kernels.h"
+#include "entries.h"
 
 API void plane_sums_f32(int planes, int size, const float *x, float *out) {
   for (int p = 0; p < planes; p++, x += size) {
@@ -40,9 +40,14 @@ API int nonfinite_f32(int n, const float *x) {
 /* out[j] = identity + x[0, j] + x[1, j] + ..., row after row: np.add.reduce over axis 0 of a C-contiguous
    [rows, cols] array with cols > 1 (numpy adds whole rows in order there; `identity` is its initial value). */
 API void column_sums_f32(int rows, int cols, const float *x, float identity, float *out) {
-  for (int j = 0; j < cols; j++) out[j] = identity;
+  column_range_sums_f32(rows, cols, 0, cols, x, identity, out);
+}
+
+/* column_sums_f32's columns [lo, hi) only (out[lo .. hi)), each summed as the whole call sums it. */
+void column_range_sums_f32(int rows, int cols, int lo, int hi, const float *x, float identity, float *out) {
+  for (int j = lo; j < hi; j++) out[j] = identity;
   for (int r = 0; r < rows; r++, x += cols)
-    for (int j = 0; j < cols; j++) out[j] += x[j];
+    for (int j = lo; j < hi; j++) out[j] += x[j];
 }
 
 /* np.add.reduce of n contiguous floats: `identity` plus the pairwise sums of blocks of 8192 (numpy's reduction
