@@ -12,9 +12,10 @@ onnxtrain / onnxruntime-web; beside them onnxtrain with each step's calls sent a
 optimizer step and the reset not deferred to the next request), to show what the one round trip saves.
 
 onnxruntime-web's threads may spin after its block of steps and take a core from onnxtrain's (and the reverse), so
---alone also times onnxruntime-web in pages of its own (onnxtrain not started there), in as many fresh browsers,
-and reports both ratios: against onnxruntime-web beside onnxtrain and against it alone; the fair denominator is
-the faster of the two.  Run through `python3 build.py bench` (or alone, after `python3 build.py site`).
+--alone also times each library in pages of its own (the other not loaded there), in as many fresh browsers, and
+reports the ratios against onnxruntime-web beside onnxtrain and alone, and of onnxtrain alone against
+onnxruntime-web alone (both libraries' threads then have the cores to themselves: onnxtrain's kernel pool meets
+at a barrier between records, which a spinning neighbour's threads delay).  Run through `python3 build.py bench` (or alone, after `python3 build.py site`).
 """
 from __future__ import annotations
 
@@ -42,15 +43,16 @@ import * as onnxtrain from "./onnxtrain/onnxtrain.mjs";
 import * as ortweb from "./ort/ort.training.wasm.min.mjs";
 const QUERY = new URLSearchParams(location.search);
 const THREADS = Number(QUERY.get("threads") ?? 1);
-// "alone": onnxruntime-web only, onnxtrain's engine never started in this page
-const ALONE = QUERY.get("alone") === "1";
+// "alone": one library only (ortweb: onnxtrain's engine never started in this page; onnxtrain: no onnxruntime-web)
+const ALONE = QUERY.get("alone");
 ortweb.env.wasm.numThreads = THREADS;
 onnxtrain.env.wasm.numThreads = THREADS;
 window.threads = async () => ({ isolated: crossOriginIsolated,
-  onnxtrain: ALONE ? THREADS : (await onnxtrain.start()).threads });
+  onnxtrain: ALONE === "ortweb" ? THREADS : (await onnxtrain.start()).threads });
 ortweb.env.wasm.wasmPaths = new URL("./ort/", location.href).href;
 // "three": onnxtrain with each step's three calls sent as three requests (as before they were one), for the ratio
-const LIBS = ALONE ? { ortweb } : { onnxtrain, three: onnxtrain, ortweb };
+const LIBS = ALONE === "ortweb" ? { ortweb } : ALONE === "onnxtrain" ? { onnxtrain }
+  : { onnxtrain, three: onnxtrain, ortweb };
 
 async function session(lib, model) {
   return lib.TrainingSession.create({ checkpointState: `${model}/checkpoint`, trainModel: `${model}/training`,
@@ -135,12 +137,13 @@ def main() -> int:
         url = f"http://127.0.0.1:{server.server_address[1]}/"
         rounds = {model: [] for model in MODELS}
         alone = {model: [] for model in MODELS}
+        ours_alone = {model: [] for model in MODELS}
         with sync_playwright() as p:
             for i in range(args.rounds):
-                for only, into in ((False, rounds), (True, alone))[:2 if args.alone else 1]:
+                for only, into in (("", rounds), ("ortweb", alone), ("onnxtrain", ours_alone))[:3 if args.alone else 1]:
                     browser = p.chromium.launch(executable_path=str(build.CHROMIUM), args=CHROMIUM_ARGS)
                     page = browser.new_page()
-                    page.goto(f"{url}?threads={args.threads}&alone={int(only)}")
+                    page.goto(f"{url}?threads={args.threads}&alone={only}")
                     page.wait_for_function("() => window.ready === true")
                     threads = page.evaluate("() => threads()")
                     if threads["onnxtrain"] != args.threads or (args.threads > 1) != threads["isolated"]:
@@ -173,6 +176,13 @@ def main() -> int:
             ours = statistics.median(r["onnxtrain"] for r in rounds[model])
             print(f"{model:28} alone {statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]  beside {beside:.2f}  "
                   f"onnxtrain {ours / statistics.median(v):.2f}x of alone, {ours / beside:.2f}x of beside")
+        print("onnxtrain alone in its page against onnxruntime-web alone (the same rounds): ms per step, median "
+              "[min-max]; the median of the rounds' ratios")
+        for model in MODELS:
+            v = [r["onnxtrain"] for r in ours_alone[model]]
+            ratio = statistics.median(a["onnxtrain"] / b["ortweb"] for a, b in zip(ours_alone[model], alone[model]))
+            print(f"{model:28} onnxtrain alone {statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]  "
+                  f"{ratio:.2f}x of onnxruntime-web alone")
     return 0
 
 

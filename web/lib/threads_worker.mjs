@@ -6,7 +6,7 @@
 // The control block, int32 words: 0 the job's number, 1 its parts done, 2 its entry, 3 its parts, 4 its argument
 // count, 5 a part failed, 6 the next part (the job's number's low 16 bits above it), 7 the threads it uses; its
 // arguments as float64s from byte 32.
-export const SPIN_MS = 0.05; // spin this long for the next job or its end before sleeping
+export const SPIN_MS = 1; // spin this long for the next job or its end before sleeping
 
 // The next part of job `job` to compute, or -1 when none is left (or the job is over).
 export function takePart(words, job, parts) {
