@@ -341,7 +341,7 @@ export function setUpText(ready) {
     if (file) chooseCsv(file).catch(showError);
   });
   $("text-try").addEventListener("input", predictSoon);
-  downloadButton("text-download", "text-classifier.zip", () => task.exportModel(), showError);
+  downloadButton("text-download", "text-classifier.zip", () => task.exportZip(), showError);
   downloadButton("text-checkpoint", "text-classifier.ckpt", () => task.checkpoint(), showError);
   downloadButton("text-artifacts", "text-classifier-artifacts.zip", () => task.artifactsZip(), showError);
   window.onnxtrainText = { load, chooseCsv, live: () => live, busy: () => busy };
