@@ -135,8 +135,8 @@ def train(page, mode, epochs, lr):
 def live(page, text):
     """Type ``text`` in the Try it box; the page's prediction (after its debounce) and the note under it."""
     page.fill("#text-try", text)
-    page.wait_for_function("(t) => window.onnxtrainText.live().text === t", arg=text, timeout=60_000)
-    return page.evaluate("() => window.onnxtrainText.live().result"), page.text_content("#text-live-note")
+    page.wait_for_function("(t) => window.onnxtrain.flows.text.live().text === t", arg=text, timeout=60_000)
+    return page.evaluate("() => window.onnxtrain.flows.text.live().result"), page.text_content("#text-live-note")
 
 
 def test_three_classes_typed_head_trained_live_predictions_and_download(app):
