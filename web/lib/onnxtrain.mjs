@@ -13,5 +13,5 @@ export { Tensor } from "./src/tensor.mjs";
 export { env, start } from "./src/engine_client.mjs";
 export { isolate } from "./src/isolation.mjs";
 export { LinearLRScheduler, TrainingSession, describeModel, generateArtifacts } from "./src/session.mjs";
-export { HandwritingTask, ImageTask, PersonalizeTask, TabularTask, TextTask } from "./src/tasks.mjs";
+export * from "./src/tasks.mjs"; // the task classes (TabularTask, ImageTask, ...): every class it exports
 export { Federation } from "./src/federation.mjs";
