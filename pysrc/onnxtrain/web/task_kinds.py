@@ -7,13 +7,13 @@ converts its arguments: images, texts, CSV bytes) and tests/web/test_task_kinds.
 of web/lib/src/tasks.mjs, those of web/lib/onnxtrain.d.ts, the tasks table of web/lib/README.md and the error codes
 of web/errors.py and web/lib/src/errors.mjs.  docs/contributing.md ("Adding a task kind") says what to write.
 
-An argument is written as onnxtrain.d.ts names it: ``"name"``, ``"name?"`` (optional) or ``"name?{a, b}"`` (an
-options object with the keys a and b, which tasks.mjs destructures).  ``result`` is the TypeScript type the call's
-promise resolves to; ``M`` is the kind's metrics type.
+An argument is written as onnxtrain.d.ts names it: ``"name"``, ``"name?"`` (optional) or ``"name{a, b}"`` (an
+options object with the keys a and b, which tasks.mjs destructures; ``"name?{a, b}"`` when it is optional).
+``result`` is the TypeScript type the call's promise resolves to; ``M`` is the kind's metrics type.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .train_loop import camel_keys
 
@@ -63,7 +63,7 @@ class TaskKind:
     calls: tuple[Call, ...]
     errors: tuple[str, ...]
     statics: tuple[Call, ...] = ()
-    shapes: dict | None = None
+    shapes: dict = field(default_factory=dict, hash=False)
 
     def python_methods(self) -> set[str]:
         return {name for call in self.calls for name in call.python}
@@ -105,7 +105,6 @@ COMMON = (
 PROVIDERS = "options?{executionProviders}"
 LOAD = "options?{onLoad, executionProviders}"
 TEXT_OPTIONS = "options?{encoder, tokenizer, onLoad, executionProviders}"
-CLASSIFIED = "{ probabilities: number[]; label: number; className: string }"
 
 
 def _classes() -> tuple[Call, ...]:
