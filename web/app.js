@@ -24,9 +24,10 @@ const compute = setUpCompute();
 if ("serviceWorker" in navigator) {
   ready.finally(() => navigator.serviceWorker.register("sw.js")).catch(() => {}); // optional, see sw.js
 }
-const tasks = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
+// Each flow: {task() (its current task or session), and what the tests read or drive in it}
+const flows = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
   digits: setUpDigits(ready), camera: setUpCamera(ready), text: setUpText(ready), fed: setUpFederation(ready) };
-exposeHooks({ ready, tasks }); // nothing in the site; the test site's copy exposes them
+exposeHooks({ ready, flows }); // nothing in the site; the test site's copy exposes them
 initRuns(ready).catch(errorShower("runs-error"));
 
 const showError = errorShower("error");

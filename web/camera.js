@@ -4,6 +4,7 @@
 import { PROVIDER_NAMES, executionProviders } from "./compute.js";
 import { PersonalizeTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
+import { trainingControls } from "./training_view.js";
 import { $, BACKBONE, BACKBONE_SIZE, downloadButton, element, errorShower, showProbabilities } from "./ui.js";
 
 const SIZE = BACKBONE_SIZE; // the frames sent to the task: the centred square of the camera or photo
@@ -520,6 +521,9 @@ function base64(bytes) {
 // ---- set up -----------------------------------------------------------------------------------------------------
 
 export function setUpCamera(ready) {
+  // the shared controls; this flow trains a new head each time (no pause, no chart), in its own train()
+  trainingControls("cam", { epochs: 20, batch: 16, lr: 0.001, schedule: false, pause: false, chart: false,
+    trainDisabled: true, note: true });
   $("cam-load").onclick = () => ready.then(load).catch(showError);
   $("cam-camera").onclick = () => (stream ? stopCamera() : startCamera().catch(showError));
   $("cam-add-class").onclick = () => change(async () => {
@@ -544,7 +548,8 @@ export function setUpCamera(ready) {
   downloadButton("cam-download", "personalized.onnx", () => task.exportModel(), showError);
   downloadButton("cam-checkpoint", "personalized.ckpt", () => task.checkpoint(), showError);
   downloadButton("cam-artifacts", "personalized-artifacts.zip", () => task.artifactsZip(), showError);
-  window.onnxtrainCamera = {
+  return { // for the test hooks
+    task: () => task,
     load,
     // the last frames predicted (RGBA SIZE x SIZE as base64) with the page's probabilities and label
     fed: () => fed.map((f) => ({ ...f, pixels: base64(f.pixels) })),
@@ -554,5 +559,4 @@ export function setUpCamera(ready) {
     classes: () => classes.map((c) => ({ name: c.name, samples: c.samples.map((s) => s.id) })),
     saved: () => saving,
   };
-  return () => task;
 }

@@ -303,5 +303,5 @@ export function setUpFederation(engineReady) {
   $("fed-folder").addEventListener("change", (e) => loadFolder(e.target.files).catch(showError));
   $("fed-join").onclick = () => join();
   $("fed-leave").onclick = () => joined?.abort();
-  return () => session;
+  return { task: () => session };
 }

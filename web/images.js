@@ -165,7 +165,7 @@ registerRunKind("images", {
 });
 
 export function setUpImages(ready) {
-  view = new TrainingView("img", flow, ["download", "checkpoint", "artifacts"]);
+  view = new TrainingView("img", flow, { epochs: 10, batch: 16, lr: 0.005, keepBest: true });
   const chosen = (list) => [...list].map((file) => ({ path: file.webkitRelativePath || file.name, file }));
   $("img-folder").addEventListener("change", (e) => ready.then(() => load(chosen(e.target.files))).catch(showError));
   const dropEntries = (entries) => ready.then(async () => load(await entryFiles(entries))).catch(showError);
@@ -177,7 +177,6 @@ export function setUpImages(ready) {
     drop.classList.remove("over");
     return dropEntries([...e.dataTransfer.items].map((item) => item.webkitGetAsEntry()).filter(Boolean));
   });
-  window.onnxtrainImages = { dropEntries };
   const sizeShown = () => { $("img-size-label").style.display = $("img-model").value === "pretrained" ? "none" : ""; };
   $("img-model").addEventListener("change", sizeShown);
   sizeShown();
@@ -196,5 +195,5 @@ export function setUpImages(ready) {
   downloadButton("img-download", () => `${data.name}.onnx`, () => task.exportModel(), showError);
   downloadButton("img-checkpoint", () => `${data.name}.ckpt`, () => task.checkpoint(), showError);
   downloadButton("img-artifacts", () => `${data.name}-artifacts.zip`, () => task.artifactsZip(), showError);
-  return () => task;
+  return { task: () => task, dropEntries }; // dropEntries: for the test hooks, which drop a folder
 }

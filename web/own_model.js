@@ -136,7 +136,8 @@ registerRunKind("own", {
 });
 
 export function setUpOwnModel(runtimeReady) {
-  view = new TrainingView("own", flow, ["download", "checkpoint", "artifacts"]);
+  view = new TrainingView("own", flow, { epochs: 10, batch: 32, lr: 0.001, keepBest: "hidden",
+    trainDisabled: true });
   $("own-files").addEventListener("change", (e) => runtimeReady.then(() => chooseFiles([...e.target.files])).catch(showError));
   $("own-prepare").onclick = () => prepare().catch(showError);
   $("own-npz").addEventListener("change", async (e) => {
@@ -150,5 +151,5 @@ export function setUpOwnModel(runtimeReady) {
     showError);
   downloadButton("own-checkpoint", "checkpoint", () => session.saveCheckpoint(true), showError);
   downloadButton("own-artifacts", () => `${run.name}-artifacts.zip`, () => session.artifactsZip(), showError);
-  return () => session;
+  return { task: () => session };
 }

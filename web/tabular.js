@@ -104,7 +104,6 @@ function modelSettings() {
 async function setUpModel(s) {
   const hidden = s.hidden.split(/[ ,]+/).filter(Boolean).map(Number);
   setup = await task.setup({ label: s.label, task: s.task, hidden, optimizer: s.optimizer || "AdamW" });
-  window.onnxtrainTabular = setup;
 }
 
 const isClassification = () => (setup ? setup.task : $("csv-task").value) === "classification";
@@ -144,7 +143,7 @@ registerRunKind("csv", {
 });
 
 export function setUpTabular(ready) {
-  view = new TrainingView("csv", flow, ["download", "checkpoint", "artifacts"]);
+  view = new TrainingView("csv", flow, { epochs: 30, batch: 32, lr: 0.01, keepBest: true });
   const drop = $("drop");
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
@@ -178,5 +177,5 @@ export function setUpTabular(ready) {
   downloadButton("csv-checkpoint", () => base() + ".ckpt", () => task.checkpoint(), showError);
   downloadButton("csv-artifacts", () => base() + "-artifacts.zip", () => task.artifactsZip(), showError);
   ready.then(() => { $("csv-sample").disabled = false; });
-  return () => task;
+  return { task: () => task, setup: () => setup }; // the setup: for the test hooks
 }

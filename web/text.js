@@ -316,7 +316,8 @@ const MODE_DEFAULTS = { head: { epochs: 30, lr: 0.01 }, lora: { epochs: 4, lr: 0
 // ---- set up -----------------------------------------------------------------------------------------------------
 
 export function setUpText(ready) {
-  view = new TrainingView("text", flow, ["download", "checkpoint", "artifacts"]);
+  view = new TrainingView("text", flow, { epochs: 30, batch: 16, lr: 0.01,
+    downloads: { download: "Download model (.zip)" } });
   $("text-load").onclick = () => ready.then(load).catch(showError);
   $("text-add-class").onclick = () => change(() => task.addClass(`Class ${classes.length + 1}`)).catch(showError);
   $("text-mode").onchange = () => {
@@ -341,9 +342,8 @@ export function setUpText(ready) {
     if (file) chooseCsv(file).catch(showError);
   });
   $("text-try").addEventListener("input", predictSoon);
-  downloadButton("text-download", "text-classifier.zip", () => task.exportModel(), showError);
+  downloadButton("text-download", "text-classifier.zip", () => task.exportZip(), showError);
   downloadButton("text-checkpoint", "text-classifier.ckpt", () => task.checkpoint(), showError);
   downloadButton("text-artifacts", "text-classifier-artifacts.zip", () => task.artifactsZip(), showError);
-  window.onnxtrainText = { load, chooseCsv, live: () => live, busy: () => busy };
-  return () => task;
+  return { task: () => task, load, chooseCsv, live: () => live, busy: () => busy }; // for the test hooks
 }

@@ -1,11 +1,54 @@
 // The training controls every flow shares: epochs, batch, learning rate and schedule; train, pause, resume
 // and cancel; a progress bar with examples/s and ETA; the live chart; and the run saved after every epoch.
+// trainingControls() writes them into a flow's `${prefix}-training` element; TrainingView drives them.
 // A section's controls are found by id: `${prefix}-train`, `-pause`, `-cancel`, `-progress`, `-metrics`,
 // `-chart`, `-epochs`, `-batch`, `-lr`, `-schedule`, `-error`, its download buttons and, where the flow has
 // validation data, `-keep-best` and `-patience` (keep the best epoch, stop after `patience` epochs without one).
 import { TrainingChart } from "./chart.js";
 import { saveRun } from "./runs.js";
-import { $, errorShower } from "./ui.js";
+import { $, element, errorShower } from "./ui.js";
+
+const DOWNLOADS = { download: "Download model (.onnx)", checkpoint: "Checkpoint", artifacts: "Training artifacts (.zip)" };
+
+// The controls of the flow `prefix`, in its element `${prefix}-training`: {epochs, batch, lr (their first values),
+// schedule (a schedule choice), keepBest (the keep-the-best-epoch row; "hidden": hidden until the flow shows it),
+// pause (a Pause button), chart, trainDisabled (Train disabled until the flow has data), note (a note beside the
+// buttons), downloads (name -> its button's label, the model's first)}.
+export function trainingControls(prefix, { epochs, batch, lr, schedule = true, keepBest = false, pause = true,
+  chart = true, trainDisabled = false, note = false, downloads = {} } = {}) {
+  const id = (name) => `${prefix}-${name}`;
+  const number = (label, name, value, props) => element("label", {}, `${label} `,
+    element("input", { id: id(name), type: "number", value: String(value), ...props }));
+  const button = (name, label, props = {}) => element("button", { id: id(name), textContent: label, ...props });
+  const row = (...children) => element("div", { className: "row" }, ...children);
+  const settings = row(number("Epochs", "epochs", epochs, { min: "1", max: "1000" }),
+    number("Batch", "batch", batch, { min: "1", max: "4096" }),
+    number("Learning rate", "lr", lr, { step: "0.0001" }));
+  if (schedule) {
+    settings.append(element("label", {}, "Schedule ", element("select", { id: id("schedule") },
+      element("option", { value: "constant" }, "constant"),
+      element("option", { value: "linear" }, "linear warm-up and decay"))));
+  }
+  const parts = [settings];
+  if (keepBest) {
+    const best = row(element("label", { className: "check" },
+      element("input", { id: id("keep-best"), type: "checkbox", checked: true }),
+      " Keep the best epoch (stop when validation loss stops improving)"),
+    number("Patience (epochs)", "patience", 10, { min: "0", title: "0: never stop early" }));
+    Object.assign(best, { id: id("best-row"), hidden: keepBest === "hidden" });
+    parts.push(best);
+  }
+  parts.push(row(button("train", "Train", { disabled: trainDisabled }),
+    ...(pause ? [button("pause", "Pause", { disabled: true })] : []), button("cancel", "Cancel", { disabled: true }),
+    ...(note ? [element("span", { id: id("train-note"), className: "note" })] : [])));
+  parts.push(element("progress", { id: id("progress"), max: 1, value: 0 }),
+    element("div", { id: id("metrics"), className: "metrics" }));
+  if (chart) parts.push(element("div", { id: id("chart"), className: "chart" }));
+  const labels = { ...DOWNLOADS, ...downloads };
+  parts.push(row(...Object.keys(labels).map((name, i) =>
+    button(name, labels[name], { disabled: true, ...(i ? { className: "secondary" } : {}) }))));
+  $(id("training")).replaceChildren(...parts);
+}
 
 const FIELDS = ["epochs", "batch", "lr", "schedule", "patience"];
 const ETA = / · about \d+ s left/;
@@ -25,10 +68,12 @@ function keptText(result, lastEpoch, patience) {
 }
 
 export class TrainingView {
+  // controls: trainingControls()'s settings; downloads: the buttons enabled once there is a model;
   // flow: {train(options): the library's train() of the flow's task or session, metric(): the chart's metric name
   //        (or null), summary(metrics): validation text, metricValue(metrics): the chart's metric value,
   //        fresh(): set up a new run and return its record (kind, name, settings, data to resume)}
-  constructor(prefix, flow, downloads = []) {
+  constructor(prefix, flow, controls, downloads = ["download", "checkpoint", "artifacts"]) {
+    trainingControls(prefix, controls);
     Object.assign(this, { prefix, flow, downloads, paused: false, run: null, saving: null, stopping: null });
     this.chart = new TrainingChart(this.el("chart"), flow.metric());
     this.showError = errorShower(`${prefix}-error`);

@@ -134,20 +134,20 @@ def hold(page, button, seconds):
     page.mouse.down()
     time.sleep(seconds)
     page.mouse.up()
-    page.wait_for_function("() => window.onnxtrainCamera.unsent() === 0", timeout=120_000)
+    page.wait_for_function("() => window.onnxtrain.flows.camera.unsent() === 0", timeout=120_000)
 
 
 def fed(page):
     """The frames the page predicted last: [(RGBA uint8 [224, 224, 4], probabilities, label)]."""
     return [(np.frombuffer(base64.b64decode(f["pixels"]), np.uint8).reshape(SIZE, SIZE, 4),
              np.array(f["probabilities"], np.float32), f["label"])
-            for f in page.evaluate("() => window.onnxtrainCamera.fed()")]
+            for f in page.evaluate("() => window.onnxtrain.flows.camera.fed()")]
 
 
 def live_predictions(page, n):
     """Wait for ``n`` predictions of the camera's frames since the camera started; those frames."""
-    page.evaluate("() => window.onnxtrainCamera.clearFed()")
-    page.wait_for_function(f"() => window.onnxtrainCamera.fedCount() >= {n}", timeout=120_000)
+    page.evaluate("() => window.onnxtrain.flows.camera.clearFed()")
+    page.wait_for_function(f"() => window.onnxtrain.flows.camera.fedCount() >= {n}", timeout=120_000)
     return fed(page)[:n]
 
 
@@ -173,7 +173,7 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
         field = page.locator(".cam-name").nth(i)
         field.fill(name)
         field.press("Enter")
-    page.wait_for_function("(names) => JSON.stringify(window.onnxtrainCamera.classes().map((c) => c.name)) "
+    page.wait_for_function("(names) => JSON.stringify(window.onnxtrain.flows.camera.classes().map((c) => c.name)) "
                            "=== JSON.stringify(names)", arg=NAMES)
     assert site.task_call("camera", "classes") == NAMES
 
@@ -247,7 +247,7 @@ def test_record_three_classes_train_predict_live_export_and_restore(camera, site
 
     frame = held["flower"][0][0]
     before = predict(page, frame)
-    page.evaluate("() => window.onnxtrainCamera.saved()")
+    page.evaluate("() => window.onnxtrain.flows.camera.saved()")
     line = reload_and_resume(page, "Camera and photos")
     assert f"{sum(counts)} samples in 3 classes (temple, lake, flower), trained" in line, line
     page.wait_for_function("() => document.getElementById('cam-metrics').textContent.startsWith('Restored') "
@@ -315,7 +315,7 @@ def test_without_a_camera_the_page_says_so_and_photos_work(browser, site_url, tm
         field.fill(HOSTILE)
         field.press("Enter")
         names[0] = HOSTILE
-        page.wait_for_function("(n) => window.onnxtrainCamera.classes()[0].name === n", arg=HOSTILE)
+        page.wait_for_function("(n) => window.onnxtrain.flows.camera.classes()[0].name === n", arg=HOSTILE)
         assert site.task_call("camera", "classes") == names
     else:
         page.check("#cam-fine-tune")

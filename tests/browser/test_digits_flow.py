@@ -47,7 +47,7 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
     draw(page, CROSS)
     page.wait_for_function("() => document.getElementById('digit-prediction').textContent.startsWith('Looks like: X')")
     screenshot(page, "#digits", "digits")
-    cross = np.array(page.evaluate("() => window.onnxtrainDigits.pixels()"), np.float32).reshape(1, 64)
+    cross = np.array(page.evaluate("() => window.onnxtrain.flows.digits.pixels()"), np.float32).reshape(1, 64)
     with page.expect_download() as download:
         page.click("#digit-download")
     path = tmp_path / "digits.onnx"
@@ -80,7 +80,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
     assert trainable == {"fc2.weight": (11, 32), "fc2.bias": (11,)}  # the head, with the new class
     page.click("#digit-clear")
     draw(page, CROSS)
-    cross = page.evaluate("() => window.onnxtrainDigits.pixels()")
+    cross = page.evaluate("() => window.onnxtrain.flows.digits.pixels()")
     before = shown(page, own_page.task_call("digits", "predict", cross))
     page.wait_for_function("(text) => document.getElementById('digit-prediction').textContent === text", arg=before)
 

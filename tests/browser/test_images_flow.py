@@ -135,7 +135,7 @@ DROP = """async (tree) => {
           const children = Object.entries(node).map(([n, child]) => entry(n, child));
           return { readEntries: (ok) => ok(children.splice(0, 2)) };
         } };
-  await window.onnxtrainImages.dropEntries(Object.entries(tree).map(([n, child]) => entry(n, child)));
+  await window.onnxtrain.flows.images.dropEntries(Object.entries(tree).map(([n, child]) => entry(n, child)));
 }"""
 
 

@@ -48,12 +48,12 @@ window.libraryLoaded = true;
 """
 
 # What onnxtrain.mjs exports (and the classic script's global holds), sorted
-EXPORTS = ["ArtifactError", "CheckpointError", "ComposeError", "DataError", "DataTypeError", "Federation",
-           "FeedError", "GPUMemoryError", "GradientNotRegisteredError", "GraphError", "HandwritingTask", "ImageTask",
+EXPORTS = ["AdapterError", "ArtifactError", "CheckpointError", "ComposeError", "DataError", "DataTypeError",
+           "EncoderError", "Federation", "FeedError", "GPUMemoryError", "GradientNotRegisteredError", "GraphError", "HandwritingTask", "ImageTask",
            "LearningRateError", "LinearLRScheduler", "ModelDecodeError", "NoAdapterError", "NominalStateError",
            "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
-           "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TextTask", "TrainingSession", "UnsupportedOpError",
-           "WebGPUError",
+           "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TextTask", "TokenizerError", "TrainingSession",
+           "UnsupportedOpError", "WebGPUError", "WeightsError",
            "describeModel", "env", "generateArtifacts", "isolate", "start"]
 
 

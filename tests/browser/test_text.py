@@ -135,8 +135,8 @@ def train(page, mode, epochs, lr):
 def live(page, text):
     """Type ``text`` in the Try it box; the page's prediction (after its debounce) and the note under it."""
     page.fill("#text-try", text)
-    page.wait_for_function("(t) => window.onnxtrainText.live().text === t", arg=text, timeout=60_000)
-    return page.evaluate("() => window.onnxtrainText.live().result"), page.text_content("#text-live-note")
+    page.wait_for_function("(t) => window.onnxtrain.flows.text.live().text === t", arg=text, timeout=60_000)
+    return page.evaluate("() => window.onnxtrain.flows.text.live().result"), page.text_content("#text-live-note")
 
 
 def test_three_classes_typed_head_trained_live_predictions_and_download(app):
@@ -304,7 +304,8 @@ def test_the_librarys_text_task_in_a_plain_page(plain):
         predicted: await again.predict(held) };
       await again.release();
       return { loads, ids, errors, setup, accuracy: summary.metrics.accuracy, predicted, one, restored,
-        info: await task.info(), zip: toB64(await task.exportModel()), onnx: toB64(await task.exportOnnx()),
+        info: await task.info(), zip: toB64(await task.exportZip()), onnx: toB64(await task.exportModel()),
+        deprecated: toB64(await task.exportOnnx()),
         counts: await task.counts() };
     }""", [EXAMPLES, HELD])
     size = (build.TEST_SITE / MINILM / "encoder.onnx").stat().st_size
@@ -320,7 +321,7 @@ def test_the_librarys_text_task_in_a_plain_page(plain):
     assert out["one"] == out["predicted"][0]
     assert out["restored"] == {"classes": NAMES, "counts": [4, 4, 4], "predicted": out["predicted"]}
     files = unzipped(base64.b64decode(out["zip"]))
-    assert files["model.onnx"] == base64.b64decode(out["onnx"])
+    assert files["model.onnx"] == base64.b64decode(out["onnx"]) == base64.b64decode(out["deprecated"])
     probabilities, labels = onnxruntime_predictions(files["model.onnx"], HELD, tokenizer())
     np.testing.assert_allclose(probabilities, [p["probabilities"] for p in out["predicted"]], rtol=0, atol=1e-5)
     assert labels.tolist() == [p["label"] for p in out["predicted"]]

@@ -61,7 +61,7 @@ await text.setup({ mode: "lora", rank: 4 });
 const guess: ort.TextPrediction = await text.predict("three");
 const guesses: ort.TextPrediction[] = await text.predict(["four"]);
 new Blob([await table.exportModel(), await images.checkpoint(), await digits.snapshot(), await personal.snapshot(),
-  await text.exportModel(), await (await ort.TextTask.fromSnapshot(await text.snapshot())).exportOnnx()]);
+  await text.exportModel(), await text.exportZip(), await (await ort.TextTask.fromSnapshot(await text.snapshot())).exportOnnx()]);
 console.log(blobs, rate, opsWithout, rows, score, accuracy, perClass, confusion, counts, tuned.examples,
   evaluated.on, className, added.truncated, rows2, guess.truncated, guesses.length, (await text.evaluate()).on);
 """

@@ -80,10 +80,13 @@ def test_seeded_draws_are_numpys_default_generator_with_the_seed(seed):
 def test_start_tasks_import_their_kinds_modules_and_make_no_generator():
     """start({tasks}): the kinds' modules (task_sessions.import_tasks) go into the snapshot, so they too must make
     no random generator at import."""
+    from onnxtrain.web.task_kinds import KINDS
+    kinds = [kind.kind for kind in reversed(KINDS)] + [KINDS[0].kind]  # any order, a kind twice
     loaded = started(build.START_IMPORTS + "; from onnxtrain.web import task_sessions; task_sessions.import_tasks("
-                     "['personalize', 'handwriting', 'images', 'tabular', 'images', 'text'])")
+                     f"{kinds!r})")
     assert {"onnxtrain.tasks.handwriting", "onnxtrain.tasks.images", "onnxtrain.tasks.tabular",
             "onnxtrain.web.personalize", "onnxtrain.tasks.text"} <= set(loaded["modules"])
+    assert {f"onnxtrain.{kind.module}" for kind in KINDS} <= set(loaded["modules"])
     assert loaded["generators"] == []
 
 
@@ -91,8 +94,10 @@ def test_start_tasks_are_imported_by_kind_and_checked():
     from onnxtrain.web import task_sessions
     assert task_sessions.import_tasks(["handwriting", "handwriting"]) == ["onnxtrain.tasks.handwriting"]
     assert task_sessions.import_tasks([]) == []
-    with pytest.raises(ValueError, match=r"start's tasks: unknown kind of task 'handwritting'; the kinds are "
-                                         r"\['handwriting', 'images', 'personalize', 'tabular', 'text'\]"):
+    from onnxtrain.web.task_kinds import KINDS
+    kinds = re.escape(repr(sorted(kind.kind for kind in KINDS)))
+    assert {"handwriting", "images", "personalize", "tabular", "text"} <= {kind.kind for kind in KINDS}
+    with pytest.raises(ValueError, match=rf"start's tasks: unknown kind of task 'handwritting'; the kinds are {kinds}"):
         task_sessions.import_tasks(["tabular", "handwritting"])
     for wrong in ("tabular", [1]):
         with pytest.raises(TypeError, match="start's tasks must be a list of task kinds"):

@@ -317,7 +317,9 @@ def test_text_trains_through_the_registry_as_the_cpython_task_does():
     assert prediction == [{"probabilities": p["probabilities"], "label": p["label"], "className": p["class_name"],
                            "truncated": p["truncated"]} for p in reference.predict(probe)]
     assert [p["truncated"] for p in prediction] == [False, True]
-    assert zip_files(registry.call("export_zip", handle, [])) == zip_files(reference.export_zip())
+    bundle = zip_files(registry.call("export_zip", handle, []))
+    assert bundle == zip_files(reference.export_zip())
+    assert registry.call("export_model", handle, []) == bundle["model.onnx"]  # exportModel: the ONNX model
     snapshot = registry.call("snapshot", handle, [])
     again = registry.call("create_task", None, ["text_snapshot", [encoder, tokenizer, snapshot]])["handle"]
     assert registry.call("checkpoint", again, []) == registry.call("checkpoint", handle, [])

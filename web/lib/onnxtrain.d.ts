@@ -345,7 +345,8 @@ declare class Task<M extends object = NoMetrics> {
   /** Continue a run from a checkpoint of it (and its best epoch's); resolves to its epoch. */
   restore(checkpoint: URIorBuffer, best?: URIorBuffer | null): Promise<number>;
   artifactsZip(): Promise<Uint8Array<ArrayBuffer>>;
-  /** One ONNX model with the preprocessing inside, for onnxruntime and onnxruntime-web. */
+  /** One ONNX model with the preprocessing inside, for onnxruntime and onnxruntime-web (every task's; a task's
+   * bundle, where it has one, is exportZip()'s). */
   exportModel(): Promise<Uint8Array<ArrayBuffer>>;
   /** How to call the exported model, in a line. */
   signature(): Promise<string>;
@@ -569,8 +570,8 @@ export type TextMetrics = ClassificationMetrics & { on: "validation" | "train" }
 
 /** A sentence encoder (all-MiniLM-L6-v2) taught the user's own text categories: a head on the frozen encoder's
  * cached embeddings (mode "head"), or LoRA adapters on its attention trained with the head (mode "lora").
- * exportModel() gives a .zip: model.onnx (input_ids, attention_mask int64 [N, T] -> probabilities, label; the
- * class names in its metadata), tokenizer.json and README.md. */
+ * exportModel() gives one ONNX model (input_ids, attention_mask int64 [N, T] -> probabilities, label; the class
+ * names in its metadata), exportZip() a .zip of it with tokenizer.json and README.md. */
 export class TextTask extends Task<TextMetrics> {
   static readonly ENCODER: string;
   static readonly TOKENIZER: string;
@@ -604,8 +605,8 @@ export class TextTask extends Task<TextMetrics> {
   predict(text: string): Promise<TextPrediction>;
   predict(texts: Iterable<string>): Promise<TextPrediction[]>;
   /** The .zip to download: model.onnx, tokenizer.json, README.md. */
-  exportModel(): Promise<Uint8Array<ArrayBuffer>>;
-  /** The ONNX model alone. */
+  exportZip(): Promise<Uint8Array<ArrayBuffer>>;
+  /** @deprecated exportModel(): the ONNX model, under the name it had when exportModel() gave the .zip. */
   exportOnnx(): Promise<Uint8Array<ArrayBuffer>>;
   /** Classes, texts with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array<ArrayBuffer>>;
@@ -709,7 +710,8 @@ export const env: {
 /** Codes of the errors the engine answers with; see the README's "Errors". */
 export type ErrorCode = "DATA" | "NPZ" | "CHECKPOINT" | "MODEL_DECODE" | "DATA_TYPE" | "COMPOSE" | "ARTIFACT"
   | "LEARNING_RATE" | "RUN" | "FEED" | "GRAPH" | "UNSUPPORTED_OP" | "GRADIENT_NOT_REGISTERED" | "NOMINAL_STATE"
-  | "NON_FINITE" | "NON_FINITE_STEP" | "NON_FINITE_STATE" | "WEBGPU" | "NO_ADAPTER" | "GPU_MEMORY" | "TYPE"
+  | "NON_FINITE" | "NON_FINITE_STEP" | "NON_FINITE_STATE" | "WEBGPU" | "NO_ADAPTER" | "GPU_MEMORY" | "TOKENIZER"
+  | "ENCODER" | "WEIGHTS" | "ADAPTER" | "TYPE"
   | "VALUE" | "KEY" | "INDEX" | "RUNTIME" | "NOT_IMPLEMENTED" | "MEMORY" | "ZERO_DIVISION" | "OVERFLOW"
   | "ARITHMETIC" | "UNICODE" | "LOOKUP" | "ASSERTION" | "OS" | "ATTRIBUTE" | "PYTHON" | "ENGINE";
 
@@ -740,3 +742,7 @@ export class NonFiniteStateError extends NonFiniteError {}
 export class WebGPUError extends OnnxtrainError {}
 export class NoAdapterError extends WebGPUError {}
 export class GPUMemoryError extends WebGPUError {}
+export class TokenizerError extends OnnxtrainError {}
+export class EncoderError extends OnnxtrainError {}
+export class WeightsError extends OnnxtrainError {}
+export class AdapterError extends OnnxtrainError {}

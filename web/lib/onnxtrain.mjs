@@ -5,13 +5,13 @@
 // session by handle; the library only converts and forwards.  Its modules are in src/; build.py bundles them with
 // esbuild into the shipped onnxtrain.mjs and the classic script onnxtrain.js, which defines globalThis.onnxtrain
 // (and globalThis.ort when there is none).
-export { ArtifactError, CheckpointError, ComposeError, DataError, DataTypeError, FeedError, GPUMemoryError,
-  GradientNotRegisteredError, GraphError, LearningRateError, ModelDecodeError, NoAdapterError, NominalStateError,
-  NonFiniteError, NonFiniteStateError, NonFiniteStepError, NpzError, OnnxtrainError, RunError, UnsupportedOpError,
-  WebGPUError } from "./src/errors.mjs";
+export { AdapterError, ArtifactError, CheckpointError, ComposeError, DataError, DataTypeError, EncoderError, FeedError,
+  GPUMemoryError, GradientNotRegisteredError, GraphError, LearningRateError, ModelDecodeError, NoAdapterError,
+  NominalStateError, NonFiniteError, NonFiniteStateError, NonFiniteStepError, NpzError, OnnxtrainError, RunError,
+  TokenizerError, UnsupportedOpError, WebGPUError, WeightsError } from "./src/errors.mjs";
 export { Tensor } from "./src/tensor.mjs";
 export { env, start } from "./src/engine_client.mjs";
 export { isolate } from "./src/isolation.mjs";
 export { LinearLRScheduler, TrainingSession, describeModel, generateArtifacts } from "./src/session.mjs";
-export { HandwritingTask, ImageTask, PersonalizeTask, TabularTask, TextTask } from "./src/tasks.mjs";
+export * from "./src/tasks.mjs"; // the task classes (TabularTask, ImageTask, ...): every class it exports
 export { Federation } from "./src/federation.mjs";

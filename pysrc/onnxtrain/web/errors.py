@@ -10,24 +10,29 @@ from __future__ import annotations
 
 import traceback
 
-#: class name -> code, for onnxtrain's own errors and the Python errors a request may raise; onnxtrain.mjs has
-#: one class per onnxtrain code (ERROR_CLASSES there), web/lib/README.md documents the table.
-CODES = {
-    # onnxtrain's own
+#: class name -> code, for onnxtrain's own errors (those a page's request may meet, the text room's and every task
+#: kind's among them); onnxtrain.mjs has one class of each (ERROR_CLASSES there), web/lib/README.md documents the
+#: table, and tests/web/test_task_kinds.py holds those to it
+OWN = {
     "DataError": "DATA", "NpzError": "NPZ", "CheckpointError": "CHECKPOINT", "ModelDecodeError": "MODEL_DECODE",
     "DataTypeError": "DATA_TYPE", "ComposeError": "COMPOSE", "ArtifactError": "ARTIFACT",
     "LearningRateError": "LEARNING_RATE", "RunError": "RUN", "FeedError": "FEED", "GraphError": "GRAPH",
     "UnsupportedOpError": "UNSUPPORTED_OP", "GradientNotRegisteredError": "GRADIENT_NOT_REGISTERED",
     "NominalStateError": "NOMINAL_STATE", "NonFiniteError": "NON_FINITE", "NonFiniteStepError": "NON_FINITE_STEP",
     "NonFiniteStateError": "NON_FINITE_STATE", "WebGPUError": "WEBGPU", "NoAdapterError": "NO_ADAPTER",
-    "GPUMemoryError": "GPU_MEMORY",
-    # Python's
+    "GPUMemoryError": "GPU_MEMORY", "TokenizerError": "TOKENIZER", "EncoderError": "ENCODER",
+    "WeightsError": "WEIGHTS", "AdapterError": "ADAPTER",
+}
+#: the Python errors a request may raise: OnnxtrainErrors in the page that keep Python's name
+PYTHON = {
     "TypeError": "TYPE", "ValueError": "VALUE", "KeyError": "KEY", "IndexError": "INDEX",
     "RuntimeError": "RUNTIME", "NotImplementedError": "NOT_IMPLEMENTED", "MemoryError": "MEMORY",
     "ZeroDivisionError": "ZERO_DIVISION", "OverflowError": "OVERFLOW", "ArithmeticError": "ARITHMETIC",
     "UnicodeError": "UNICODE", "LookupError": "LOOKUP", "AssertionError": "ASSERTION", "OSError": "OS",
     "AttributeError": "ATTRIBUTE",
 }
+#: class name -> code
+CODES = {**OWN, **PYTHON}
 #: any other exception
 OTHER = "PYTHON"
 #: the longest message, in characters; the whole one is in ``details``

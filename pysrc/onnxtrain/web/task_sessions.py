@@ -1,55 +1,29 @@
 """The tasks of onnxtrain.tasks (a CSV table, a folder of images, handwriting, personalizing a backbone or the text
-encoder) as sessions
-of the library's registry, next to its TrainingSessions: ``create_task(kind, args)`` makes one, and a page calls the
-methods its kind allows.  Training goes through the same train() as a TrainingSession's (train_loop.TrainLoop), on
-the task's own data."""
+encoder) as sessions of the library's registry, next to its TrainingSessions: ``create_task(kind, args)`` makes one,
+and a page calls the methods its kind allows (task_kinds.KINDS declares each kind).  Training goes through the same
+train() as a TrainingSession's (train_loop.TrainLoop), on the task's own data."""
 from __future__ import annotations
 
 import importlib
 
 from ..providers import PROVIDERS, provider_for
+from . import task_kinds
 from .bridge import signature
-from .train_loop import TRAIN_OPTIONS, Training, camel_keys
+from .task_kinds import KINDS
+from .train_loop import TRAIN_OPTIONS, Training
 
 #: kind -> how a page makes one: a module (of onnxtrain), the factory's name there and how many of the page's
 #: arguments are the factory's (the one after them, if any, is onnxruntime-web's executionProviders).  Each module is
 #: imported with the first task of its kind, so that the engine's start imports no task.
-FACTORIES = {"tabular": ("tasks.tabular", "TabularSession", 2),
-             "images": ("tasks.images", "ImageSession.from_rgba", 7),
-             "handwriting": ("tasks.handwriting", "DigitsSession", 3),
-             "handwriting_snapshot": ("tasks.handwriting", "DigitsSession.restore", 2),
-             "personalize": ("web.personalize", "PersonalizeSession", 1),
-             "personalize_snapshot": ("web.personalize", "PersonalizeSession.from_snapshot", 2),
-             "text": ("tasks.text", "TextSession", 2),
-             "text_snapshot": ("tasks.text", "TextSession.from_snapshot", 3)}
+FACTORIES = {factory.kind: (kind.module, factory.python, factory.count)
+             for kind in KINDS for factory in kind.factories}
 #: kind -> the task's own methods (and attributes) a page may call
-TASK_METHODS = {
-    "tabular": {"describe", "detect_task", "setup", "evaluate", "predict_validation", "predict_csv"},
-    "images": {"info", "size", "classes", "evaluate", "predict"},
-    "handwriting": {"classes", "predict", "add_class", "add_example", "counts", "snapshot", "start_fine_tune",
-                    "finish_fine_tune"},
-    "personalize": {"info", "classes", "counts", "sample_list", "add_class", "rename_class", "remove_class",
-                    "add_samples", "remove_sample", "setup", "evaluate", "predict", "snapshot"},
-    "text": {"info", "classes", "counts", "sample_list", "texts", "add_class", "rename_class", "remove_class",
-             "add_texts", "add_csv", "remove_sample", "setup", "evaluate", "predict", "snapshot", "export_zip"},
-}
+TASK_METHODS = {kind.kind: kind.python_methods() for kind in KINDS}
 #: (kind, method) -> (the TaskSession, the task's result) -> the result as JavaScript takes it, where that is not
-#: the task's own: keys in camelCase (the task's own names; the user's names inside stay), with the provider that
-#: runs the task, or (a fine-tuning's losses being unknown when train() drove it) only what stays true
-RESULTS = {("tabular", "describe"): lambda _, result: camel_keys(result),
-           ("tabular", "setup"): lambda _, result: camel_keys(result),
-           ("images", "info"): lambda _, result: camel_keys(result),
-           ("handwriting", "finish_fine_tune"): lambda _, result: {"examples": result["examples"]},
-           ("personalize", "info"): lambda session, result: {**camel_keys(result),
-                                                             "executionProvider": session.provider},
-           ("personalize", "setup"): lambda _, result: camel_keys(result),
-           ("personalize", "predict"): lambda _, result: [camel_keys(image) for image in result],
-           ("text", "info"): lambda session, result: {**camel_keys(result), "executionProvider": session.provider},
-           ("text", "setup"): lambda _, result: camel_keys(result),
-           ("text", "predict"): lambda _, result: [camel_keys(text) for text in result]}
-#: what every task has: its run's checkpoints and artifacts, the export, and train()
-COMMON = {"checkpoint", "restore", "artifacts_zip", "export_model", "signature", "train_begin", "train_continue",
-          "train_end"}
+#: the task's own
+RESULTS = {(kind.kind, method): shape for kind in KINDS for method, shape in (kind.shapes or {}).items()}
+#: what every task has (TaskSession's own methods): its run's checkpoints and artifacts, the export, and train()
+COMMON = {name for call in task_kinds.COMMON for name in call.python}
 #: train()'s options for a task, whose data, split and seed its setup fixed
 TASK_TRAIN_OPTIONS = {k: v for k, v in TRAIN_OPTIONS.items() if k not in ("validation", "seed", "shuffle")}
 

@@ -1,8 +1,9 @@
-// Test site only (build.py's TEST_SITE replaces the site's no-op web/hooks.js with this file): window.onnxtrain for
-// the tests (conftest's Page.call): the engine's start, requests to the engine by name (runPython, snapshotSaved)
-// and the app's current task of each flow.
+// Test site only (build.py's TEST_SITE replaces the site's no-op web/hooks.js with this file): window.onnxtrain, the
+// one test hook of the page (conftest's Page.call): the engine's start, requests to the engine by name (runPython,
+// snapshotSaved), each flow's current task (tasks) and what each flow hands the tests (flows: app.js's).
 import { _engineCall } from "./onnxtrain/onnxtrain.mjs";
 
-export function exposeHooks({ ready, tasks }) {
-  window.onnxtrain = { ready, tasks, call: (method, args = {}) => _engineCall(method, args) };
+export function exposeHooks({ ready, flows }) {
+  const tasks = Object.fromEntries(Object.entries(flows).map(([name, flow]) => [name, () => flow.task()]));
+  window.onnxtrain = { ready, tasks, flows, call: (method, args = {}) => _engineCall(method, args) };
 }

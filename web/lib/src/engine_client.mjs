@@ -169,7 +169,7 @@ export function releaseOf(owner) {
 // snapshot, "made" one, or "plain"; timings in ms).  onProgress({phase, file, loaded, total, cached}) as it goes:
 // phase "download" for each file's bytes (cached: from this browser's cache), then "python", "imports",
 // "kernels" and "ready".  tasks: the kinds of task the page makes ("tabular", "images", "handwriting",
-// "personalize", "text"), whose code the start then imports too (into this browser's memory snapshot, so that a
+// "personalize", "text": onnxtrain.web.task_kinds's), whose code the start then imports too (into this browser's memory snapshot, so that a
 // later visit's first task of a kind imports nothing); only the start that starts the engine takes them.
 export async function start({ onProgress, tasks } = {}) { return connect(onProgress, tasks).ready; }
 

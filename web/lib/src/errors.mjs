@@ -38,12 +38,17 @@ export const NonFiniteStateError = errorClass("NonFiniteStateError", "NON_FINITE
 export const WebGPUError = errorClass("WebGPUError", "WEBGPU");
 export const NoAdapterError = errorClass("NoAdapterError", "NO_ADAPTER", WebGPUError);
 export const GPUMemoryError = errorClass("GPUMemoryError", "GPU_MEMORY", WebGPUError);
+export const TokenizerError = errorClass("TokenizerError", "TOKENIZER");
+export const EncoderError = errorClass("EncoderError", "ENCODER");
+export const WeightsError = errorClass("WeightsError", "WEIGHTS");
+export const AdapterError = errorClass("AdapterError", "ADAPTER");
 
-// code -> class, for onnxtrain's codes (onnxtrain.web.errors.CODES)
+// code -> class, for onnxtrain's codes (onnxtrain.web.errors.OWN)
 const ERROR_CLASSES = Object.fromEntries([DataError, NpzError, CheckpointError, ModelDecodeError, DataTypeError,
   ComposeError, ArtifactError, LearningRateError, RunError, FeedError, GraphError, UnsupportedOpError,
   GradientNotRegisteredError, NominalStateError, NonFiniteError, NonFiniteStepError, NonFiniteStateError, WebGPUError,
-  NoAdapterError, GPUMemoryError].map((Class) => [new Class("").code, Class]));
+  NoAdapterError, GPUMemoryError, TokenizerError, EncoderError, WeightsError, AdapterError]
+  .map((Class) => [new Class("").code, Class]));
 
 // The engine's {name, code, message, details} as an instance of its code's class, named as the engine says.
 export function engineError({ name, code, message, details }) {

@@ -1,10 +1,11 @@
 // Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised, text
-// categories).  Each task owns its data, model and run; train() is the sessions' loop over the task's own data,
+// categories).  Each kind's calls are declared in onnxtrain.web.task_kinds, and tests/web/test_task_kinds.py holds
+// these classes to it.  Each task owns its data, model and run; train() is the sessions' loop over the task's own data,
 // with each epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
 // Each task takes onnxruntime-web's executionProviders among its options, as TrainingSession.create does, and
 // says in executionProvider which runs its training (and, for PersonalizeTask and TextTask, its embeddings).
 import { callOf, connect, releaseOf } from "./engine_client.mjs";
-import { BYTE_SOURCES, bytesOf, bytesWithProgress, fileName, imagesOf, isA, isImage, rgbaOf } from "./inputs.mjs";
+import { BYTE_SOURCES, bytesOf, bytesWithProgress, fileName as nameOf, imagesOf, isA, isImage, rgbaOf } from "./inputs.mjs";
 import { checkTrainCallbacks, optionsOf, providersOf, trainLoop } from "./session.mjs";
 
 class Task {
@@ -42,6 +43,8 @@ class Task {
   // The training artifacts with the run's current state as checkpoint, as a .zip, to go on elsewhere.
   async artifactsZip() { return this._call("artifacts_zip"); }
 
+  // One ONNX model with the preprocessing inside (every task's exportModel; a bundle, where a task has one, is
+  // exportZip's).
   async exportModel() { return this._call("export_model"); }
 
   async signature() { return this._call("signature"); }
@@ -52,8 +55,8 @@ class Task {
 
 // A CSV table: the label column predicted from the others, with the preprocessing in the exported model.
 export class TabularTask extends Task {
-  static async create(csv, name = fileName(csv, "data.csv"), { executionProviders } = {}) {
-    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(name),
+  static async create(csv, fileName = nameOf(csv, "data.csv"), { executionProviders } = {}) {
+    return this._make("tabular", [await bytesOf(csv, "the CSV file"), String(fileName),
       providersOf({ executionProviders })]);
   }
 
@@ -285,8 +288,8 @@ function textsOf(texts, what) {
 // A sentence encoder (all-MiniLM-L6-v2 as the site ships it: artifacts/minilm/encoder.onnx and tokenizer.json)
 // taught the user's own text categories: a head on the frozen encoder's embeddings (each text embedded once and
 // cached), or LoRA adapters on its attention with the head.  Tokenized in the engine by onnxtrain's WordPiece
-// tokenizer; exportModel() gives a .zip of one ONNX model (input_ids, attention_mask -> probabilities, label; LoRA
-// merged), its tokenizer.json and a README.
+// tokenizer; exportModel() gives one ONNX model (input_ids, attention_mask -> probabilities, label; LoRA merged),
+// exportZip() a .zip of it, its tokenizer.json and a README.
 export class TextTask extends Task {
   // The site's encoder and tokenizer, relative to the page.
   static ENCODER = "artifacts/minilm/encoder.onnx";
@@ -377,9 +380,9 @@ export class TextTask extends Task {
   }
 
   // The .zip to download: model.onnx, tokenizer.json and README.md.
-  async exportModel() { return this._call("export_zip"); }
+  async exportZip() { return this._call("export_zip"); }
 
-  // The ONNX model alone (input_ids, attention_mask -> probabilities, label).
+  // Deprecated: exportModel(), the ONNX model, under the name it had when exportModel() gave the .zip.
   async exportOnnx() { return this._call("export_model"); }
 
   // Classes, texts (with their cached embeddings) and the run, as bytes for fromSnapshot.
