@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 ESPEAK = "espeak-ng"
-WORDS = ("yes", "no", "stop")
+WORDS = ("yes", "no", "stop", "go", "left", "right")
 TRAIN_VOICES = ("en-us", "en-gb", "en-us+f2", "en-gb+m3")
 HELD_OUT_VOICES = ("en-gb-scotland", "en-029+f4", "en-us+m7", "en-gb-x-rp+f1")
 SPEEDS = (140, 190)           # words per minute: 2 speeds x 4 voices = 8 clips a class
@@ -76,9 +76,9 @@ def noise_clip(seed: int, rate: int = 16000) -> bytes:
     return wav_bytes(pinkish / pinkish.std() * level, rate)
 
 
-def dataset(voices, seed: int = 0) -> dict:
-    """{class name: [WAV bytes]}: each word in ``voices`` x SPEEDS, and as many noise clips."""
+def dataset(voices, seed: int = 0, words=WORDS) -> dict:
+    """{class name: [WAV bytes]}: each word in ``voices`` x SPEEDS, and as many noise clips ("noise")."""
     out = {w: [word_clip(w, v, s, seed + k) for k, (v, s) in enumerate((v, s) for v in voices for s in SPEEDS)]
-           for w in WORDS}
+           for w in words}
     out["noise"] = [noise_clip(seed * 100 + k) for k in range(len(voices) * len(SPEEDS))]
     return out
