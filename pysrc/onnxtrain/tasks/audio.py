@@ -113,12 +113,13 @@ class AudioSession(LabelledSamples):
     # ---- clips ------------------------------------------------------------------------------------------
 
     def add_clips(self, clips, index, rate=RATE, names=None) -> dict:
-        """Clips (float PCM arrays [samples] or [samples, channels] at ``rate`` Hz; one array, or a list) of class
+        """Clips (float PCM arrays [samples] or [samples, channels] at ``rate`` Hz; one array is one clip, a list
+        holds several) of class
         ``index``, embedded now: {"ids", "windows" (each clip's), "notices" (clipped, resampled, mixed down)}.
         ``names`` name the clips in messages (default "clip k of class ...").  Nothing is added when one is
         bad."""
         i = self._index(index)
-        clips = [clips] if isinstance(clips, np.ndarray) and clips.ndim == 1 else list(clips)
+        clips = [clips] if isinstance(clips, np.ndarray) else list(clips)
         if not clips:
             raise DataError(f"no clips were given for class {show(self.names[i])}")
         names = names or [f"clip {k + 1} of class {show(self.names[i])}" for k in range(len(clips))]
@@ -209,7 +210,7 @@ class AudioSession(LabelledSamples):
         """For each clip (as ``add_clips`` takes them): {probabilities, label, class_name, notices}, the mean of
         its windows' scores."""
         model = self._model()
-        clips = [clips] if isinstance(clips, np.ndarray) and clips.ndim == 1 else list(clips)
+        clips = [clips] if isinstance(clips, np.ndarray) else list(clips)
         out = []
         for k, clip in enumerate(clips):
             pcm, notices = clip_pcm(clip, rate, f"clip {k + 1} to predict", allow_silence=True)
