@@ -18,8 +18,8 @@
     python3 build.py device-kit           .cache/device-kit: what bench/on_gpu.sh needs on a lent GPU machine
 
 Everything is installed here: a venv in .venv with the pinned packages of
-requirements-test.txt, Debian's chromium for the browser tests, espeak-ng for the audio tests and mesa-vulkan-drivers
-for the WebGPU tests (a CPU Vulkan adapter), Pyodide from
+requirements-test.txt, Debian's chromium for the browser tests, espeak-ng for the audio
+tests and mesa-vulkan-drivers for the WebGPU tests (a CPU Vulkan adapter), Pyodide from
 npm and the Pyodide wheels (checked by sha256 against Pyodide's lock file).
 Downloads are cached under .cache/, so a rebuild works offline.  The jobs live in buildsys/, one module each.
 """
