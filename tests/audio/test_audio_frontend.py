@@ -106,3 +106,16 @@ def test_model_files_are_sha256_checked(tmp_path):
         z.writestr(recipe.MODELS + "embedding_model.onnx", B.embedding()[:-1] + b"\0")
     with pytest.raises(recipe.CheckFailed, match="embedding_model.onnx in .* has SHA-256"):
         recipe.model_files(wheel)
+
+
+def test_recipe_builds_the_two_files_with_both_license_sentences(tmp_path):
+    (tmp_path / "dest").mkdir()
+    part = recipe.build(tmp_path / "dest", tmp_path / "cache")
+    assert part["files"] == ["melspectrogram.onnx", "embedding_model.onnx", "checks.json"]
+    assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == sorted(part["files"])
+    for name, data in B.files().items():
+        assert (tmp_path / "dest" / name).read_bytes() == data
+    assert recipe.README_BACKBONE in part["license"] and recipe.README_LICENSE in part["license"]
+    readme = recipe.readme_text(recipe.wheel())
+    assert recipe.README_BACKBONE in readme and recipe.README_LICENSE in readme
+    assert part["packages"] == {"openwakeword": "0.5.1"} and part["checks"]["kernel_max_abs_diff"] <= 1e-7
