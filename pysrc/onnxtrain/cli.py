@@ -276,6 +276,8 @@ def _session(args, data: bytes, run, identity: dict, out) -> tuple:
 
 def train(args, out=sys.stdout) -> int:
     """``python -m onnxtrain train``: returns the exit code; DataError and ValueError for bad input."""
+    if args.backbone is not None and not args.audio:
+        raise DataError("--backbone is for --audio (a folder of class folders of WAV files)")
     data = b"" if args.audio else _read(args.data)
     defaults = DEFAULTS["lora" if args.text is not None and args.mode == "lora" else "head"]
     for key, value in defaults.items():

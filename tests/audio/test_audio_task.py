@@ -163,3 +163,5 @@ def test_cli_errors_name_the_folder(tmp_path):
     (tmp_path / "clips" / "yes" / "b.wav").write_bytes(b"not audio")
     r = cli("train", tmp_path / "clips", "--audio", "--backbone", backbone, "--out", tmp_path / "m.onnx")
     assert r.returncode != 0 and "a.wav is silent (digital silence)" in r.stderr
+    r = cli("train", tmp_path / "clips", "--backbone", backbone, "--out", tmp_path / "m.onnx")
+    assert r.returncode != 0 and "--backbone is for --audio" in r.stderr
