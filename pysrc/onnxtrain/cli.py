@@ -234,8 +234,8 @@ def _audio_session(args, run, identity: dict, out) -> tuple:
                                                            run)
     for notice in notices:
         print(f"notice: {notice}", file=out)
-    info = session.setup(args.validation, args.seed, args.optimizer)
-    identity.update(data=digest, audio=True, backbone=session.backbone.sha256)
+    info = session.setup(args.fine_tune, args.validation, args.seed, args.optimizer)
+    identity.update(data=digest, audio=True, backbone=session.backbone.sha256, fine_tune=args.fine_tune)
     print(f"{args.data}: {info['samples']} clips in {len(info['classes'])} classes {names_text(info['classes'])}; "
           f"{info['train']} clips ({info['train_windows']} windows) to train on, {info['validation']} to validate; "
           f"{info['parameters']:,} parameters", file=out)
@@ -276,8 +276,9 @@ def _session(args, data: bytes, run, identity: dict, out) -> tuple:
 
 def train(args, out=sys.stdout) -> int:
     """``python -m onnxtrain train``: returns the exit code; DataError and ValueError for bad input."""
-    if args.backbone is not None and not args.audio:
-        raise DataError("--backbone is for --audio (a folder of class folders of WAV files)")
+    if (args.backbone is not None or args.fine_tune) and not args.audio:
+        raise DataError(f"{'--backbone' if args.backbone else '--fine-tune'} is for --audio (a folder of class "
+                        f"folders of WAV files)")
     data = b"" if args.audio else _read(args.data)
     defaults = DEFAULTS["lora" if args.text is not None and args.mode == "lora" else "head"]
     for key, value in defaults.items():
@@ -332,6 +333,7 @@ def _train_parser(sub) -> None:
     tr.add_argument("--encoder", metavar="PATH", help="with --text: encoder.onnx, or the MiniLM wheel or model.zip")
     tr.add_argument("--audio", action="store_true", help="the data is a folder of class folders of WAV files")
     tr.add_argument("--backbone", metavar="PATH", help="with --audio: embedding_model.onnx or the openwakeword wheel")
+    tr.add_argument("--fine-tune", action="store_true", help="with --audio: also train the backbone's last layer")
     tr.add_argument("--out", required=True, metavar="MODEL", help="where to write the exported ONNX model")
     tr.add_argument("--task", choices=TASKS, help="for a CSV; by default from the label column's values")
     tr.add_argument("--hidden", default="32", metavar="SIZES",

@@ -165,3 +165,24 @@ def test_cli_errors_name_the_folder(tmp_path):
     assert r.returncode != 0 and "a.wav is silent (digital silence)" in r.stderr
     r = cli("train", tmp_path / "clips", "--backbone", backbone, "--out", tmp_path / "m.onnx")
     assert r.returncode != 0 and "--backbone is for --audio" in r.stderr
+
+
+def test_fine_tuning_trains_the_last_convolution_and_the_export_carries_it():
+    s = make_session(epochs=3)
+    info = s.setup(fine_tune=True, validation=0.25, seed=1)
+    conv = s.backbone.conv
+    assert info["fine_tune"] and info["parameters"] == 4 * 96 + 4 + 96 * 96 * 3
+    s.training.trainer.run()
+    exported = ir.load(s.export_model())
+    trained = {t.name: t.data for t in exported.graph.initializers}
+    pretrained = ir.load(B.embedding()).graph.initializer_map()[conv[0]].data
+    tail_weight = next(v for k, v in trained.items() if k.endswith(conv[0]) and k.startswith("head."))
+    assert tail_weight.shape == pretrained.shape and not np.array_equal(tail_weight, pretrained)
+    session = ort.InferenceSession(ir.to_bytes(exported), providers=["CPUExecutionProvider"])
+    clips = held_out()
+    for clip, p in zip(clips, s.predict(clips)):
+        probs = session.run(["probabilities"], {"pcm": clip[None]})[0][0]
+        assert np.abs(probs - p["probabilities"]).max() < 1e-5
+    back = AudioSession.from_snapshot(B.embedding(), s.snapshot())
+    assert back.settings["fine_tune"] and np.allclose(back.predict(clips[0])[0]["probabilities"],
+                                                      s.predict(clips[0])[0]["probabilities"], atol=1e-6)
