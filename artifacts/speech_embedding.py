@@ -9,8 +9,8 @@ and tasks sources) checks that:
 - onnxtrain's runtime gives onnxruntime's outputs on both models (check clips and random windows), within
   mel_tolerance_db on the log-mel and RUNTIME_RTOL of the largest magnitude on the embedding;
 - onnxtrain's numpy front end (tasks.audio_frontend.log_mel_db) gives melspectrogram.onnx's dB values in
-  onnxruntime within mel_tolerance_db (float32's rounding), one clip at a time, and its DFT kernels and mel filterbank are the model's
-  weights (KERNEL_ATOL, FILTERBANK_ATOL).
+  onnxruntime within mel_tolerance_db (float32's rounding), one clip at a time, and its DFT kernels and mel
+  filterbank are the model's weights (KERNEL_ATOL, FILTERBANK_ATOL).
 A failed check raises CheckFailed."""
 from __future__ import annotations
 

@@ -42,8 +42,8 @@ def trained():
 
 
 def held_out() -> list:
-    return [wav_pcm(b, "held out", allow_silence=True)[0] for files in S.dataset(S.HELD_OUT_VOICES[:1], 3, WORDS).values()
-            for b in files]
+    data = S.dataset(S.HELD_OUT_VOICES[:1], 3, WORDS)
+    return [wav_pcm(b, "held out", allow_silence=True)[0] for files in data.values() for b in files]
 
 
 def test_windows_are_cut_every_80_ms_and_quiet_ones_not_trained_on():
