@@ -18,8 +18,8 @@
     python3 build.py device-kit           .cache/device-kit: what bench/on_gpu.sh needs on a lent GPU machine
 
 Everything is installed here: a venv in .venv with the pinned packages of
-requirements-test.txt, Debian's chromium for the browser tests and mesa-vulkan-drivers
-for the WebGPU tests (a CPU Vulkan adapter), Pyodide from
+requirements-test.txt, Debian's chromium for the browser tests, espeak-ng for the audio
+tests and mesa-vulkan-drivers for the WebGPU tests (a CPU Vulkan adapter), Pyodide from
 npm and the Pyodide wheels (checked by sha256 against Pyodide's lock file).
 Downloads are cached under .cache/, so a rebuild works offline.  The jobs live in buildsys/, one module each.
 """
@@ -45,7 +45,8 @@ from buildsys.pyodide_runtime import (PYC_FILES, PYODIDE_CORE, PYODIDE_PACKAGES,
 from buildsys.serve import SiteHandler, make_server, serve_federation, serve_in_background  # noqa: E402,F401
 from buildsys.site import build_site, write_precache  # noqa: E402,F401
 from buildsys.testing import (CHROMIUM, LAVAPIPE, TEST_HOOKS, TEST_SITE, TEST_WHEELS,  # noqa: E402,F401
-                              add_test_hooks, build_test_site, ensure_chromium)
+                              add_test_hooks, build_test_site, ensure_chromium,
+                              ensure_espeak)
 from buildsys.venv import REQUIREMENTS, ensure_venv  # noqa: E402,F401
 from buildsys.wheels import build_wheel  # noqa: E402,F401
 
@@ -89,6 +90,7 @@ def cmd_test(args: list[str]) -> int:
     if not quick:
         ensure_chromium()
     apt_install(LAVAPIPE, "mesa-vulkan-drivers", "the WebGPU tests (a CPU Vulkan adapter for wgpu)")
+    ensure_espeak()
     build_native()
     env = dict(os.environ, OMP_NUM_THREADS="1", ONNXTRAIN_CACHE=str(CACHE), VK_DRIVER_FILES=str(LAVAPIPE))
     if quick:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import onnxtrain
 
-from . import demo_mlp, digits, efficientnet_lite0, federated_digits, minilm
+from . import demo_mlp, digits, efficientnet_lite0, federated_digits, minilm, speech_embedding
 from .manifest import describe_folder
 from .stages import CheckFailed
 
@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT_LICENSE = "MIT (onnxtrain's own; made by the project from its own code and bundled data)"
 # name (the site folder under artifacts/) -> recipe module; every module has build(dest[, cache]) -> entry part.
 RECIPES = {"mlp": demo_mlp, "digits": digits, "efficientnet_lite0": efficientnet_lite0,
-           "federated_digits": federated_digits, "minilm": minilm}
-CACHED = (efficientnet_lite0, minilm)  # the recipes with cached stages, whose build takes the cache folder
+           "federated_digits": federated_digits, "minilm": minilm,
+           "speech_embedding": speech_embedding}
+CACHED = (efficientnet_lite0, minilm, speech_embedding)  # the recipes with cached stages, whose build takes the cache folder
 
 
 def build_artifacts(dest: Path, cache: Path, only=None) -> dict:

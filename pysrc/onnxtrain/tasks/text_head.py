@@ -1,5 +1,6 @@
-"""The text task's head: the sentence embedding L2-normalized (as sentence-transformers' Normalize) then a Gemm
-to the classes, started from a linear probe (softmax regression on the cached embeddings)."""
+"""The head of the text task (and of the audio task, on its speech embeddings): the embedding L2-normalized (as
+sentence-transformers' Normalize) then a Gemm to the classes, started from a linear probe (softmax regression on
+the cached embeddings)."""
 from __future__ import annotations
 
 import numpy as np
