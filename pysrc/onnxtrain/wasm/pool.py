@@ -115,6 +115,11 @@ class NativeMemory:
         self.threads = int(threads)
         self._threads = NativeThreads(self.threads)
 
+    @property
+    def parts(self) -> int:
+        """The threads a program runs on."""
+        return self.threads
+
     def reserve(self, end: int) -> bool:
         return end <= self.capacity
 
@@ -158,6 +163,12 @@ class PageMemory:
         self.capacity = int(pool.capacity)
         self.threads = int(pool.threads)
 
+    @property
+    def parts(self) -> int:
+        """The threads a program runs on: those the page uses now (``simd.set_threads``)."""
+        from ..ops import simd
+        return simd._threads
+
     def reserve(self, end: int) -> bool:
         return bool(self._pool.reserve(end))
 
@@ -168,10 +179,9 @@ class PageMemory:
         return self.step([], None, reads)[1]
 
     def step(self, copies: list, program, reads: list) -> tuple:
-        from ..ops import simd
         arrays = [np.ascontiguousarray(a) for _, a in copies]
         out = [np.empty(n, np.uint8) for _, n in reads]
-        words = [len(copies), len(reads), *(program or (0, 0, 0, 0)), simd._threads if program else 0]
+        words = [len(copies), len(reads), *(program or (0, 0, 0, 0)), self.parts if program else 0]
         for (offset, _), a in zip(copies, arrays):
             words += (a.__array_interface__["data"][0], offset, a.nbytes)
         for (offset, n), o in zip(reads, out):

@@ -64,8 +64,7 @@ class FastStep:
             "updated": bool(np.asarray(flag).reshape(-1)[0]) if address is None else address,
             "counters": _address(self.counters)}
         if pool:
-            from ..ops import simd
-            self.described.update(pool=True, threads=simd._threads)
+            self.described.update(pool=True, threads=module._provider.device.memory.parts)
         if None in (self.described["overwrite"], self.described["step"]):
             self.described = None
         return self.described
