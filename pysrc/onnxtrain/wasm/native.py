@@ -64,6 +64,19 @@ def program_segments(program, ops: dict) -> list:
     return segments
 
 
+def output_buffers(runner, wanted: list) -> list:
+    """Per graph output at ``wanted``: ``runner._located(t)`` of its Tensor (its buffer's address, and an array of
+    its shape and dtype), or (None, its value) for an output known before the run."""
+    out = []
+    for i in wanted:
+        t = runner.program.outputs[i]
+        if isinstance(t, list) or t.storage is None or t.storage.kind == "const":
+            out.append((None, None if isinstance(t, list) else t.value))
+        else:
+            out.append(runner._located(t))
+    return out
+
+
 class KernelFailures:
     """The error of an executor call that found bad input, for a runner with ``view(tensor)`` and
     ``storage_bytes(storage)`` (a buffer's bytes, uint8)."""
@@ -194,22 +207,15 @@ class NativeRunner(KernelFailures, runner.Runner):
     def _feed_storage(self, pos: int):
         return next(storage for p, index, storage in self.program.feeds if p == pos and index is None)
 
+    output_buffers = output_buffers
+
     def feed_shape(self, pos: int) -> tuple:
         """(shape, dtype) of the array bound last for graph input ``pos``."""
         array = self._fed[self._feed_storage(pos).index]
         return tuple(array.shape), array.dtype
 
-    def output_buffers(self, wanted: list) -> list:
-        """Per graph output at ``wanted``: (the address of its buffer, a view of it), or (None, its value) for an
-        output known before the run."""
-        out = []
-        for i in wanted:
-            t = self.program.outputs[i]
-            if isinstance(t, list) or t.storage is None or t.storage.kind == "const":
-                out.append((None, None if isinstance(t, list) else t.value))
-            else:
-                out.append((int(self.table[t.storage.index] or 0), self.view(t)))
-        return out
+    def _located(self, t) -> tuple:
+        return int(self.table[t.storage.index] or 0), self.view(t)
 
     def bind_feeds(self, feeds: list) -> list:
         """Put the feeds' addresses into the pointer table (an array not C-contiguous and aligned, or written but

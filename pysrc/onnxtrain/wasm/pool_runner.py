@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runtime import runner
-from .native import KernelFailures, library, program_segments
+from .native import KernelFailures, library, output_buffers, program_segments
 from .pool import ALIGN, PoolBuffer
 
 
@@ -183,14 +183,7 @@ class PoolRunner(KernelFailures, runner.Runner):
                 return self.device.address(self.buffers[storage.index])
         return None
 
-    def output_buffers(self, wanted: list) -> list:
-        """Per graph output at ``wanted``: (its pool address, (shape, dtype)), or (None, its value) for an output
-        known before the run."""
-        out = []
-        for i in wanted:
-            t = self.program.outputs[i]
-            if isinstance(t, list) or t.storage is None or t.storage.kind == "const":
-                out.append((None, None if isinstance(t, list) else t.value))
-            else:
-                out.append((self.device.address(self._buffer_of(t.storage.index)), np.empty(t.shape, t.dtype)))
-        return out
+    output_buffers = output_buffers
+
+    def _located(self, t) -> tuple:
+        return self.device.address(self._buffer_of(t.storage.index)), np.empty(t.shape, t.dtype)
