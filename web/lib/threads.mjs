@@ -121,6 +121,24 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     }
     return true;
   }
+  // The `n` copies described from heap32[p] as (heap address, offset from `base`, bytes), into the pool's memory;
+  // where the next words start.
+  function copyIn(heap32, p, n, base) {
+    const shared8 = new Uint8Array(memory.buffer);
+    const heap8 = heap().HEAPU8;
+    for (let i = 0; i < n; i++, p += 3) {
+      shared8.set(heap8.subarray(heap32[p], heap32[p] + heap32[p + 2]), base + heap32[p + 1]);
+    }
+    return p;
+  }
+  // The `n` copies described from heap32[p] as (offset from `base`, heap address, bytes), out of the pool's memory.
+  function copyOut(heap32, p, n, base) {
+    const shared8 = new Uint8Array(memory.buffer);
+    const heap8 = heap().HEAPU8;
+    for (let i = 0; i < n; i++, p += 3) {
+      heap8.set(shared8.subarray(base + heap32[p], base + heap32[p] + heap32[p + 2]), heap32[p + 1]);
+    }
+  }
   // A program run as `parts` sub-batches on the threads (onnxtrain.wasm.batches).  descriptor (int32, in Pyodide's
   // heap): total bytes, parts, copies in, copies out, then the offsets (from the pool's arena) of the program's
   // words, its word count, the parts' pointer tables, their length, the parts' results; per copy in (heap address,
@@ -133,13 +151,7 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     if (used > threads) throw new RangeError(`kernel pool: a program on ${used} of ${threads} threads`);
     const base = scratch();
     if (!grow(base + total)) return -1;
-    const shared8 = new Uint8Array(memory.buffer);
-    let p = at + 9;
-    const heap8 = heap().HEAPU8;
-    for (let i = 0; i < nIn; i++, p += 3) {
-      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
-      shared8.set(heap8.subarray(from, from + size), base + to);
-    }
+    const p = copyIn(heap32, at + 9, nIn, base);
     const tables = new Int32Array(memory.buffer, base + tablesAt, parts * tableLength);
     for (let i = 0; i < tables.length; i++) tables[i] = tables[i] < 0 ? 0 : base + tables[i];
     const failed = new Int32Array(memory.buffer, base + failedAt, parts);
@@ -147,11 +159,7 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     const args = new Float64Array(memory.buffer, control + 32, 5);
     args.set([base + wordsAt, nWords, base + tablesAt, tableLength, base + failedAt]);
     dispatch(ENTRIES.indexOf("run_program_part"), parts, args, used);
-    const back8 = heap().HEAPU8;
-    for (let i = 0; i < nOut; i++, p += 3) {
-      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
-      back8.set(shared8.subarray(base + from, base + from + size), to);
-    }
+    copyOut(heap32, p, nOut, base);
     return failed.find((r) => r !== 0) ?? 0;
   }
   // One program run by `used` threads at once, each record split over them or run by one (run_program_threads,
@@ -177,20 +185,10 @@ export async function startPool({ bytes, threads, workerUrl, heap }) {
     const heap32 = heap().HEAP32;
     const at = descriptor >> 2;
     const [nIn, nOut, wordsAt, n, table, sync, used] = heap32.subarray(at, at + 7);
-    const shared8 = new Uint8Array(memory.buffer);
-    let p = at + 7;
-    const heap8 = heap().HEAPU8;
-    for (let i = 0; i < nIn; i++, p += 3) {
-      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
-      shared8.set(heap8.subarray(from, from + size), arena + to);
-    }
+    const p = copyIn(heap32, at + 7, nIn, arena);
     const failed = used ? runThreads(arena + wordsAt, n, arena + table, arena + sync, used) : 0;
     if (failed) return failed;
-    const back8 = heap().HEAPU8;
-    for (let i = 0; i < nOut; i++, p += 3) {
-      const [from, to, size] = [heap32[p], heap32[p + 1], heap32[p + 2]];
-      back8.set(shared8.subarray(arena + from, arena + from + size), to);
-    }
+    copyOut(heap32, p, nOut, arena);
     return 0;
   }
   const forPython = { run, runProgram, threads, base: arena, capacity: MAX_PAGES * PAGE - arena, reserve, exchange };

@@ -18,7 +18,11 @@ def outputs_to_read(program, wanted: list) -> tuple:
 
 def output_values(provider, staged, reads: list, outputs: list) -> list:
     """The outputs as host arrays: those in ``reads`` from ``staged``'s bytes, the known ones copied."""
-    data = staged.result() if staged is not None else []
+    return values_of(provider, staged.result() if staged is not None else [], reads, outputs)
+
+
+def values_of(provider, data: list, reads: list, outputs: list) -> list:
+    """The outputs as host arrays: those in ``reads`` from their bytes in ``data``, the known ones copied."""
     got = {id(t): provider.from_held(raw, t.dtype, t.shape) for t, raw in zip(reads, data)}
 
     def value(t):

@@ -179,6 +179,8 @@ class PageMemory:
         return self.step([], None, reads)[1]
 
     def step(self, copies: list, program, reads: list) -> tuple:
+        if not (copies or program or reads):
+            return 0, []
         arrays = [np.ascontiguousarray(a) for _, a in copies]
         out = [np.empty(n, np.uint8) for _, n in reads]
         words = [len(copies), len(reads), *(program or (0, 0, 0, 0)), self.parts if program else 0]

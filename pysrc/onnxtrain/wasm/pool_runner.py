@@ -84,11 +84,14 @@ class PoolRunner(KernelFailures, runner.Runner):
         return self.device.read([(buf, buf.size)])[0]
 
     def _reads(self, wanted: list) -> tuple:
+        """(the outputs at ``wanted``, the Tensors among them to read, their (offset, bytes)), made once per
+        ``wanted``."""
         key = tuple(wanted)
         found = self._read_plans.get(key)
         if found is None:
             outputs, reads = runner.outputs_to_read(self.program, wanted)
-            found = self._read_plans[key] = (outputs, reads)
+            places = [(self._buffer_of(t.storage.index).offset, t.size * t.dtype.itemsize) for t in reads]
+            found = self._read_plans[key] = (outputs, reads, places)
         return found
 
     def feed_copies(self, feeds: list) -> tuple:
@@ -112,44 +115,34 @@ class PoolRunner(KernelFailures, runner.Runner):
 
     def run(self, feeds: list, wanted: list, defer: bool = False):
         """Write the feeds, run the program on the pool's threads, and return the outputs at ``wanted``."""
-        memory, program = self.device.memory, self.program
+        memory = self.device.memory
         copies, written = self.feed_copies(feeds)
-        outputs, reads = self._reads(wanted)
-        last = max((k for k, s in enumerate(self.steps) if s[0] == "calls"), default=-1)
-        got = []
+        outputs, reads, places = self._reads(wanted)
+        places = places + [(self.buffers[s.index].offset, s.nbytes) for _, s in written]
+        got = None
         for k, step in enumerate(self.steps):
             if step[0] == "host":
-                if copies:
-                    memory.put(copies)
-                    copies = []
+                memory.put(copies)
+                copies = []
                 self._host(step[1])
                 continue
-            final = k == last
-            asked = [(self._buffer_of(t.storage.index).offset, t.size * t.dtype.itemsize) for t in reads]
-            asked += [(self.buffers[s.index].offset, s.nbytes) for _, s in written]
-            failed, data = memory.step(copies, step[1], asked if final else [])
+            last = k == len(self.steps) - 1            # the outputs come back with the last run's call
+            failed, data = memory.step(copies, step[1], places if last else [])
             copies = []
             if failed:
                 for s in self.written_residents:   # the records before the failing one have run
                     s.resident.device_newer = True
                 raise self._failure(step[2][failed - 1])
-            if final:
+            if last:
                 got = data
         for s in self.written_residents:
             s.resident.device_newer = True
-        if last < 0 or self.steps[-1][0] == "host":
-            got = self.device.read([(self._buffer_of(t.storage.index), t.size * t.dtype.itemsize) for t in reads]
-                                   + [(self.buffers[s.index], s.nbytes) for _, s in written])
-        values = {id(t): raw for t, raw in zip(reads, got)}
+        if got is None:
+            memory.put(copies)
+            got = memory.take(places)
         for (array, _), raw in zip(written, got[len(reads):]):
             np.copyto(array, raw[:array.nbytes].view(array.dtype).reshape(array.shape))
-
-        def value(t):
-            raw = values.get(id(t))
-            if raw is None:
-                return t.value.copy()
-            return self.provider.from_held(raw, t.dtype, t.shape)
-        results = [[value(t) for t in out] if isinstance(out, list) else value(out) for out in outputs]
+        results = runner.values_of(self.provider, got, reads, outputs)
         return (lambda: results) if defer else results
 
     # -- a run without Python (onnxtrain.web.fast_steps) ------------------------------------------------
