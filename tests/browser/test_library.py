@@ -48,9 +48,9 @@ window.libraryLoaded = true;
 """
 
 # What onnxtrain.mjs exports (and the classic script's global holds), sorted
-EXPORTS = ["AdapterError", "ArtifactError", "CheckpointError", "ComposeError", "DataError", "DataTypeError",
+EXPORTS = ["AdapterError", "ArtifactError", "AudioTask", "CheckpointError", "ComposeError", "DataError", "DataTypeError",
            "EncoderError", "Federation", "FeedError", "GPUMemoryError", "GradientNotRegisteredError", "GraphError", "HandwritingTask", "ImageTask",
-           "LearningRateError", "LinearLRScheduler", "ModelDecodeError", "NoAdapterError", "NominalStateError",
+           "LearningRateError", "LinearLRScheduler", "Microphone", "ModelDecodeError", "NoAdapterError", "NominalStateError",
            "NonFiniteError", "NonFiniteStateError", "NonFiniteStepError", "NpzError", "OnnxtrainError",
            "PersonalizeTask", "RunError", "TabularTask", "Tensor", "TextTask", "TokenizerError", "TrainingSession",
            "UnsupportedOpError", "WebGPUError", "WeightsError",

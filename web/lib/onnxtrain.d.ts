@@ -304,7 +304,7 @@ export interface EngineInfo { numpy: string; python: string; kernels: string | n
   milliseconds: number }
 
 /** The kinds of task: TabularTask, ImageTask, HandwritingTask, PersonalizeTask, TextTask. */
-export type TaskKind = "tabular" | "images" | "handwriting" | "personalize" | "text";
+export type TaskKind = "tabular" | "images" | "handwriting" | "personalize" | "text" | "audio";
 
 /** Starts the engine now (it also starts with the first session or task); what it runs. A failed start rejects
  * with an OnnxtrainError (code "ENGINE") naming the URL that failed; the next call starts again. `tasks`: the
@@ -610,6 +610,72 @@ export class TextTask extends Task<TextMetrics> {
   exportOnnx(): Promise<Uint8Array<ArrayBuffer>>;
   /** Classes, texts with their cached embeddings, and the run, for fromSnapshot. */
   snapshot(): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** A clip for AudioTask: float32 samples (at options.rate, by default 16 kHz), an AudioBuffer, or a file (WAV, which
+ * the engine reads; WebM, Ogg, MP3 and others, which the browser decodes) as a Blob, File, ArrayBuffer or bytes. */
+export type AudioClip = Float32Array | AudioBuffer | Blob | ArrayBuffer | Uint8Array;
+
+/** AudioTask's creation options: the backbone (by default the site's, AudioTask.BACKBONE, relative to the page),
+ * progress while it loads, executionProviders. */
+export interface AudioTaskOptions { backbone?: URIorBuffer; onLoad?: (progress: LoadProgress) => void;
+  executionProviders?: SessionOptions["executionProviders"] }
+
+/** AudioTask.addClips(): the clips' sample ids, each clip's windows, and notices (resampled, mixed down, clipped). */
+export interface AudioClipsAdded { ids: number[]; windows: number[]; notices: string[] }
+
+/** AudioTask.predict(): a clip's class probabilities (the mean over its windows) and label. */
+export interface AudioPrediction { probabilities: number[]; label: number; className: string; notices: string[] }
+
+/** AudioTask.evaluate(): on the validation clips, or on the training ones without (loss then null). */
+export type AudioMetrics = ClassificationMetrics & { on: "validation" | "train" };
+
+/** Google's speech_embedding (openWakeWord's embedding_model.onnx) taught the user's own sounds, with a
+ * background-noise class (class 0) as Teachable Machine has: clips are cut into 775 ms windows every 80 ms, each
+ * embedded once and cached, and a head is trained on them (with fineTune, the backbone's last convolution too).
+ * exportModel() gives one ONNX model from 16 kHz float PCM (`pcm` [batch, samples]) to `probabilities` and
+ * `label`, the log-mel front end inside, the class names in its metadata. */
+export class AudioTask extends Task<AudioMetrics> {
+  static readonly BACKBONE: string;
+  static readonly BACKGROUND: string;
+  static readonly RATE: number;
+  static create(options?: AudioTaskOptions): Promise<AudioTask>;
+  static fromSnapshot(snapshot: URIorBuffer, options?: AudioTaskOptions): Promise<AudioTask>;
+  /** rate: the backbone's sample rate; windowSamples and hopSamples: its window and their stride, in samples. */
+  info(): Promise<{ rate: number; windowSamples: number; hopSamples: number; embedding: number;
+    backboneBytes: number; backboneSha256: string; loadSeconds: number;
+    executionProvider: "webgpu" | "wasm" | "cpu" }>;
+  addClass(name: string): Promise<number>;
+  renameClass(index: number, name: string): Promise<void>;
+  /** Removes the class and its clips; the classes after it move down one. */
+  removeClass(index: number): Promise<void>;
+  /** Clips of class `classIndex`, embedded now; nothing is added when one is bad. */
+  addClips(clips: AudioClip | Iterable<AudioClip>, classIndex: number,
+    options?: { rate?: number; names?: Iterable<string> }): Promise<AudioClipsAdded>;
+  removeSample(id: number): Promise<void>;
+  classes(): Promise<string[]>;
+  counts(): Promise<number[]>;
+  samples(): Promise<{ id: number; classIndex: number }[]>;
+  setup(options?: { fineTune?: boolean; validation?: number; seed?: number; optimizer?: "AdamW" | "SGD" }):
+    Promise<{ samples: number; train: number; validation: number; classes: string[]; trainPerClass: number[];
+      validationPerClass: number[]; trainWindows: number; fineTune: boolean; parameters: number }>;
+  evaluate(): Promise<AudioMetrics>;
+  predict(clips: AudioClip[], options?: { rate?: number }): Promise<AudioPrediction[]>;
+  predict(clip: AudioClip, options?: { rate?: number }): Promise<AudioPrediction>;
+  /** Classes, clips with their cached embeddings, and the run, for fromSnapshot. */
+  snapshot(): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+/** The microphone at 16 kHz through Web Audio.  open() asks for it (rejecting with a message that says why when it
+ * is not allowed or there is none); onLevel is called with each 128 samples' RMS and peak. */
+export class Microphone {
+  static open(options?: { onLevel?: (rms: number, peak: number) => void }): Promise<Microphone>;
+  readonly rate: number;
+  /** The next `seconds` of sound. */
+  record(seconds: number): Promise<Float32Array>;
+  /** The last `samples` heard (fewer at the start), oldest first. */
+  latest(samples: number): Float32Array;
+  close(): Promise<void>;
 }
 
 /** Beyond onnxruntime-web: what a federation server's fed/info says (`python -m onnxtrain federate`). */

@@ -15,3 +15,4 @@ export { isolate } from "./src/isolation.mjs";
 export { LinearLRScheduler, TrainingSession, describeModel, generateArtifacts } from "./src/session.mjs";
 export * from "./src/tasks.mjs"; // the task classes (TabularTask, ImageTask, ...): every class it exports
 export { Federation } from "./src/federation.mjs";
+export { Microphone } from "./src/audio.mjs";

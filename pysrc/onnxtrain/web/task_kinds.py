@@ -105,10 +105,11 @@ COMMON = (
 PROVIDERS = "options?{executionProviders}"
 LOAD = "options?{onLoad, executionProviders}"
 TEXT_OPTIONS = "options?{encoder, tokenizer, onLoad, executionProviders}"
+AUDIO_OPTIONS = "options?{backbone, onLoad, executionProviders}"
 
 
 def _classes() -> tuple[Call, ...]:
-    """The classes and samples of the flows that learn the user's own classes (personalize, text)."""
+    """The classes and samples of the flows that learn the user's own classes (personalize, text, audio)."""
     return (
         Call("addClass", ("add_class",), ("name",), "number"),
         Call("renameClass", ("rename_class",), ("index", "name")),
@@ -201,6 +202,25 @@ KINDS = (
         ("DataError", "ModelDecodeError", "TokenizerError", "EncoderError", "WeightsError", "AdapterError"),
         statics=(Call("ENCODER", result="string"), Call("TOKENIZER", result="string")),
         shapes={"info": camel_with_provider, "setup": camel, "predict": camel_each}),
+    TaskKind(
+        "audio", "AudioTask", "web.audio", "AudioMetrics",
+        (Factory("create", "audio", "AudioSession", 1, (AUDIO_OPTIONS,)),
+         Factory("fromSnapshot", "audio_snapshot", "AudioSession.from_snapshot", 2, ("snapshot", AUDIO_OPTIONS))),
+        (Call("info", ("info",), result="{ rate: number; windowSamples: number; hopSamples: number; embedding: number; "
+              "backboneBytes: number; backboneSha256: string; loadSeconds: number; "
+              'executionProvider: "webgpu" | "wasm" | "cpu" }'),
+         *_classes(),
+         Call("addClips", ("add_clips",), ("clips", "classIndex", "options?{rate, names}"), "AudioClipsAdded"),
+         Call("setup", ("setup",), ("options?{fineTune, validation, seed, optimizer}",),
+              "{ samples: number; train: number; validation: number; classes: string[]; trainPerClass: number[]; "
+              "validationPerClass: number[]; trainWindows: number; fineTune: boolean; parameters: number }"),
+         Call("evaluate", ("evaluate",), result="AudioMetrics"),
+         Call("predict", ("predict",), ("clips", "options?{rate}"), "AudioPrediction[]",
+              overloads=((("clip", "options?{rate}"), "AudioPrediction"),))),
+        ("DataError", "ModelDecodeError"),
+        statics=(Call("BACKBONE", result="string"), Call("BACKGROUND", result="string"),
+                 Call("RATE", result="number")),
+        shapes={"info": camel_with_provider, "setup": camel, "add_clips": camel, "predict": camel_each}),
 )
 
 BY_KIND = {kind.kind: kind for kind in KINDS}

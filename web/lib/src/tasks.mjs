@@ -1,9 +1,11 @@
 // Tasks: whole training flows (a CSV table, a folder of images, handwriting, a backbone personalised, text
-// categories).  Each kind's calls are declared in onnxtrain.web.task_kinds, and tests/web/test_task_kinds.py holds
+// categories, sounds).  Each kind's calls are declared in onnxtrain.web.task_kinds, and tests/web/test_task_kinds.py holds
 // these classes to it.  Each task owns its data, model and run; train() is the sessions' loop over the task's own data,
 // with each epoch's metrics (the task's evaluate()) in its last record.  The page that onnxtrain's app is uses them.
 // Each task takes onnxruntime-web's executionProviders among its options, as TrainingSession.create does, and
-// says in executionProvider which runs its training (and, for PersonalizeTask and TextTask, its embeddings).
+// says in executionProvider which runs its training (and, for PersonalizeTask, TextTask and AudioTask, its
+// embeddings).
+import { RATE, clipsOf } from "./audio.mjs";
 import { callOf, connect, releaseOf } from "./engine_client.mjs";
 import { BYTE_SOURCES, bytesOf, bytesWithProgress, fileName as nameOf, imagesOf, isA, isImage, rgbaOf } from "./inputs.mjs";
 import { checkTrainCallbacks, optionsOf, providersOf, trainLoop } from "./session.mjs";
@@ -386,5 +388,83 @@ export class TextTask extends Task {
   async exportOnnx() { return this._call("export_model"); }
 
   // Classes, texts (with their cached embeddings) and the run, as bytes for fromSnapshot.
+  async snapshot() { return this._call("snapshot"); }
+}
+
+// Google's speech_embedding (openWakeWord's embedding_model.onnx, as the site ships it in artifacts/speech_embedding/)
+// taught the user's own sounds, with a background-noise class (class 0, "Background Noise") as Teachable Machine has:
+// each clip is cut into 775 ms windows every 80 ms, each window embedded once (96 values) and cached, a head trained
+// on them (or, with fineTune, the backbone's last convolution too).  exportModel() gives one ONNX model from 16 kHz
+// float PCM (`pcm` [batch, samples], -1..1) to `probabilities` and `label`, the log-mel front end inside.
+export class AudioTask extends Task {
+  static BACKBONE = "artifacts/speech_embedding/embedding_model.onnx";
+  static BACKGROUND = "Background Noise";
+  static RATE = RATE;
+
+  // backbone: a URL (relative to the page; fetched here, onLoad({loaded, total, seconds, stage: "download"}) per
+  // chunk), a Response, a Blob or bytes; by default the site's.  onLoad once more with stage "ready".
+  static async create({ backbone = AudioTask.BACKBONE, onLoad, executionProviders } = {}) {
+    return this._load("audio", backbone, [providersOf({ executionProviders })], onLoad);
+  }
+
+  // The task a snapshot() was taken of, on the same backbone (without embedding the clips again).
+  static async fromSnapshot(snapshot, { backbone = AudioTask.BACKBONE, onLoad, executionProviders } = {}) {
+    const bytes = await bytesOf(snapshot, "the snapshot");
+    if (!bytes) throw new TypeError("fromSnapshot needs the snapshot's bytes");
+    return this._load("audio_snapshot", backbone, [bytes, providersOf({ executionProviders })], onLoad);
+  }
+
+  static async _load(kind, backbone, rest, onLoad) {
+    return withModel(this, kind, [backbone, "the backbone"], rest, onLoad);
+  }
+
+  // {rate, windowSamples, hopSamples, embedding, backboneBytes, backboneSha256, loadSeconds, executionProvider}
+  async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
+
+  async addClass(name) { return this._call("add_class", String(name)); }
+
+  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
+
+  // Removes the class and its clips; the classes after it move down one.
+  async removeClass(index) { await this._call("remove_class", Number(index)); }
+
+  // Clips of class `classIndex` (one, or an array: CLIP_SOURCES; a Float32Array is at `rate`, by default 16 kHz),
+  // embedded now: {ids, windows (each clip's), notices (resampled, mixed down, clipped)}.  `names` name them in
+  // messages (by default a File's own name).  Nothing is added when one is bad.
+  async addClips(clips, classIndex, { rate = RATE, names } = {}) {
+    const [items, named] = await clipsOf(clips, Number(rate), names, "clip");
+    return this._call("add_clips", items, Number(classIndex), named);
+  }
+
+  async removeSample(id) { await this._call("remove_sample", Number(id)); }
+
+  async classes() { return this._call("classes"); }
+
+  // The number of clips of each class, in class order.
+  async counts() { return this._call("counts"); }
+
+  // Every clip's sample: [{id, classIndex}], in the order added.
+  async samples() {
+    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
+  }
+
+  // A new run on all clips: {samples, train, validation, classes, trainPerClass, validationPerClass, trainWindows,
+  // fineTune, parameters}.  Then train().
+  async setup({ fineTune = false, validation = 0, seed = 0, optimizer = "AdamW" } = {}) {
+    return this._call("setup", Boolean(fineTune), Number(validation), Number(seed), String(optimizer));
+  }
+
+  // Accuracy, baseline and confusion on the validation clips (on the training clips without validation).
+  async evaluate() { return this._call("evaluate"); }
+
+  // {probabilities, label, className, notices} of one clip, or of each of an array of clips.
+  async predict(clips, { rate = RATE } = {}) {
+    const one = !Array.isArray(clips);
+    const [items, named] = await clipsOf(clips, Number(rate), null, "clip to predict");
+    const out = await this._call("predict", items, named);
+    return one ? out[0] : out;
+  }
+
+  // Classes, clips (with their cached embeddings) and the run, as bytes for fromSnapshot.
   async snapshot() { return this._call("snapshot"); }
 }
