@@ -1,5 +1,6 @@
 // The page: every flow is built on the onnxtrain library (lib/onnxtrain.mjs; in the site, onnxtrain/onnxtrain.mjs),
 // as another site's page would be.
+import { setUpAudio } from "./audio.js";
 import { setUpCamera } from "./camera.js";
 import { PROVIDER_NAMES, executionProviders, setUpCompute } from "./compute.js";
 import { setUpDigits } from "./digits.js";
@@ -26,7 +27,8 @@ if ("serviceWorker" in navigator) {
 }
 // Each flow: {task() (its current task or session), and what the tests read or drive in it}
 const flows = { csv: setUpTabular(ready), own: setUpOwnModel(ready), images: setUpImages(ready),
-  digits: setUpDigits(ready), camera: setUpCamera(ready), text: setUpText(ready), fed: setUpFederation(ready) };
+  digits: setUpDigits(ready), camera: setUpCamera(ready), text: setUpText(ready), audio: setUpAudio(ready),
+  fed: setUpFederation(ready) };
 exposeHooks({ ready, flows }); // nothing in the site; the test site's copy exposes them
 initRuns(ready).catch(errorShower("runs-error"));
 

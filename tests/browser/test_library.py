@@ -507,7 +507,7 @@ def test_start_tasks_imports_their_code_into_a_snapshot_of_their_own(browser, li
     assert starts == [["made", True, [True, False], True], ["restored", False, [True, False], False],
                       ["made", True, [False, True], True],  # the images task needs nothing of the tabular one
                       ["ENGINE", "start's tasks: unknown kind of task 'handwritting'; the kinds are "
-                                 "['handwriting', 'images', 'personalize', 'tabular', 'text']"],
+                                 "['audio', 'handwriting', 'images', 'personalize', 'tabular', 'text']"],
                       ["restored", False, [False, True], False], ["restored", False, [True, False], False]]
     assert wrong == ["TypeError", "start's tasks must be an array of task kinds, such as [\"handwriting\"]"]
 

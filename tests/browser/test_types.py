@@ -182,8 +182,8 @@ def test_wrong_programs_fail_to_compile(project, version):
         (version, classic.stdout)
 
 
-MAIN_CLASSES = ["Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "PersonalizeTask", "TabularTask",
-                "Tensor", "TextTask", "TrainingSession"]
+MAIN_CLASSES = ["AudioTask", "Federation", "HandwritingTask", "ImageTask", "LinearLRScheduler", "Microphone",
+                "PersonalizeTask", "TabularTask", "Tensor", "TextTask", "TrainingSession"]
 
 
 def test_the_api_reference_is_built_and_loads_nothing_from_another_origin(browser, site_url):

@@ -92,8 +92,8 @@ def test_a_training_task_refuses_other_calls_and_a_task_refuses_what_it_has_not(
         registry.call("predict", handle, [b""])
     with pytest.raises(ValueError, match="a task's train has no option 'validation'"):
         registry.call("train_begin", handle, [{"validation": 0.5}])
-    with pytest.raises(ValueError, match="unknown kind of task 'audio'"):
-        registry.call("create_task", None, ["audio", []])
+    with pytest.raises(ValueError, match="unknown kind of task 'video'"):
+        registry.call("create_task", None, ["video", []])
     fresh = registry.call("create_task", None, ["tabular", [wine_csv(), "wine.csv"]])["handle"]
     with pytest.raises(ValueError, match="set the task up first"):
         registry.call("train_begin", fresh, [{}])

@@ -667,7 +667,7 @@ export class AudioTask extends Task<AudioMetrics> {
 }
 
 /** The microphone at 16 kHz through Web Audio.  open() asks for it (rejecting with a message that says why when it
- * is not allowed or there is none); onLevel is called with each 128 samples' RMS and peak. */
+ * is not allowed or there is none); onLevel is called with each 64 ms block's RMS and peak. */
 export class Microphone {
   static open(options?: { onLevel?: (rms: number, peak: number) => void }): Promise<Microphone>;
   readonly rate: number;

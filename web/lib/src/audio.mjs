@@ -66,10 +66,10 @@ export async function clipsOf(clips, rate, names, what) {
   return [await Promise.all(list.map((c, i) => clipOf(c, rate, named[i]))), named];
 }
 
-// The worklet that hands the microphone's samples to the page, 128 at a time.
-const CAPTURE = `registerProcessor("onnxtrain-capture", class extends AudioWorkletProcessor {
-  process(inputs) { const x = inputs[0][0]; if (x) this.port.postMessage(x.slice()); return true; }
-});`;
+// The microphone's samples reach the page in blocks of BLOCK (64 ms at 16 kHz).  A ScriptProcessorNode, not an
+// AudioWorklet: a worklet's module must be a file of its own (a blob: URL does not load in a cross-origin isolated
+// page), and a block's copy into the ring is all the work here.
+const BLOCK = 1024;
 
 const MICROPHONE_ERRORS = {
   NotAllowedError: "the microphone is not allowed for this page: allow it in the browser's site settings, or add " +
@@ -79,7 +79,7 @@ const MICROPHONE_ERRORS = {
 };
 
 // The microphone at 16 kHz: open() asks for it; record(seconds) resolves to the next `seconds` of samples;
-// latest(samples) gives the last `samples` heard; onLevel(rms, peak) is called with each 128 samples' level.
+// latest(samples) gives the last `samples` heard; onLevel(rms, peak) is called with each block's level.
 export class Microphone {
   static async open({ onLevel } = {}) {
     if (!globalThis.navigator?.mediaDevices?.getUserMedia) {
@@ -95,21 +95,20 @@ export class Microphone {
         { name: err?.name || "Error" });
     }
     const context = new AudioContext({ sampleRate: RATE });
-    const url = URL.createObjectURL(new Blob([CAPTURE], { type: "text/javascript" }));
-    try {
-      await context.audioWorklet.addModule(url);
-    } finally {
-      URL.revokeObjectURL(url);
-    }
+    await context.resume();
     return new Microphone(stream, context, onLevel);
   }
 
   constructor(stream, context, onLevel) {
     Object.assign(this, { stream, context, onLevel, ring: new Float32Array(RATE * 4), written: 0, waiting: [] });
-    this.node = new AudioWorkletNode(context, "onnxtrain-capture");
-    this.node.port.onmessage = (e) => this._heard(e.data);
+    this.node = context.createScriptProcessor(BLOCK, 1, 1);
+    this.node.onaudioprocess = (e) => this._heard(e.inputBuffer.getChannelData(0));
+    this.mute = context.createGain();
+    this.mute.gain.value = 0; // the node runs only when connected to the output: silently
     this.source = context.createMediaStreamSource(stream);
     this.source.connect(this.node);
+    this.node.connect(this.mute);
+    this.mute.connect(context.destination);
   }
 
   get rate() { return this.context.sampleRate; }
@@ -152,7 +151,8 @@ export class Microphone {
 
   async close() {
     this.source.disconnect();
-    this.node.port.onmessage = null;
+    this.node.disconnect();
+    this.node.onaudioprocess = null;
     for (const track of this.stream.getTracks()) track.stop();
     await this.context.close();
   }
