@@ -59,7 +59,7 @@ EXPECTED = " Paris.\n\nThe answer is:"
 # (logits of magnitude up to about 30).  Both compute the same function; the runtimes round every product and sum
 # to float32 (unit roundoff 2^-24 = 6e-8) in their own orders, so they differ from float64 by float32's rounding
 # through 30 layers.  Its size on these prompts is measured by running the reference's own code in float32
-# (checks.json's float32_numpy_vs_float64_reference): at most 1.2e-4.  The bound is four times that: other
+# (checks.json's float32_numpy_vs_float64_reference): at most 1.1e-4.  The bound is four times that: other
 # summation orders (blocked, FMA) round by the same amount, and any wrong op (a rotation on the wrong pairs, a
 # mask off by one, a norm's epsilon misplaced) moves logits by far more.  Measured: 1.1e-4 (onnxtrain),
 # 6.2e-5 (onnxruntime).
