@@ -148,7 +148,8 @@ def test_float16_form_stores_half_weights_cast_to_float(weights):
     rounded = {k: v.astype(np.float16).astype(np.float32) for k, v in weights[1].items()}
     x = ids()
     want = T.run_ort(decoder_model(rounded, T.CONFIG), {"input_ids": x})["logits"]
-    for got in (T.run_ort(half, {"input_ids": x})["logits"], T.run_onnxtrain(fold_casts(half), {"input_ids": x})["logits"]):
+    for got in (T.run_ort(half, {"input_ids": x})["logits"],
+                T.run_onnxtrain(fold_casts(half), {"input_ids": x})["logits"]):
         np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE)  # the same float32 weights: rounding only
 
 

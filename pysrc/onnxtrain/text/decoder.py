@@ -107,8 +107,8 @@ def expected_shapes(config: DecoderConfig) -> dict:
     shapes = {"model.embed_tokens.weight": (c.vocab_size, c.hidden_size), "model.norm.weight": (c.hidden_size,)}
     linear = {"self_attn.q_proj": (c.hidden_size, c.hidden_size), "self_attn.k_proj": (kv, c.hidden_size),
               "self_attn.v_proj": (kv, c.hidden_size), "self_attn.o_proj": (c.hidden_size, c.hidden_size),
-              "mlp.gate_proj": (c.intermediate_size, c.hidden_size), "mlp.up_proj": (c.intermediate_size, c.hidden_size),
-              "mlp.down_proj": (c.hidden_size, c.intermediate_size)}
+              "mlp.gate_proj": (c.intermediate_size, c.hidden_size),
+              "mlp.up_proj": (c.intermediate_size, c.hidden_size), "mlp.down_proj": (c.hidden_size, c.intermediate_size)}
     for i in range(c.num_hidden_layers):
         p = f"model.layers.{i}."
         shapes.update({p + n + ".weight": (c.hidden_size,) for n in NORMS})
