@@ -116,7 +116,8 @@ def build_site() -> Path:
 
 
 #: folders of the site whose files the service worker keeps once a page fetched them, not at install
-ON_DEMAND = ("artifacts/efficientnet_lite0/", "artifacts/minilm/", "artifacts/speech_embedding/", f"{API_REFERENCE}/")
+ON_DEMAND = ("artifacts/efficientnet_lite0/", "artifacts/minilm/", "artifacts/speech_embedding/", "artifacts/smollm2/",
+             f"{API_REFERENCE}/")
 
 
 def write_precache(site: Path) -> None:
