@@ -11,7 +11,7 @@ from pathlib import Path
 
 import onnxtrain
 
-from . import demo_mlp, digits, efficientnet_lite0, federated_digits, minilm, smollm2, speech_embedding
+from . import demo_mlp, digits, efficientnet_lite0, federated_digits, minilm, speech_embedding
 from .manifest import describe_folder
 from .stages import CheckFailed
 
@@ -20,8 +20,8 @@ PROJECT_LICENSE = "MIT (onnxtrain's own; made by the project from its own code a
 # name (the site folder under artifacts/) -> recipe module; every module has build(dest[, cache]) -> entry part.
 RECIPES = {"mlp": demo_mlp, "digits": digits, "efficientnet_lite0": efficientnet_lite0,
            "federated_digits": federated_digits, "minilm": minilm,
-           "speech_embedding": speech_embedding, "smollm2": smollm2}
-CACHED = (efficientnet_lite0, minilm, speech_embedding, smollm2)  # the recipes with cached stages, whose build takes the cache folder
+           "speech_embedding": speech_embedding}
+CACHED = (efficientnet_lite0, minilm, speech_embedding)  # the recipes with cached stages, whose build takes the cache folder
 
 
 def build_artifacts(dest: Path, cache: Path, only=None) -> dict:
