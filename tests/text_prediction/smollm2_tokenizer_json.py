@@ -7,8 +7,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def smollm2_cache() -> Path:
+    """The recipes' cache folder of SmolLM2 (ONNXTRAIN_CACHE's artifacts/smollm2, else .cache's), as build.py's."""
+    return Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts" / "smollm2"
+
+
 @functools.lru_cache(maxsize=None)
 def smollm2_tokenizer_json() -> str:
     from artifacts import smollm2_tokenizer
-    cache = Path(os.environ.get("ONNXTRAIN_CACHE", ROOT / ".cache")) / "artifacts" / "smollm2"
-    return json.dumps(smollm2_tokenizer.config(cache), ensure_ascii=False)
+    return json.dumps(smollm2_tokenizer.config(smollm2_cache()), ensure_ascii=False)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from onnxtrain.text import bpe
 from onnxtrain.text.bpe import BPETokenizer, TokenizerError
 from text_prediction.bpe_classes import POINTS, reference_classes
-from text_prediction.smollm2_tokenizer_json import smollm2_tokenizer_json
+from text_prediction.smollm2_tokenizer_json import smollm2_cache, smollm2_tokenizer_json
 
 CORPUS = [
     # English prose, contractions (the pattern's are lowercase ASCII only)
@@ -211,3 +211,31 @@ def test_bad_input(pair):
         mine.encode("a\ud800b")
     with pytest.raises(ValueError, match=r"ids\[1\] is 49152"):
         mine.decode([1, 49152])
+
+
+def test_recipe_writes_and_checks(tmp_path, data, monkeypatch):
+    from artifacts import smollm2_tokenizer
+    from artifacts.stages import CheckFailed
+    path = smollm2_tokenizer.write(smollm2_cache(), tmp_path)
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(data)
+    smollm2_tokenizer.check(data)
+    encode = BPETokenizer.encode
+    monkeypatch.setattr(BPETokenizer, "encode", lambda self, text: encode(self, text)[:-1])
+    with pytest.raises(CheckFailed, match="in onnxtrain and"):
+        smollm2_tokenizer.check(data)
+
+
+def test_recipe_refuses_other_pre_tokenizers(data):
+    from artifacts import smollm2_tokenizer
+    from artifacts.stages import CheckFailed
+
+    class Field:
+        def __init__(self, value):
+            self.value = value
+
+        def contents(self):
+            return self.value
+
+    with pytest.raises(CheckFailed, match="tokenizer.ggml.pre 'llama-bpe'"):
+        smollm2_tokenizer.config_from_gguf({"tokenizer.ggml.model": Field("gpt2"),
+                                            "tokenizer.ggml.pre": Field("llama-bpe")}, "x.gguf")
