@@ -73,7 +73,7 @@ def main(argv=None):
               f"({len(ids) / ours / 1e6:.2f} M tokens/s), tokenizers {theirs:.2f} s "
               f"({len(ids) / theirs / 1e6:.2f} M tokens/s)")
         if name == "prose":
-            seconds, back = best(lambda: mine.decode(ids), 1)
+            seconds, back = best(lambda: mine.decode(ids, skip_special_tokens=False), 1)
             assert back == text
             print(f"  decode: {seconds:.2f} s")
 
