@@ -179,6 +179,8 @@ def test_unknown_bytes_without_unk_token(data):
 
 @pytest.mark.parametrize("change, field", [
     (lambda c: c.update(normalizer={"type": "NFC"}), "normalizer"),
+    (lambda c: c.update(truncation={"max_length": 8}), "truncation"),
+    (lambda c: c.update(padding={"strategy": "BatchLongest"}), "padding"),
     (lambda c: c.update(pre_tokenizer={"type": "ByteLevel"}), "pre_tokenizer"),
     (lambda c: c["pre_tokenizer"]["pretokenizers"][0].update(individual_digits=False), "individual_digits"),
     (lambda c: c["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True), "add_prefix_space"),
@@ -239,3 +241,12 @@ def test_recipe_refuses_other_pre_tokenizers(data):
     with pytest.raises(CheckFailed, match="tokenizer.ggml.pre 'llama-bpe'"):
         smollm2_tokenizer.config_from_gguf({"tokenizer.ggml.model": Field("gpt2"),
                                             "tokenizer.ggml.pre": Field("llama-bpe")}, "x.gguf")
+
+
+def test_byte_level_post_processor_is_accepted(data):
+    config = json.loads(data)
+    config["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                                "use_regex": True}
+    mine, ref = BPETokenizer(config), tokenizers.Tokenizer.from_str(json.dumps(config))
+    for text in CORPUS:
+        assert mine.encode(text) == ref.encode(text).ids

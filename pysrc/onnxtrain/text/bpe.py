@@ -9,7 +9,7 @@ Python's ``re`` has no ``\\p{..}``: the text is first spelled in classes (a lett
 spelling with plain ASCII classes. The classes are the tokenizers package's own, probed over every code point
 (``tests/text_prediction/bpe_classes.py``): Oniguruma's ``\\p{L}``, ``\\p{N}``, ``\\s`` and Rust's
 ``char::is_numeric``, whose Unicode versions differ from each other and from any Python's ``unicodedata``.
-Other normalizers, pre-tokenizers, models and decoders are refused with a :class:`TokenizerError` naming the field."""
+Truncation, padding, normalizers, other pre-tokenizers, models and decoders are refused with a :class:`TokenizerError` naming the field."""
 from __future__ import annotations
 
 import bisect
@@ -183,15 +183,16 @@ class BPETokenizer:
         if not isinstance(config, dict):
             raise TokenizerError(f"{what}: expected a JSON object, got {type(config).__name__}")
         self.what = what
-        if config.get("normalizer") is not None:
-            raise TokenizerError(f"{what}: normalizer is {config['normalizer']!r}; only null is supported")
+        for key in ("normalizer", "truncation", "padding"):
+            if config.get(key) is not None:
+                raise TokenizerError(f"{what}: {key} is {config[key]!r}; only null is supported")
+        post = config.get("post_processor")
+        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):  # offsets only
+            raise TokenizerError(f"{what}: post_processor is {post!r}; supported: null, ByteLevel")
         self._read_pre_tokenizer(config.get("pre_tokenizer"))
         self._read_model(config.get("model"))
         self._read_added_tokens(config.get("added_tokens", []))
         self._read_decoder(config.get("decoder"))
-        if config.get("post_processor") not in (None,) and \
-                not (isinstance(config["post_processor"], dict) and config["post_processor"].get("type") == "ByteLevel"):
-            raise TokenizerError(f"{what}: post_processor is {config['post_processor']!r}; supported: null, ByteLevel")
         self._classes = _ClassMap()
         self._pieces: dict = {}
 
