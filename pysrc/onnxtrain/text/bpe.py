@@ -9,7 +9,8 @@ Python's ``re`` has no ``\\p{..}``: the text is first spelled in classes (a lett
 spelling with plain ASCII classes. The classes are the tokenizers package's own, probed over every code point
 (``tests/text_prediction/bpe_classes.py``): Oniguruma's ``\\p{L}``, ``\\p{N}``, ``\\s`` and Rust's
 ``char::is_numeric``, whose Unicode versions differ from each other and from any Python's ``unicodedata``.
-Truncation, padding, normalizers, other pre-tokenizers, models and decoders are refused with a :class:`TokenizerError` naming the field."""
+Truncation, padding, normalizers, other pre-tokenizers, models and decoders are refused with a
+:class:`TokenizerError` naming the field."""
 from __future__ import annotations
 
 import bisect
@@ -208,7 +209,8 @@ class BPETokenizer:
     # reading tokenizer.json
 
     def _read_pre_tokenizer(self, section):
-        steps = section.get("pretokenizers") if isinstance(section, dict) and section.get("type") == "Sequence" else None
+        sequence = isinstance(section, dict) and section.get("type") == "Sequence"
+        steps = section.get("pretokenizers") if sequence else None
         kinds = [s.get("type") if isinstance(s, dict) else s for s in steps] if isinstance(steps, list) else None
         if kinds != ["Digits", "ByteLevel"]:
             raise TokenizerError(f"{self.what}: pre_tokenizer is {section!r}; supported: a Sequence of Digits and "
