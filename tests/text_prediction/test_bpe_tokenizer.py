@@ -164,7 +164,8 @@ def test_byte_alphabet_is_tokenizers():
     assert len(set(bpe.BYTE_CHARS)) == 256 and bpe.BYTE_CHARS[ord(" ")] == "Ġ"
 
 
-def test_unknown_bytes_without_unk_token(data):
+def test_bytes_the_vocabulary_lacks(data):
+    """Dropped without an unk_token; the unknown token with one, consecutive ones fused under fuse_unk."""
     config = json.loads(data)
     config["model"]["unk_token"] = None
     for fuse in (False, True):
@@ -173,8 +174,12 @@ def test_unknown_bytes_without_unk_token(data):
         for text in ("a\x04\x04b", "\x04", "x\x06\x13y \U00040000"):
             assert mine.encode(text) == ref.encode(text).ids
     config["model"]["unk_token"] = "<|endoftext|>"
-    mine, ref = BPETokenizer(config), tokenizers.Tokenizer.from_str(json.dumps(config))
-    assert mine.encode("a\x04\x04\x06b") == ref.encode("a\x04\x04\x06b").ids
+    for fuse in (False, True):
+        config["model"]["fuse_unk"] = fuse
+        mine, ref = BPETokenizer(config), tokenizers.Tokenizer.from_str(json.dumps(config))
+        for text in ("a\x04\x04\x06b", "\x04x\x04", "\U00040000\U00080000"):
+            assert mine.encode(text) == ref.encode(text).ids
+    assert mine.encode("a\x04\x04\x06b") == [mine.vocab["a"], 0, mine.vocab["b"]]
 
 
 @pytest.mark.parametrize("change, field", [
