@@ -3,6 +3,8 @@ ids on a written corpus and on random text drawn over the Unicode categories, de
 ids as tokenizers decodes them, the character classes against tokenizers' own over every code point and against
 the regex package where both know the code point, and the refused settings."""
 import json
+import random
+import time
 import unicodedata
 
 import pytest
@@ -255,3 +257,29 @@ def test_byte_level_post_processor_is_accepted(data):
     mine, ref = BPETokenizer(config), tokenizers.Tokenizer.from_str(json.dumps(config))
     for text in CORPUS:
         assert mine.encode(text) == ref.encode(text).ids
+
+
+def test_long_pieces(pair, monkeypatch):
+    """Pieces of thousands of symbols (merged through the heap) as tokenizers gives them, in reasonable time; and
+    the corpus with every piece through the heap."""
+    mine, ref = pair
+    rng = random.Random(0)
+    texts = ["".join(rng.choice("ACGT") for _ in range(20000)), "a" * 5000, "-" * 5001, "😀" * 2000,
+             "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(3000)), " " * 3000 + "x", "ab" * 24, "ab" * 25,
+             "".join(rng.choice("abcdefghij") for _ in range(bpe.LONG_PIECE + 1))]
+    start = time.perf_counter()
+    got = [mine.encode(text) for text in texts]
+    assert time.perf_counter() - start < 10
+    assert got == [e.ids for e in ref.encode_batch(texts)]
+    monkeypatch.setattr(bpe, "LONG_PIECE", 1)
+    mine._pieces.clear()
+    for text, want in zip(CORPUS, ref.encode_batch(CORPUS)):
+        assert mine.encode(text) == want.ids, text
+    mine._pieces.clear()
+
+
+def test_repeated_merge_ranks_last(data):
+    config = json.loads(data)
+    config["model"]["merges"].append(config["model"]["merges"][0])  # "Ġ t" again, last
+    mine, ref = BPETokenizer(config), tokenizers.Tokenizer.from_str(json.dumps(config))
+    assert mine.tokens(" the") == ref.encode(" the").tokens == ["Ġ", "the"]

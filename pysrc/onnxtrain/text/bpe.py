@@ -14,11 +14,13 @@ Truncation, padding, normalizers, other pre-tokenizers, models and decoders are 
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import re
 
 from .tokenizer import TokenizerError, _field
 
+LONG_PIECE = 48  # symbols from which a piece is merged through a heap
 CACHE_SIZE = 1 << 18  # the caches of pieces' ids and characters' classes are emptied when they reach this
 
 # The classes as hex ranges (written by tests/text_prediction/bpe_classes.py; a test holds them to tokenizers).
@@ -254,7 +256,7 @@ class BPETokenizer:
             if a not in vocab or b not in vocab or a + b not in vocab:
                 raise TokenizerError(f"{self.what}: model.merges[{rank}] {merge!r} joins tokens that are not all in "
                                      f"model.vocab")
-            self.ranks.setdefault((a, b), rank)
+            self.ranks[(a, b)] = rank  # a repeated merge ranks last, as in tokenizers
 
     def _read_added_tokens(self, section):
         if not isinstance(section, list):
@@ -301,12 +303,18 @@ class BPETokenizer:
             return (self.vocab[word],)
         # a byte the vocabulary lacks is the unknown token (consecutive ones one token if fuse_unk), or dropped
         # when there is none, as tokenizers' BPE does
-        vocab, symbols, ranks = self.vocab, [], self.ranks
+        vocab, symbols = self.vocab, []
         for ch in word:
             if ch in vocab:
                 symbols.append(ch)
             elif self.unk_id is not None and not (self.fuse_unk and symbols and symbols[-1] is None):
                 symbols.append(None)
+        symbols = self._merge_long(symbols) if len(symbols) > LONG_PIECE else self._merge_short(symbols)
+        return tuple(self.unk_id if s is None else vocab[s] for s in symbols)
+
+    def _merge_short(self, symbols: list) -> list:
+        """A short piece's merges: the pair of lowest rank, merged wherever it occurs, until none is left."""
+        ranks = self.ranks
         while len(symbols) > 1:
             best, at = None, -1
             for n in range(len(symbols) - 1):
@@ -325,7 +333,35 @@ class BPETokenizer:
                     merged.append(symbols[n])
                     n += 1
             symbols = merged
-        return tuple(self.unk_id if s is None else vocab[s] for s in symbols)
+        return symbols
+
+    def _merge_long(self, symbols: list) -> list:
+        """A long piece's merges as tokenizers makes them: pairs in a heap by rank then place, symbols linked both
+        ways, an entry skipped when its pair has changed (one pass, not one scan of the piece per merge)."""
+        ranks, alive = self.ranks, [True] * len(symbols)
+        after = [*range(1, len(symbols)), -1]
+        before = list(range(-1, len(symbols) - 1))
+        heap = [(ranks[pair], n) for n, pair in enumerate(zip(symbols, symbols[1:])) if pair in ranks]
+        heapq.heapify(heap)
+        while heap:
+            rank, n = heapq.heappop(heap)
+            right = after[n]
+            if not alive[n] or right < 0 or ranks.get((symbols[n], symbols[right])) != rank:
+                continue
+            symbols[n] += symbols[right]
+            alive[right] = False
+            later = after[n] = after[right]
+            if later >= 0:
+                before[later] = n
+            for left in (before[n], n):  # the new pairs, either side of the merged symbol
+                right = after[left] if left >= 0 else -1
+                if right >= 0 and (symbols[left], symbols[right]) in ranks:
+                    heapq.heappush(heap, (ranks[symbols[left], symbols[right]], left))
+        out, n = [], 0
+        while n >= 0:
+            out.append(symbols[n])
+            n = after[n]
+        return out
 
     def _text_ids(self, text: str, ids: list):
         """The ids of text without added tokens: split in pieces, each piece's ids from the cache or BPE."""
