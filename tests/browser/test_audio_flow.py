@@ -1,8 +1,10 @@
 """"Teach your own sounds" through the page's UI, with Chromium's fake microphone playing words that espeak-ng
 says (tests/audio/spoken_words.py): clips recorded with the level shown, more added as WAV files, training,
 live predictions of held-out voices from the microphone, the downloaded model in onnxruntime on held-out clips
-against the page's own predictions, a WebM recording the browser decodes, bad files as errors and notices in the
+against the page's own predictions and in onnxruntime-web against onnxruntime, a WebM recording the browser decodes, bad files as errors and notices in the
 UI with the task still usable, and the way without a microphone."""
+import threading
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -108,7 +110,8 @@ def mono_wav(samples, rate):
     return S.wav_bytes(np.asarray(samples, np.float64), rate)
 
 
-def test_record_train_listen_export_and_bad_files(microphone, site_url):
+def test_record_train_listen_export_and_bad_files(microphone, browser, site_url, tmp_path):
+    browser_plain = browser
     browser, sound = microphone
     site = open_page(browser, site_url)
     page = site.page
@@ -211,6 +214,51 @@ def test_record_train_listen_export_and_bad_files(microphone, site_url):
     assert right / total >= ACCURACY, (right, total)
     assert not site.off_origin(), site.off_origin()
     screenshot(page, "#audio", "audio")
+    onnxruntime_web_runs(browser_plain, model, session, tmp_path)
+
+
+ORT_PAGE = """<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>ort-web</title>
+<script type="module">
+import * as ort from "./ort.wasm.min.mjs";
+ort.env.wasm.numThreads = 1;
+ort.env.wasm.wasmPaths = new URL("./", location.href).href;
+window.runModel = async (clips) => {
+  const session = await ort.InferenceSession.create("./model.onnx");
+  const out = [];
+  for (const clip of clips) {
+    const result = await session.run({ pcm: new ort.Tensor("float32", Float32Array.from(clip), [1, clip.length]) });
+    out.push([Array.from(result.probabilities.data), Number(result.label.data[0])]);
+  }
+  return out;
+};
+</script>"""
+
+
+def onnxruntime_web_runs(browser, model: bytes, session, tmp_path):
+    """The download in onnxruntime-web 1.19.2 (its wasm build, from npm; a page of its own) gives onnxruntime's
+    probabilities and labels on held-out clips."""
+    package = build.npm_package("onnxruntime-web", "1.19.2") / "dist"
+    for name in ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"):
+        build.link_or_copy(package / name, tmp_path / name)
+    (tmp_path / "model.onnx").write_bytes(model)
+    (tmp_path / "index.html").write_text(ORT_PAGE)
+    server = build.make_server(tmp_path, 0, isolate=False)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+        page.wait_for_function("() => window.runModel !== undefined")
+        test = S.dataset(S.HELD_OUT_VOICES[:2], seed=9, words=WORDS)
+        clips = [wav_pcm(c, name, allow_silence=True)[0] for name, cs in test.items() for c in cs]
+        got = page.evaluate("(clips) => window.runModel(clips)", [c.tolist() for c in clips])
+        page.close()
+    finally:
+        server.shutdown()
+    for clip, (probabilities, label) in zip(clips, got):
+        want, want_label = session.run(["probabilities", "label"], {"pcm": clip[None]})
+        # both runtimes in float32, the front end's 512-term DFT sums in other orders: as the page's predictions
+        np.testing.assert_allclose(probabilities, want[0], atol=1e-5)
+        assert label == int(want_label[0])
 
 
 def test_without_a_microphone_the_page_says_so_and_files_still_work(browser, site_url):
