@@ -1,8 +1,9 @@
 """"Teach your own sounds" through the page's UI, with Chromium's fake microphone playing words that espeak-ng
 says (tests/audio/spoken_words.py): clips recorded with the level shown, more added as WAV files, training,
 live predictions of held-out voices from the microphone, the downloaded model in onnxruntime on held-out clips
-against the page's own predictions and in onnxruntime-web against onnxruntime, a WebM recording the browser decodes, bad files as errors and notices in the
-UI with the task still usable, and the way without a microphone."""
+against the page's own predictions and in onnxruntime-web against onnxruntime, a WebM recording the browser
+decodes, bad files as errors and notices in the UI with the task still usable, and the way without a
+microphone."""
 import threading
 
 import numpy as np
