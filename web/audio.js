@@ -159,7 +159,9 @@ function showClasses() {
 function refresh() {
   for (const control of $("audio-classes").querySelectorAll("button, input")) control.disabled = busy;
   for (const record of $("audio-classes").querySelectorAll(".audio-record")) record.disabled = busy || !mic;
-  for (const remove of $("audio-classes").querySelectorAll(".cam-remove")) remove.disabled = busy || classes.length <= 2;
+  for (const remove of $("audio-classes").querySelectorAll(".cam-remove")) {
+    remove.disabled = busy || classes.length <= 2;
+  }
   for (const id of ["audio-add-class", "audio-fine-tune"]) $(id).disabled = busy;
   if (!trained) {
     $("audio-bars").replaceChildren();

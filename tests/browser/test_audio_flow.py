@@ -150,7 +150,8 @@ def test_record_train_listen_export_and_bad_files(microphone, browser, site_url,
     assert page.text_content("#audio-notice") == "8 clips were resampled to 16 kHz."
 
     # bad files: each an error naming it, nothing added, the task still usable
-    assert "junk.wav is a WAV file that cannot be read" in error_after(page, 1, [("junk.wav", b"RIFF\0\0\0\0WAVEfmt junk", "audio/wav")])
+    junk = b"RIFF\0\0\0\0WAVEfmt junk"
+    assert "junk.wav is a WAV file that cannot be read" in error_after(page, 1, [("junk.wav", junk, "audio/wav")])
     assert "notes.txt is not audio this browser can decode" in error_after(
         page, 1, [("notes.txt", b"these are not sounds", "text/plain")])
     assert "quiet.wav is silent" in error_after(page, 1, [("quiet.wav", mono_wav(np.zeros(16000), 16000), "audio/wav")])
@@ -208,7 +209,8 @@ def test_record_train_listen_export_and_bad_files(microphone, browser, site_url,
             probabilities, label = session.run(["probabilities", "label"], {"pcm": pcm[None]})
             page_result = page.evaluate("async (x) => window.onnxtrain.tasks.audio().predict(new Float32Array(x))",
                                         pcm.tolist())
-            np.testing.assert_allclose(probabilities[0], page_result["probabilities"], atol=1e-5)  # as tests/audio/test_audio_task.py
+            # as tests/audio/test_audio_task.py holds the CPython task's predictions to the export
+            np.testing.assert_allclose(probabilities[0], page_result["probabilities"], atol=1e-5)
             right += names[int(label[0])] == (names[0] if name == "noise" else name)
             total += 1
     print(f"held-out voices, the download in onnxruntime: {right}/{total}")
