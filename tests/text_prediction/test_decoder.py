@@ -10,8 +10,9 @@ from onnxtrain import ir
 from onnxtrain.ir.dtypes import DataType
 from onnxtrain.ir.rewrite import fold_casts
 from onnxtrain.text import lora
-from onnxtrain.text.decoder import (DecoderConfig, DecoderError, decoder_model, decoder_models, from_gguf_rope,
+from onnxtrain.text.decoder import (DecoderConfig, decoder_model, decoder_models, from_gguf_rope,
                                     rope_tables)
+from onnxtrain.text.encoder import WeightsError
 
 import tiny_llama as T
 
@@ -174,21 +175,21 @@ def test_an_untied_head_is_read_from_lm_head(weights):
 
 
 def test_bad_config_and_weights_are_named(weights):
-    with pytest.raises(DecoderError, match="num_attention_heads 4 is not a multiple of num_key_value_heads 3"):
+    with pytest.raises(WeightsError, match="num_attention_heads 4 is not a multiple of num_key_value_heads 3"):
         DecoderConfig(64, 96, 2, 4, 3, 50)
-    with pytest.raises(DecoderError, match="hidden_size 66 is not a multiple"):
+    with pytest.raises(WeightsError, match="hidden_size 66 is not a multiple"):
         DecoderConfig(66, 96, 2, 4, 2, 50)
-    with pytest.raises(DecoderError, match="vocab_size is 0"):
+    with pytest.raises(WeightsError, match="vocab_size is 0"):
         DecoderConfig(64, 96, 2, 4, 2, 0)
-    with pytest.raises(DecoderError, match=r"missing \['vocab_size'\]"):
+    with pytest.raises(WeightsError, match=r"missing \['vocab_size'\]"):
         DecoderConfig.from_dict({"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
                                  "num_attention_heads": 4, "num_key_value_heads": 2})
     assert DecoderConfig.from_dict({**T.CONFIG.__dict__, "torch_dtype": "float32"}) == T.CONFIG
     missing = {k: v for k, v in weights[1].items() if k != "model.layers.1.mlp.up_proj.weight"}
-    with pytest.raises(DecoderError, match="no tensor 'model.layers.1.mlp.up_proj.weight'"):
+    with pytest.raises(WeightsError, match="no tensor 'model.layers.1.mlp.up_proj.weight'"):
         decoder_model(missing, T.CONFIG)
     wrong = dict(weights[1], **{"model.norm.weight": np.ones(63, np.float32)})
-    with pytest.raises(DecoderError, match=r"'model.norm.weight' has shape \[63\], the config needs \[64\]"):
+    with pytest.raises(WeightsError, match=r"'model.norm.weight' has shape \[63\], the config needs \[64\]"):
         decoder_model(wrong, T.CONFIG)
-    with pytest.raises(DecoderError, match="does not split into 3 heads"):
+    with pytest.raises(WeightsError, match="does not split into 3 heads"):
         from_gguf_rope(np.zeros((16, 4)), 3)

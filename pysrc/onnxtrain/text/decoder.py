@@ -28,16 +28,13 @@ import numpy as np
 from ..ir.builder import GraphBuilder
 from ..ir.dtypes import DataType
 from ..ir.model import Attribute, AttrType, Graph, Model, Node, Tensor, TensorType, ValueInfo
+from .encoder import WeightsError
 
 OPSET = 17
 MASKED = -1e9  # added to the scores of keys after the query: exp() of it is 0 in float32
 LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
            "mlp.up_proj", "mlp.down_proj")
 NORMS = ("input_layernorm", "post_attention_layernorm")
-
-
-class DecoderError(ValueError):
-    """Weights or a configuration the decoder cannot be written from; the message names the field or tensor."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,15 +54,15 @@ class DecoderConfig:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or value <= 0:
-                raise DecoderError(f"decoder config: {field.name} is {value!r}; it must be a positive number")
+                raise WeightsError(f"decoder config: {field.name} is {value!r}; it must be a positive number")
         if self.hidden_size % self.num_attention_heads:
-            raise DecoderError(f"decoder config: hidden_size {self.hidden_size} is not a multiple of "
+            raise WeightsError(f"decoder config: hidden_size {self.hidden_size} is not a multiple of "
                                f"num_attention_heads {self.num_attention_heads}")
         if self.num_attention_heads % self.num_key_value_heads:
-            raise DecoderError(f"decoder config: num_attention_heads {self.num_attention_heads} is not a multiple "
+            raise WeightsError(f"decoder config: num_attention_heads {self.num_attention_heads} is not a multiple "
                                f"of num_key_value_heads {self.num_key_value_heads}")
         if self.head_dim % 2:
-            raise DecoderError(f"decoder config: the head size {self.head_dim} is odd; RoPE rotates pairs")
+            raise WeightsError(f"decoder config: the head size {self.head_dim} is odd; RoPE rotates pairs")
 
     @property
     def head_dim(self) -> int:
@@ -77,7 +74,7 @@ class DecoderConfig:
         names = [f.name for f in dataclasses.fields(cls)]
         missing = [n for n in names[:6] if n not in config]
         if missing:
-            raise DecoderError(f"decoder config: missing {missing}")
+            raise WeightsError(f"decoder config: missing {missing}")
         return cls(**{n: config[n] for n in names if n in config})
 
 
@@ -97,7 +94,7 @@ def from_gguf_rope(weight: np.ndarray, heads: int) -> np.ndarray:
     layout."""
     out = weight.shape[0]
     if out % (2 * heads):
-        raise DecoderError(f"a GGUF query/key weight of {out} rows does not split into {heads} heads of pairs")
+        raise WeightsError(f"a GGUF query/key weight of {out} rows does not split into {heads} heads of pairs")
     return weight.reshape(heads, out // heads // 2, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
 
 
@@ -117,17 +114,17 @@ def expected_shapes(config: DecoderConfig) -> dict:
 
 
 def check_weights(weights: dict, config: DecoderConfig) -> None:
-    """DecoderError naming the first weight that is missing or misshapen (``lm_head.weight`` is optional: without
+    """WeightsError naming the first weight that is missing or misshapen (``lm_head.weight`` is optional: without
     it the head is tied to the embedding)."""
     shapes = expected_shapes(config)
     if "lm_head.weight" in weights:
         shapes["lm_head.weight"] = (config.vocab_size, config.hidden_size)
     for name, shape in shapes.items():
         if name not in weights:
-            raise DecoderError(f"decoder weights: no tensor {name!r}")
+            raise WeightsError(f"decoder weights: no tensor {name!r}")
         got = tuple(np.shape(weights[name]))
         if got != shape:
-            raise DecoderError(f"decoder weights: {name!r} has shape {list(got)}, the config needs {list(shape)}")
+            raise WeightsError(f"decoder weights: {name!r} has shape {list(got)}, the config needs {list(shape)}")
 
 
 class _Writer:

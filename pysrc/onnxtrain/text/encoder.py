@@ -31,7 +31,8 @@ OUTPUTS = {"embedding": (DataType.FLOAT, 2), "hidden": (DataType.FLOAT, 3)}
 
 
 class WeightsError(ValueError):
-    """A weights file or package that is not what the encoder needs; the message names the file and field."""
+    """Weights or a configuration a language model (the encoder, the decoder) cannot be written from; the message
+    names the file, field or tensor."""
 
 
 class EncoderError(ValueError):
