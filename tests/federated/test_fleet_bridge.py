@@ -62,7 +62,8 @@ def test_many_pages_in_one_flower_run_aggregate_as_flowers_fedavg(digits, tmp_pa
     # round 2: page 1 took its task and vanished: a failure the strategy saw, from its own node
     assert pages[1].end == "vanished in round 2"
     assert history[2]["results"] == PAGES - 1 and history[2]["failures"] == 1, history[2]
-    assert re.search(r"page [0-9a-f]+ \(node \d+\) went silent for more than 3 s: dropped", log)
+    assert re.search(r"round 2: failure: node (\d+) round 2: page [0-9a-f]+ \(node \1\) went silent for more than "
+                     r"3 s: dropped", log), log
     assert history[3]["results"] == PAGES - 1 and history[3]["failures"] == 0, history[3]
     # the others took part in every round, and each page's update was its own
     by_round = rounds_of(pages)

@@ -60,3 +60,10 @@ class BridgeClient:
             self.post_json("pushed", [int(n) for n in node_ids])
         except BridgeError:
             pass  # the bridge's own sweep pulls them a little later
+
+    def pulled(self, node_ids: list) -> None:
+        """The grid pulled replies from ``node_ids``: the page nodes among them that are closing go offline."""
+        try:
+            self.post_json("pulled", [int(n) for n in node_ids])
+        except BridgeError:
+            pass  # they go offline after the bridge's grace

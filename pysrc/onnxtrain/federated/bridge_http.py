@@ -212,6 +212,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             if name == "pushed":
                 queued = fed.fleet.pull([int(n) for n in json.loads(body)]) if fed.fleet is not None else 0
                 return self._json({"pulling": queued})
+            if name == "pulled":
+                if fed.fleet is not None:
+                    fed.fleet.pulled([int(n) for n in json.loads(body)])
+                return self._reply(200, "ok")
             if name == "begin":
                 state.begin_round(int(query["round"]), int(query["nodes"]))
                 return self._reply(200, "ok")

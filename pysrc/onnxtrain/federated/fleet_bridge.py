@@ -61,6 +61,7 @@ class Identity:
         self.node_id = None
         self.next_heartbeat = 0.0
         self.instruction = None  # the Message being worked on (its reply not pushed yet)
+        self.unpulled = False  # a reply was pushed that the ServerApp has not pulled yet
         self.lock = threading.Lock()
 
     def take(self):
@@ -130,12 +131,13 @@ class FleetBridge:
     a training instruction to the node's page (False: no page has the node now); ``log(text)`` prints a line."""
 
     def __init__(self, superlink: str, heartbeat_interval: float = 60.0, sweep: float = 120.0, workers: int = 2,
-                 log=print):
+                 grace: float = 3.0, log=print):
         if not MIN_HEARTBEAT <= heartbeat_interval <= MAX_HEARTBEAT:
             raise ValueError(f"the heartbeat interval must be {MIN_HEARTBEAT:g} to {MAX_HEARTBEAT:g} s (Flower's "
                              f"limits), got {heartbeat_interval:g}")
         self.fleet, self.interval, self.sweep, self.log = FleetClient(superlink), heartbeat_interval, sweep, log
-        self.deliver = None
+        self.deliver, self.grace = None, grace
+        self.closing = []  # (when, identity) of nodes to take offline
         self.lock = threading.Lock()
         self.nodes = {}  # node id -> Identity, the open ones
         self.cache = ObjectCache()
@@ -166,13 +168,35 @@ class FleetBridge:
 
     def close(self, node_id: int, why: str) -> None:
         """The node's page is gone (``why``): a reply in flight becomes an error reply (a failure the strategy
-        counts), then the node goes offline and is unregistered."""
+        counts); the node goes offline and is unregistered once the ServerApp has pulled its reply (``pulled``),
+        at once if it owes none, else after ``grace`` seconds at most.  Not before: the SuperLink answers the
+        ServerApp's pull for an offline node's instruction with "node unavailable" even when its reply is there,
+        so a page that sent its result and closed its tab would lose it."""
         with self.lock:
             identity = self.nodes.pop(node_id, None)
         if identity is None:
             return
         self._push_error(identity, why)
-        node = Node(node_id=node_id)
+        if identity.unpulled:
+            with self.lock:
+                self.closing.append((time.monotonic() + self.grace, identity))
+        else:
+            self._offline(identity)
+
+    def pulled(self, node_ids) -> None:
+        """The ServerApp pulled the replies of ``node_ids``: those of them that are closing go offline now."""
+        ids = set(node_ids)
+        with self.lock:
+            for identity in self.nodes.values():
+                if identity.node_id in ids:
+                    identity.unpulled = False
+            due = [i for _, i in self.closing if i.node_id in ids]
+            self.closing = [(at, i) for at, i in self.closing if i.node_id not in ids]
+        for identity in due:
+            self._offline(identity)
+
+    def _offline(self, identity: Identity) -> None:
+        node_id = identity.node_id
         for rpc, request, kind in (("deactivate-node", DeactivateNodeRequest(node_id=node_id),
                                     DeactivateNodeResponse),
                                    ("unregister-node", UnregisterNodeFleetRequest(node_id=node_id),
@@ -180,7 +204,15 @@ class FleetBridge:
             try:
                 self.fleet.call(identity, rpc, request, kind)
             except FleetError as e:
-                self.log(f"node {node.node_id}: {e}")
+                self.log(f"node {node_id}: {e}")
+
+    def _close_due(self, everything: bool = False) -> None:
+        moment = time.monotonic()
+        with self.lock:
+            due = [i for at, i in self.closing if everything or at <= moment]
+            self.closing = [(at, i) for at, i in self.closing if not (everything or at <= moment)]
+        for identity in due:
+            self._offline(identity)
 
     def forget(self, node_id: int):
         """Stop speaking for the node without telling the SuperLink (as if this process died): the SuperLink
@@ -190,6 +222,7 @@ class FleetBridge:
 
     def _heartbeats(self) -> None:
         while not self._stop.wait(0.5):
+            self._close_due()
             moment = time.monotonic()
             with self.lock:
                 due = [i for i in self.nodes.values() if i.next_heartbeat <= moment]
@@ -316,6 +349,7 @@ class FleetBridge:
             self.log(f"node {identity.node_id}: its error reply ({reason}) was not delivered: {e}")
 
     def _push(self, identity: Identity, message: Message) -> None:
+        identity.unpulled = True
         node = Node(node_id=identity.node_id)
         with no_object_id_recompute():
             message.metadata.__dict__["_message_id"] = message.object_id
@@ -336,5 +370,6 @@ class FleetBridge:
             open_nodes = list(self.nodes)
         for node_id in open_nodes:
             self.close(node_id, "the federation server is stopping")
+        self._close_due(everything=True)
         self.fleet.close()
 
