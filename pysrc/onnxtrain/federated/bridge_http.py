@@ -163,7 +163,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 if task is None:
                     return self._reply(204)
                 config = json.dumps(task.config)
-                return self._reply(200, task.vector, OCTETS,
+                vector, task.vector = task.vector, None  # delivered once; the bridge keeps the round's copy
+                return self._reply(200, vector, OCTETS,
                                    {"X-Task": task.id, "X-Round": str(task.round), "X-Config": config})
             if name == "global.onnx":
                 round_, data = fed.global_model()

@@ -141,6 +141,7 @@ class FleetBridge:
         self.lock = threading.Lock()
         self.nodes = {}  # node id -> Identity, the open ones
         self.cache = ObjectCache()
+        self.vectors = {}  # content id -> the vector's bytes, of the last two instructions' contents
         self.pulls = queue.Queue()
         self.queued = set()
         self._stop = threading.Event()
@@ -299,14 +300,15 @@ class FleetBridge:
         message = inflate_object_from_contents(tree.object_id, contents)
         message.metadata.__dict__["_message_id"] = tree.object_id
         self._push_error(identity, "a newer instruction came for this node before its page answered")
-        with identity.lock:
-            identity.instruction = message
-        problem = self._hand_over(identity, message)
+        with identity.lock:  # a reply needs the instruction's metadata only
+            identity.instruction = remove_content_from_message(message)
+        problem = self._hand_over(identity, message, tree.children[0].object_id if tree.children else "")
         if problem:
             self._push_error(identity, problem)
 
-    def _hand_over(self, identity: Identity, message: Message):
-        """Give the instruction to the node's page; the reason it cannot be, or None."""
+    def _hand_over(self, identity: Identity, message: Message, content_id: str):
+        """Give the instruction to the node's page; the reason it cannot be, or None.  Pages given the same
+        content (``content_id``: a round's global vector and config) share one copy of the vector's bytes."""
         if message.metadata.message_type != TRAIN:
             return f"a page node only trains; it got a {message.metadata.message_type!r} message"
         try:
@@ -315,7 +317,12 @@ class FleetBridge:
             round_, settings = int(config["server-round"]), round_settings(config)
         except (KeyError, IndexError, ValueError, TypeError) as e:
             return f"the instruction has no parameter vector and round config ({e})"
-        if self.deliver is None or not self.deliver(identity.node_id, round_, vector.tobytes(), settings):
+        with self.lock:
+            data = self.vectors.get(content_id)
+            if data is None:
+                data = vector.tobytes()
+                self.vectors = {content_id: data, **dict(list(self.vectors.items())[:1])}  # this round's, the last
+        if self.deliver is None or not self.deliver(identity.node_id, round_, data, settings):
             return f"node {identity.node_id} has no page now"
         return None
 
