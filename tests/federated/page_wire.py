@@ -11,11 +11,74 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.parse
 
-import httpx
 import numpy as np
 
 STATUS_SECONDS = 3.0  # federation.mjs: FED_POLL_STATUS_MS
+
+
+class Answer:
+    def __init__(self, status_code: int, headers: dict, content: bytes):
+        self.status_code, self.headers, self.content = status_code, headers, content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(errors="replace")
+
+    def json(self):
+        return json.loads(self.content)
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection, as a browser holds to its origin: requests one after another (the
+    server always answers with a Content-Length); reconnects when the server closed it.  Light enough for a
+    thousand pages in one asyncio loop."""
+
+    def __init__(self, base: str):
+        url = urllib.parse.urlsplit(base)
+        self.host, self.port = url.hostname, url.port
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, params: dict = None, content: bytes = b"",
+                      headers: dict = None, timeout: float = 120.0) -> Answer:
+        if params:
+            path += "?" + urllib.parse.urlencode(params)
+        for attempt in (0, 1):
+            try:
+                return await asyncio.wait_for(self._once(method, path, content, headers or {}), timeout)
+            except (ConnectionError, asyncio.IncompleteReadError, OSError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _once(self, method, path, content, headers) -> Answer:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+        if method == "POST":
+            head += f"Content-Length: {len(content)}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        self.writer.write(head.encode() + content)
+        await self.writer.drain()
+        status = await self.reader.readuntil(b"\r\n")
+        if not status:
+            raise ConnectionError("closed")
+        code = int(status.split()[1])
+        answer_headers = {}
+        while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
+            key, _, value = line.decode("latin-1").partition(":")
+            answer_headers[key.strip()] = value.strip()
+        body = await self.reader.readexactly(int(answer_headers.get("Content-Length", 0)))
+        if answer_headers.get("Connection", "").lower() == "close":
+            self.close()
+        return Answer(code, answer_headers, body)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
 
 
 def update(global_vector: np.ndarray, page: int, round_: int) -> tuple:
@@ -35,10 +98,18 @@ class SimPage:
         self.joins = 0
         self.end = None  # why it stopped
 
-    async def run(self, http: httpx.AsyncClient, base: str, deadline: float) -> None:
-        info = (await http.get(f"{base}/fed/info")).json()
+    async def run(self, base: str, deadline: float) -> None:
+        http, poll = Connection(base), Connection(base)  # a browser's fetches go over a few connections
+        try:
+            await self._run(http, poll, base, deadline)
+        finally:
+            http.close()
+            poll.close()
+
+    async def _run(self, http, poll, base, deadline) -> None:
+        info = (await http.request("GET", "/fed/info")).json()
         while True:  # the panel's user clicks Join again when the server says try later
-            answer = await http.post(f"{base}/fed/join")
+            answer = await http.request("POST", "/fed/join")
             self.joins += 1
             if answer.status_code == 200:
                 break
@@ -47,27 +118,30 @@ class SimPage:
                 return
             await asyncio.sleep(1.0)
         self.client = answer.json()["client"]
-        status = asyncio.create_task(self._status(http, base)) if self.poll_status else None
+        status = asyncio.create_task(self._status(Connection(base))) if self.poll_status else None
         try:
-            await self._rounds(http, base, info, deadline)
+            await self._rounds(http, poll, info, deadline)
         finally:
             if status is not None:
                 status.cancel()
 
-    async def _status(self, http, base) -> None:
-        while True:
-            try:
-                await http.get(f"{base}/fed/status")
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(STATUS_SECONDS)
+    async def _status(self, http) -> None:
+        try:
+            while True:
+                try:
+                    await http.request("GET", "/fed/status")
+                except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+                    pass
+                await asyncio.sleep(STATUS_SECONDS)
+        finally:
+            http.close()
 
-    async def _rounds(self, http, base, info, deadline) -> None:
+    async def _rounds(self, http, poll, info, deadline) -> None:
         size = int(info["parameters"])
         while time.monotonic() < deadline:
             try:
-                answer = await http.get(f"{base}/fed/next", params={"client": self.client})
-            except httpx.HTTPError:
+                answer = await poll.request("GET", "/fed/next", params={"client": self.client})
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
                 await asyncio.sleep(0.5)
                 continue
             if answer.status_code == 410:
@@ -95,26 +169,23 @@ class SimPage:
             if self.train_seconds:
                 await asyncio.sleep(self.train_seconds)
             metrics = json.dumps({"num-examples": examples, "loss": 0.5, "accuracy": 0.75, "global-accuracy": 0.7})
-            result = await http.post(f"{base}/fed/result", params={"client": self.client, "task": task},
-                                     content=trained.tobytes(),
-                                     headers={"Content-Type": "application/octet-stream", "X-Metrics": metrics})
+            result = await http.request("POST", "/fed/result", params={"client": self.client, "task": task},
+                                        content=trained.tobytes(),
+                                        headers={"Content-Type": "application/octet-stream", "X-Metrics": metrics})
             self.sent[round_] = (global_vector, trained, examples, result.status_code)
             if result.status_code != 200:
                 self.refusals.append((round_, result.status_code, result.text))
             if result.status_code == 410:
                 self.end = "gone: " + result.text
                 return
-        await http.post(f"{base}/fed/leave", params={"client": self.client})
+        await http.request("POST", "/fed/leave", params={"client": self.client})
         self.end = "deadline"
 
 
 async def run_pages(base: str, pages: list, seconds: float) -> None:
     """Run ``pages`` against the federation at ``base`` until each ends (the run's end) or ``seconds`` pass."""
-    limits = httpx.Limits(max_connections=2 * len(pages) + 10, max_keepalive_connections=2 * len(pages) + 10)
-    timeout = httpx.Timeout(60.0, connect=30.0)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
-        deadline = time.monotonic() + seconds
-        await asyncio.gather(*(p.run(http, base, deadline) for p in pages))
+    deadline = time.monotonic() + seconds
+    await asyncio.gather(*(p.run(base, deadline) for p in pages))
 
 
 def rounds_of(pages: list) -> dict:
