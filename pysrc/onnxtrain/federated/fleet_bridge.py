@@ -287,11 +287,7 @@ class FleetBridge:
         for part in iterate_object_tree(tree):
             content = self.cache.get(part.object_id)
             if content is None:
-                answer = self.fleet.call(identity, "pull-object", PullObjectRequest(
-                    node=node, run_id=run_id, object_id=part.object_id), PullObjectResponse)
-                if not (answer.object_found and answer.object_available):
-                    raise FleetError(f"object {part.object_id} of message {tree.object_id} is not available")
-                content = answer.object_content
+                content = self._pull_object(identity, run_id, part.object_id, tree.object_id)
                 if part.object_id != tree.object_id:  # the Message object itself is this node's only
                     self.cache.put(part.object_id, content)
             contents[part.object_id] = content
@@ -305,6 +301,22 @@ class FleetBridge:
         problem = self._hand_over(identity, message, tree.children[0].object_id if tree.children else "")
         if problem:
             self._push_error(identity, problem)
+
+    def _pull_object(self, identity: Identity, run_id: int, object_id: str, message_id: str,
+                     patience: float = 120.0) -> bytes:
+        """An object of a pulled message.  The grid pushes a message before its objects, so one may not be
+        available yet: retried with a growing pause for up to ``patience`` seconds (as Flower's pull_objects)."""
+        pause, give_up = 0.1, time.monotonic() + patience
+        while True:
+            answer = self.fleet.call(identity, "pull-object", PullObjectRequest(
+                node=Node(node_id=identity.node_id), run_id=run_id, object_id=object_id), PullObjectResponse)
+            if answer.object_found and answer.object_available:
+                return answer.object_content
+            if not answer.object_found or time.monotonic() > give_up or self._stop.is_set():
+                raise FleetError(f"object {object_id} of message {message_id} is "
+                                 f"{'not available' if answer.object_found else 'unknown to the SuperLink'}")
+            time.sleep(pause)
+            pause = min(2 * pause, 2.0)
 
     def _hand_over(self, identity: Identity, message: Message, content_id: str):
         """Give the instruction to the node's page; the reason it cannot be, or None.  Pages given the same
@@ -372,11 +384,10 @@ class FleetBridge:
                 object_content=objects[object_id].deflate(), session_id=pushed.session_id), PushObjectResponse)
 
     def close_all(self) -> None:
+        """Stop speaking for every node (the federation stops its SuperLink next, so they are not deactivated
+        one by one: with a thousand pages that would take minutes)."""
         self._stop.set()
         with self.lock:
-            open_nodes = list(self.nodes)
-        for node_id in open_nodes:
-            self.close(node_id, "the federation server is stopping")
-        self._close_due(everything=True)
+            self.nodes.clear()
+            self.closing = []
         self.fleet.close()
-
