@@ -168,16 +168,19 @@ def test_the_pages_api_refuses_forgeries_foreign_tasks_bad_bodies_and_floods(api
     assert post(f"{url}/fed/result?client={client}&task={task}", good, metrics)[0] == 400  # answered once only
 
     # a flood of joins: 5 a second pass (2 were taken above, the bucket refills), the rest 429 with the reason
+    t0 = time.monotonic()
     answers = [post(f"{url}/fed/join") for _ in range(20)]
+    allowed = 5 + 5 * (time.monotonic() - t0)
     refused = [a for a in answers if a[0] == 429]
-    assert len(refused) >= 12 and all(b"too many pages are joining at once" in a[1] for a in refused)
-    assert len(state.clients) == 2 + sum(a[0] == 200 for a in answers) <= 2 + 8
+    assert sum(a[0] == 200 for a in answers) <= allowed and len(refused) + sum(a[0] == 200 for a in answers) == 20
+    assert refused and all(a[1] == b"too many pages are joining at once; try again in a second" for a in refused)
+    assert len(state.clients) == 2 + sum(a[0] == 200 for a in answers)
     text = "\n".join(lines)
-    for reason in ("unknown client", "unknown task", "larger than /fed/result takes", "truncated body",
-                   "too many pages are joining at once"):
-        assert f": {reason}" in text or reason in text, (reason, text)
-    assert re.search(r"refused POST /fed/join: too many pages are joining at once.*\(\d+ times in the last second\)",
-                     text) or text.count("too many pages are joining at once") >= 1
+    for reason in ("refused GET /fed/next: unknown client", "refused POST /fed/result: unknown client",
+                   "refused POST /fed/leave: unknown client", "refused POST /fed/result: unknown task",
+                   "larger than /fed/result takes", "refused POST /fed/result: truncated body",
+                   "refused POST /fed/join: too many pages are joining at once"):
+        assert reason in text, (reason, text)
     # a reloaded page joins again as a new node; its old node was closed
     time.sleep(1.2)
     assert post(f"{url}/fed/leave?client={client}")[0] == 200
