@@ -188,7 +188,7 @@ def test_pages_cpython_and_onnxruntime_clients_train_one_model_with_flower(brows
         # the tab that closed mid-round 1 failed its task (it said so as it closed, or its silence did); the round
         # went on without it
         assert history[0]["failures"] >= 1
-        assert re.search(rf"round 1: failure: .*page {dropped} \(slot \d+\) (left|went silent)", federation.output)
+        assert re.search(rf"round 1: failure: .*page {dropped} \(node \d+\) (left|went silent)", federation.output)
         # the hostile client: its NaN and its wrong size are both refused at once, with the reason
         (nan_round, _, nan_status, nan_reply), (size_round, _, size_status, size_reply) = hostile.answers
         nans = len(range(0, parameters, 7))  # HostileClient._nan

@@ -1,4 +1,4 @@
-"""A real Flower federation (flwr 1.42 deployment engine: superlink, supernodes, flwr run) started by
+"""A real Flower federation (flwr 1.42 deployment engine: superlink, the pages' fleet bridge, flwr run) started by
 `python -m onnxtrain federate`, with a CPython onnxtrain client and an onnxruntime-training client
 (`python -m onnxtrain join`) and two pages that speak the pages' HTTP API from Python threads: one sends a
 non-finite update in round 1 and a wrong-size body in round 2, the other goes silent in the middle of round 2."""
@@ -226,7 +226,7 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     nan_reason = b"non-finite values: 1 of %d parameters are NaN or infinite" % model.size
     assert (1, "nan", (400, nan_reason)) in faulty.answers
     assert history[0]["results"] == 3 and len(history[0]["rejected"]) == 1, history[0]
-    assert re.fullmatch(r"node \d+ round 1: page \w+ \(slot \d\): " + nan_reason.decode(),
+    assert re.fullmatch(r"node \d+ round 1: page \w+ \(node \d+\): " + nan_reason.decode(),
                         history[0]["rejected"][0]), history[0]
     # round 2: the wrong-size body is refused by the server (400 with the reason) and so rejected; the silent
     # page's task fails after PAGE_TIMEOUT, not the round's timeout
@@ -236,11 +236,11 @@ def test_mixed_federation_survives_bad_updates_and_a_silent_page(digits, tmp_pat
     assert len(history[1]["rejected"]) == 1 and "wrong size" in history[1]["rejected"][0], history[1]
     assert history[1]["results"] == 2 and history[1]["failures"] == 1, history[1]
     assert silent.rounds == [1, 2] and silent.error is None and faulty.error is None
-    assert re.search(r"round 2: failure: node \d+ round 2: .*page \w+ \(slot \d\) went silent for more than 10 s",
+    assert re.search(r"round 2: failure: node \d+ round 2: .*page \w+ \(node \d+\) went silent for more than 10 s",
                      fed.text()), fed.text()
     assert history[1]["seconds"] < 0.75 * ROUND_TIMEOUT, history  # the silence rule ended it, not the timeout
-    # round 3: the silent page's slot has no page: its node fails at once
-    assert history[2]["results"] == 3 and history[2]["failures"] == 1, history[2]
+    # round 3: the silent page's node went offline with it, so it is not sampled
+    assert history[2]["results"] == 3 and history[2]["failures"] == 0, history[2]
     for reason in history[0]["rejected"] + history[1]["rejected"]:
         assert reason in fed.text()
 
@@ -328,14 +328,12 @@ def test_sigterm_stops_every_process(digits, tmp_path):
     status, body = post(f"{fed.url}/fed/join")
     assert status == 200
     deadline = time.monotonic() + 60
-    while not any("flower-supernode" in p for p in processes_using(fed.log_dir)):
-        assert time.monotonic() < deadline, fed.text()
-        time.sleep(0.5)
+    assert not any("flower-supernode" in p for p in processes_using(fed.log_dir))  # pages cost no process
     while not any("flwr-serverapp" in p for p in tree(fed.proc.pid)):  # started by the superlink's superexec
         assert time.monotonic() < deadline, fed.text()
         time.sleep(0.5)
     started = tree(fed.proc.pid)
-    assert len(started) >= 5, started  # superlink, its superexec and flwr-serverapp, flwr run, supernode, ...
+    assert len(started) >= 4, started  # superlink, its superexec and flwr-serverapp, flwr run, ...
     fed.proc.send_signal(signal.SIGTERM)
     assert fed.proc.wait(30) == 130, fed.text()
     assert still_running(started) == []

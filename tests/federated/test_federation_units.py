@@ -1,9 +1,8 @@
 """The federation's parts without Flower's processes: the guard in front of Flower's strategies (and of its
-server-side DP wrapper), the page bridge's silence rule, slot reuse and refusals, and the checks of an update."""
+server-side DP wrapper), the page bridge's silence rule, rejoining as a new node, refusals, and the checks of an update."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import numpy as np
@@ -30,7 +29,7 @@ class Reports:
     """What the guard tells the federation server (begin and round), kept in a BridgeState as the server does."""
 
     def __init__(self):
-        self.state = BridgeState(SIZE, lambda index: None, log=lambda text: None)
+        self.state = BridgeState(SIZE, None, log=lambda text: None)
 
     def begin(self, round_, nodes):
         self.state.begin_round(round_, nodes)
@@ -122,100 +121,92 @@ def test_checks_of_an_update():
     assert parse_metrics(None)[1] == "the X-Metrics header is missing"
 
 
-def bridge(page_timeout=0.5, started=None):
-    return BridgeState(SIZE, lambda index: started.append(index) if started is not None else None,
-                       page_timeout=page_timeout, poll_hold=0.2, log=lambda text: None)
+class Nodes:
+    """A stand-in for the fleet bridge: node ids, and what reaches Flower (replies, failures, closed nodes)."""
+
+    def __init__(self):
+        self.opened, self.outcomes, self.closed = [], [], []
+
+    def open(self):
+        self.opened.append(100 + len(self.opened))
+        return self.opened[-1]
+
+    def close(self, node_id, why):
+        self.closed.append((node_id, why))
+
+    def reply(self, node_id, vector, metrics):
+        self.outcomes.append((node_id, "result", vector, metrics))
+
+    def fail(self, node_id, reason):
+        self.outcomes.append((node_id, "failure", reason))
 
 
-def test_a_silent_page_fails_its_task_at_once_and_its_slot_is_reused():
-    started = []
-    state = bridge(0.5, started)
-    client = state.join()
-    result = {}
-
-    def node():
-        try:
-            state.run_task(0, 1, vec(1, 2, 3, 4, 5).tobytes(), {"epochs": 1}, 99, timeout=30)
-        except Refused as e:
-            result["reason"], result["after"] = str(e), time.monotonic() - t0
-    t0 = time.monotonic()
-    thread = threading.Thread(target=node)
-    thread.start()
-    task = state.next_task(client)
-    assert task.round == 1 and task.vector == vec(1, 2, 3, 4, 5).tobytes() and task.config == {"epochs": 1}
-    thread.join(10)  # the page never answers nor polls again
-    assert result["reason"] == f"page {client} (slot 0) went silent for more than 0.5 s: dropped"
-    assert result["after"] < 3
-    with pytest.raises(Gone):
-        state.next_task(client)
-    again = state.join()
-    assert again != client and state.clients[again].slot.index == 0 and started == [0]
-    with pytest.raises(Refused, match="slot 0 has no page"):
-        state.leave(again)
-        state.run_task(0, 2, vec(1, 2, 3, 4, 5).tobytes(), {}, 99, timeout=30)
-    state.close()
+def bridge(page_timeout=0.5):
+    nodes = Nodes()
+    return BridgeState(SIZE, nodes, page_timeout=page_timeout, poll_hold=0.2, log=lambda text: None), nodes
 
 
 def task_in_flight(state, client, round_):
-    """A node's task of ``round_`` for the page ``client``: (the node's thread, its outcome, the task)."""
-    outcome = {}
-
-    def node():
-        try:
-            outcome["result"] = state.run_task(0, round_, vec(0, 0, 0, 0, 0).tobytes(), {}, 7, timeout=30)
-        except Refused as e:
-            outcome["reason"] = str(e)
-    thread = threading.Thread(target=node)
-    thread.start()
+    node = state.clients[client].node_id
+    assert state.deliver(node, round_, vec(0, 0, 0, 0, 0).tobytes(), {"epochs": 1})
     task = None
     while task is None:
         task = state.next_task(client)
-    return thread, outcome, task
+    return node, task
+
+
+def test_a_silent_page_is_dropped_its_node_closed_and_it_joins_again_as_a_new_node():
+    state, nodes = bridge(0.5)
+    client = state.join()
+    node, task = task_in_flight(state, client, 1)
+    assert task.round == 1 and task.vector == vec(0, 0, 0, 0, 0).tobytes() and task.config == {"epochs": 1}
+    t0 = time.monotonic()
+    while not nodes.closed and time.monotonic() - t0 < 5:  # the page never answers nor polls again
+        time.sleep(0.05)
+    assert nodes.closed == [(node, f"page {client} (node {node}) went silent for more than 0.5 s: dropped")]
+    assert time.monotonic() - t0 < 3
+    with pytest.raises(Gone):
+        state.next_task(client)
+    again = state.join()
+    assert again != client and state.clients[again].node_id != node and nodes.opened == [node, node + 1]
+    assert not state.deliver(node, 2, vec(0, 0, 0, 0, 0).tobytes(), {})  # the old node has no page
+    state.close()
 
 
 def test_a_polling_page_stays_and_a_wrong_size_result_fails_the_task_with_the_reason():
-    state = bridge(0.5)
+    state, nodes = bridge(0.5)
     client = state.join()
     for _ in range(4):  # held polls are heartbeats: 0.8 s of them outlast the 0.5 s silence limit
         assert state.next_task(client) is None
-    thread, outcome, task = task_in_flight(state, client, 3)
+    node, task = task_in_flight(state, client, 3)
     with pytest.raises(Refused, match="unknown task 'nope'"):
         state.submit_result(client, "nope", vec(1, 2, 3, 4, 5).tobytes(), '{"num-examples": 3}')
     with pytest.raises(Refused) as refused:
         state.submit_result(client, task.id, vec(1, 2, 3, 4).tobytes(), '{"num-examples": 3}')
-    thread.join(10)
     assert str(refused.value) == "wrong size: the body has 16 bytes, a parameter vector has 20 (5 float32 values)"
-    assert outcome == {"reason": f"{REJECTED} page {client} (slot 0): {refused.value}"}
+    assert nodes.outcomes == [(node, "failure", f"{REJECTED} page {client} (node {node}): {refused.value}")]
     state.close()
 
 
 def test_a_non_finite_update_from_a_page_is_refused_at_once_with_the_reason():
     """The server answers a NaN or infinite update with an error at once (bridge_http: 400 with the reason, so the
-    page's onRound says "rejected"), and the node's task fails with it."""
-    state = bridge(5)
+    page's onRound says "rejected"), and the node's reply is a rejection with it."""
+    state, nodes = bridge(5)
     client = state.join()
-    thread, outcome, task = task_in_flight(state, client, 1)
+    node, task = task_in_flight(state, client, 1)
     with pytest.raises(Refused) as refused:
         state.submit_result(client, task.id, vec(1, np.nan, 3, np.inf, 5).tobytes(), '{"num-examples": 3}')
-    thread.join(10)
     assert str(refused.value) == "non-finite values: 2 of 5 parameters are NaN or infinite"
-    assert outcome == {"reason": f"{REJECTED} page {client} (slot 0): {refused.value}"}
+    assert nodes.outcomes == [(node, "failure", f"{REJECTED} page {client} (node {node}): {refused.value}")]
     state.close()
 
 
 def test_a_result_is_handed_to_the_node_and_the_end_of_the_run_closes_the_api():
-    state = bridge(5)
+    state, nodes = bridge(5)
     client = state.join()
-    outcome = {}
-    thread = threading.Thread(target=lambda: outcome.update(
-        result=state.run_task(0, 1, vec(0, 0, 0, 0, 0).tobytes(), {}, 7, timeout=30)))
-    thread.start()
-    task = None
-    while task is None:
-        task = state.next_task(client)
+    node, task = task_in_flight(state, client, 1)
     state.submit_result(client, task.id, vec(1, 2, 3, 4, 5).tobytes(), '{"num-examples": 3, "loss": 0.25}')
-    thread.join(10)
-    assert outcome["result"] == (vec(1, 2, 3, 4, 5).tobytes(), {"num-examples": 3, "loss": 0.25})
+    assert nodes.outcomes == [(node, "result", vec(1, 2, 3, 4, 5).tobytes(), {"num-examples": 3, "loss": 0.25})]
     state.finish(True)
     with pytest.raises(Gone, match="the run has ended"):
         state.next_task(client)

@@ -54,12 +54,16 @@ class BridgeClient:
     def end(self, ok: bool, error: str = None) -> None:
         self.post_json("end", {"ok": ok, "error": error})
 
-    # ---- a page slot's ClientApp ----
+    def pushed(self, node_ids: list) -> None:
+        """The grid pushed instructions to ``node_ids``: the page nodes among them pull theirs now."""
+        try:
+            self.post_json("pushed", [int(n) for n in node_ids])
+        except BridgeError:
+            pass  # the bridge's own sweep pulls them a little later
 
-    def task(self, slot: int, round_: int, vector: np.ndarray, config: dict, node_id, timeout: float) -> tuple:
-        """(the page's vector, its metrics); BridgeError with the reason when the page gives none."""
-        body, headers = self.call("task", {"slot": slot, "round": round_, "timeout": timeout},
-                                  vector.astype(np.float32).tobytes(),
-                                  {"X-Config": json.dumps(config), "X-Node": str(node_id),
-                                   "Content-Type": "application/octet-stream"}, timeout + 30)
-        return np.frombuffer(body, np.float32).copy(), json.loads(headers["X-Metrics"])
+    def pulled(self, node_ids: list) -> None:
+        """The grid pulled replies from ``node_ids``: the page nodes among them that are closing go offline."""
+        try:
+            self.post_json("pulled", [int(n) for n in node_ids])
+        except BridgeError:
+            pass  # they go offline after the bridge's grace

@@ -7,6 +7,7 @@ import functools
 import http.server
 import json
 import sys
+import time
 import urllib.parse
 
 import numpy as np
@@ -23,14 +24,22 @@ OCTETS = "application/octet-stream"
 
 class Federation:
     """What the handler serves: the state (bridge_state.BridgeState), the model (model.FederatedModel), the info
-    JSON, the held-out data to evaluate on (or None), the export's outputs, the token of the Flower apps and the
-    record of the pages' requests (None: not recorded)."""
+    JSON, the held-out data to evaluate on (or None), the export's outputs, the token of the Flower apps, the
+    record of the pages' requests (None: not recorded) and the pages' Flower nodes (fleet_bridge.FleetBridge,
+    which the ServerApp's grid tells where it pushed instructions)."""
 
-    def __init__(self, state, model, info: dict, eval_data, outputs: list, token: str, record: bool):
+    def __init__(self, state, model, info: dict, eval_data, outputs: list, token: str, record: bool, fleet=None):
         self.state, self.model, self.info, self.eval_data = state, model, info, eval_data
-        self.outputs, self.token = outputs, token
+        self.outputs, self.token, self.fleet = outputs, token, fleet
         self.requests = [] if record else None
         self._export = (None, None)  # (round, bytes) of the last export
+        self._status = (0.0, None)  # (time, body) of fed/status, built at most once a second for all pages
+
+    def status_body(self) -> bytes:
+        moment = time.monotonic()
+        if self._status[1] is None or moment - self._status[0] >= 1.0:
+            self._status = (moment, json.dumps({**self.state.status(), "rounds": self.info["rounds"]}).encode())
+        return self._status[1]
 
     def global_model(self) -> tuple:
         state = self.state
@@ -42,8 +51,14 @@ class Federation:
         return self._export[0] if self._export[0] is not None else 0, self._export[1]
 
 
+#: The largest body of a request that is not a parameter vector (a page's join or leave, the ServerApp's reports).
+SMALL_BODY = 1 << 20
+NEAR = 4096
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 60  # a request whose body stalls this long is dropped (its thread is not held for ever)
     extensions_map = MIME
     federation: Federation = None
     site = None  # the folder of static files (None: only the API)
@@ -72,12 +87,23 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def _json(self, value, code=200):
         self._reply(code, json.dumps(value), "application/json")
 
-    def _body(self) -> bytes:
-        n = int(self.headers.get("Content-Length") or 0)
-        limit = 4 * self.federation.model.size + (1 << 20)
-        if n > limit:
-            raise Refused(f"the body of {n} bytes is larger than any request here takes")
-        return self.rfile.read(n) if n else b""
+    def _body(self, path: str) -> bytes:
+        """The request's body; Refused (413) when it is larger than the request takes, (400) when the connection
+        ends before the Content-Length it announced."""
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise Refused(f"Content-Length {self.headers.get('Content-Length')!r} is not a number") from None
+        vector = 4 * self.federation.model.size
+        # a result a little off a vector's size is read and refused as the wrong size (400); far larger: 413 unread
+        limit = vector + NEAR if path == "/fed/result" else vector + SMALL_BODY if path.startswith("/bridge/") else \
+            SMALL_BODY
+        if n > limit or n < 0:
+            raise Refused(f"the body of {n} bytes is larger than {path} takes ({limit} bytes at most)", 413)
+        body = self.rfile.read(n) if n else b""
+        if len(body) != n:
+            raise Refused(f"truncated body: {len(body)} of the {n} bytes its Content-Length announced came")
+        return body
 
     def _route(self):
         url = urllib.parse.urlsplit(self.path)
@@ -109,10 +135,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def do_POST(self):
         path, query = self._route()
         try:
-            body = self._body()
-        except Refused as e:
+            body = self._body(path)
+        except (Refused, OSError) as e:
             self.close_connection = True  # its body is left unread
-            return self._reply(413, str(e))
+            reason = str(e) if isinstance(e, Refused) else f"the body did not come ({e})"
+            self.federation.state.refused(f"POST {path}", reason)
+            return self._reply(getattr(e, "status", 400), reason)
         if path.startswith("/fed/"):
             self._record(path, body)
             return self._fed_post(path, query, body)
@@ -131,13 +159,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             if name.startswith("artifacts/") and name[len("artifacts/"):] in fed.model.files:
                 return self._reply(200, fed.model.files[name[len("artifacts/"):]], OCTETS)
             if name == "status":
-                return self._json({**fed.state.status(), "rounds": fed.info["rounds"]})
+                return self._reply(200, fed.status_body(), "application/json")
             if name == "next":
                 task = fed.state.next_task(query.get("client"))
                 if task is None:
                     return self._reply(204)
                 config = json.dumps(task.config)
-                return self._reply(200, task.vector, OCTETS,
+                vector, task.vector = task.vector, None  # delivered once; the bridge keeps the round's copy
+                return self._reply(200, vector, OCTETS,
                                    {"X-Task": task.id, "X-Round": str(task.round), "X-Config": config})
             if name == "global.onnx":
                 round_, data = fed.global_model()
@@ -147,6 +176,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             if name == "requests" and fed.requests is not None:
                 return self._json(list(fed.requests))
         except Gone as e:
+            fed.state.refused(f"GET {path}", str(e))
             return self._reply(410, str(e))
         self._reply(404, "not found")
 
@@ -160,12 +190,15 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 state.submit_result(query.get("client"), query.get("task"), body, self.headers.get("X-Metrics"))
                 return self._json({"accepted": True})
             if name == "leave":
-                state.leave(query.get("client"))
+                if not state.leave(query.get("client")):
+                    raise Gone("unknown client: it never joined, it left, or it was silent too long")
                 return self._reply(200, "left")
         except Gone as e:
+            state.refused(f"POST {path}", str(e))
             return self._reply(410, str(e))
         except Refused as e:
-            return self._reply(503 if name == "join" else 400, str(e))
+            state.refused(f"POST {path}", str(e))
+            return self._reply(e.status, str(e))
         self._reply(404, "not found")
 
     # ---- what the Flower apps call -------------------------------------------------------------------------
@@ -179,11 +212,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         try:
             if name == "initial":
                 return self._reply(200, fed.model.initial.tobytes(), OCTETS)
-            if name == "task":
-                config = json.loads(self.headers.get("X-Config") or "{}")
-                vector, metrics = state.run_task(int(query["slot"]), int(query["round"]), body, config,
-                                                 self.headers.get("X-Node"), float(query.get("timeout", 3600)))
-                return self._reply(200, vector, OCTETS, {"X-Metrics": json.dumps(metrics)})
+            if name == "pushed":
+                queued = fed.fleet.pull([int(n) for n in json.loads(body)]) if fed.fleet is not None else 0
+                return self._json({"pulling": queued})
+            if name == "pulled":
+                if fed.fleet is not None:
+                    fed.fleet.pulled([int(n) for n in json.loads(body)])
+                return self._reply(200, "ok")
             if name == "begin":
                 state.begin_round(int(query["round"]), int(query["nodes"]))
                 return self._reply(200, "ok")
@@ -208,6 +243,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # many pages connect at once (the default backlog of 5 drops their connections)
 
     def handle_error(self, request, client_address):
         """A page that went away mid-reply (a closed tab, an aborted poll) is no error of the server's."""

@@ -1,13 +1,12 @@
-"""The page bridge's state: each page that joins gets a slot, and each slot is one Flower node (a flower-supernode
-started for it) whose ClientApp hands the round's task to the page and waits for the page's result.
+"""The page bridge's state: each page that joins gets a Flower node of its own (``nodes.open()``: a node id the
+fleet bridge registered with the SuperLink), and each instruction for that node becomes the page's task.
 
 Pages long-poll for their task; every poll is a heartbeat.  A page silent for longer than ``page_timeout`` (no
-poll and no result) is dropped: its pending task fails at once (its ClientApp raises, Flower counts a failure and
-the round goes on) and its slot waits for the next page that joins (the slot's supernode keeps running: a stopped
-one stays listed by the SuperLink for about a minute and would be sampled into rounds that then wait for it)."""
+poll and no result) is dropped: its node closes (a task in flight becomes an error reply, a failure Flower's
+strategy counts at once) and a page that comes back joins again as a new node.  Each client waits on a
+condition of its own, so an event wakes one page's poll, not all of them."""
 from __future__ import annotations
 
-import itertools
 import secrets
 import threading
 import time
@@ -23,47 +22,79 @@ class Gone(Exception):
 
 
 class Refused(Exception):
-    """A request the bridge refuses, with the reason: HTTP 400 (or 503 for a join without a slot)."""
+    """A request the bridge refuses, with the reason: HTTP 400 (``status`` says otherwise: 429, 503)."""
+
+    def __init__(self, reason: str, status: int = 400):
+        super().__init__(reason)
+        self.status = status
 
 
 class Task:
-    def __init__(self, task_id: str, round_: int, vector: bytes, config: dict):
-        self.id, self.round, self.vector, self.config = task_id, round_, vector, config
+    def __init__(self, round_: int, vector: bytes, config: dict):
+        self.id, self.round, self.vector, self.config = secrets.token_hex(8), round_, vector, config
         self.delivered = False
-        self.result = None  # (vector bytes, metrics dict)
-        self.failure = None  # the reason the task failed
-
-
-class Slot:
-    def __init__(self, index: int, process):
-        self.index, self.process = index, process
-        self.client = None  # the client id of the page in the slot
-        self.task = None
-        self.node_id = None  # the Flower node id, as its ClientApp reports it
-
-    def alive(self) -> bool:
-        return self.process is None or self.process.poll() is None
+        self.answered = False  # a result or a failure went to the node
 
 
 class Client:
-    def __init__(self, client_id: str, slot: Slot):
-        self.id, self.slot = client_id, slot
+    def __init__(self, client_id: str, node_id: int, lock):
+        self.id, self.node_id = client_id, node_id
         self.last_seen = time.monotonic()
         self.polls = 0  # long polls being held now (the page is there while one is)
+        self.task = None
+        self.cv = threading.Condition(lock)
+
+
+class JoinRate:
+    """At most ``rate`` joins a second on average, ``rate`` at once (a token bucket)."""
+
+    def __init__(self, rate: float):
+        self.rate, self.tokens, self.at = rate, rate, time.monotonic()
+
+    def take(self) -> bool:
+        moment = time.monotonic()
+        self.tokens = min(self.rate, self.tokens + (moment - self.at) * self.rate)
+        self.at = moment
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class RefusalLog:
+    """Each refusal logged, the same reason at most once a second (then with how many came)."""
+
+    def __init__(self, log):
+        self.log, self.last, self.counts = log, {}, {}
+        self.lock = threading.Lock()
+
+    def __call__(self, what: str, reason: str) -> None:
+        key = (what, reason)
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + 1
+            moment = time.monotonic()
+            if moment - self.last.get(key, -1e9) < 1.0:
+                return
+            self.last[key], count = moment, self.counts.pop(key)
+        self.log(f"refused {what}: {reason}" + (f" ({count} times in the last second)" if count > 1 else ""))
 
 
 class BridgeState:
-    """Slots, clients, tasks and the run's progress.  ``start_node(index)`` starts the supernode of a new slot and
-    returns its process (or None); ``log(text)`` prints a line of the federation's log."""
+    """Clients, tasks and the run's progress.  ``nodes`` (fleet_bridge.FleetBridge, or a stand-in) opens and closes
+    Flower nodes and pushes replies: ``open() -> node id``, ``close(node_id, why)``, ``reply(node_id, vector,
+    metrics)``, ``fail(node_id, reason)``; it hands tasks over with ``deliver``.  ``log(text)`` prints a line of
+    the federation's log."""
 
-    def __init__(self, size: int, start_node, page_timeout: float = 10.0, poll_hold: float = 10.0,
-                 max_slots: int = 16, log=print):
-        self.size, self.start_node, self.log = size, start_node, log
-        self.page_timeout, self.poll_hold, self.max_slots = page_timeout, poll_hold, max_slots
-        self.cv = threading.Condition()
-        self.slots, self.clients = [], {}
-        self.task_ids = itertools.count(1)
-        self.phase, self.round, self.nodes, self.error = "waiting", 0, 0, None
+    def __init__(self, size: int, nodes, page_timeout: float = 10.0, poll_hold: float = 10.0,
+                 max_pages: int = 1000, join_rate: float = 50.0, log=print):
+        self.size, self.nodes, self.log = size, nodes, log
+        self.page_timeout, self.poll_hold, self.max_pages = page_timeout, poll_hold, max_pages
+        self.refused = RefusalLog(log)
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)  # the run's progress
+        self.clients, self.by_node, self.opening = {}, {}, 0
+        self.join_rate = JoinRate(join_rate)
+        self.phase, self.round, self.nodes_in_round, self.error = "waiting", 0, 0, None
         self.history, self.initial = [], None
         self.global_vector, self.global_round = None, 0  # the last aggregated parameters (bytes)
         self.round_started = None
@@ -74,23 +105,28 @@ class BridgeState:
     # ---- pages -------------------------------------------------------------------------------------------
 
     def join(self) -> str:
-        with self.cv:
+        with self.lock:
             if self.phase in ("done", "failed"):
-                raise Refused(f"the federation's run has ended ({self.phase}); no more rounds to join")
+                raise Refused(f"the federation's run has ended ({self.phase}); no more rounds to join", 503)
             if self._stop.is_set():
-                raise Refused("the federation server is stopping")
-            slot = next((s for s in self.slots if s.client is None and s.alive()), None)
-            if slot is None:
-                if len(self.slots) >= self.max_slots:
-                    raise Refused(f"all {self.max_slots} page slots are taken; try again when a page leaves")
-                slot = Slot(len(self.slots), None)
-                self.slots.append(slot)
-                slot.process = self.start_node(slot.index)
-            client = Client(secrets.token_hex(8), slot)
-            slot.client = client.id
+                raise Refused("the federation server is stopping", 503)
+            if len(self.clients) + self.opening >= self.max_pages:
+                raise Refused(f"all {self.max_pages} page places are taken; try again when a page leaves", 503)
+            if not self.join_rate.take():
+                raise Refused("too many pages are joining at once; try again in a second", 429)
+            self.opening += 1
+        try:
+            node_id = self.nodes.open()
+        except Exception as e:
+            raise Refused(f"the SuperLink did not take a new node: {e}", 503) from None
+        finally:
+            with self.lock:
+                self.opening -= 1
+        client = Client(secrets.token_hex(8), node_id, self.lock)
+        with self.lock:
             self.clients[client.id] = client
-            self.cv.notify_all()
-        self.log(f"page {client.id} joined (slot {slot.index})")
+            self.by_node[node_id] = client
+        self.log(f"page {client.id} joined as Flower node {node_id}")
         return client.id
 
     def _client(self, client_id) -> Client:
@@ -101,22 +137,34 @@ class BridgeState:
         client.last_seen = time.monotonic()
         return client
 
+    def deliver(self, node_id: int, round_: int, vector: bytes, config: dict) -> bool:
+        """A training instruction for the node: the task of its page (False: no page has the node)."""
+        if len(vector) != 4 * self.size:
+            return False
+        with self.lock:
+            client = self.by_node.get(node_id)
+            if client is None or self.clients.get(client.id) is not client:
+                return False
+            client.task = Task(round_, vector, config)
+            client.cv.notify()
+        return True
+
     def next_task(self, client_id):
         """The page's task (delivered once), or None after holding the poll up to ``poll_hold`` seconds."""
-        with self.cv:
+        with self.lock:
             client = self._client(client_id)
             client.polls += 1
             try:
                 deadline = time.monotonic() + self.poll_hold
                 while True:
-                    task = client.slot.task if client.slot.client == client.id else None
-                    if task is not None and not task.delivered and task.failure is None:
+                    task = client.task
+                    if task is not None and not task.delivered and not task.answered:
                         task.delivered = True
                         return task
                     left = deadline - time.monotonic()
                     if left <= 0 or self.clients.get(client_id) is not client or self._stop.is_set():
                         break
-                    self.cv.wait(min(left, 1.0))
+                    client.cv.wait(left)
                 self._client(client_id)  # 410 if it was dropped or the run ended while waiting
                 return None
             finally:
@@ -124,85 +172,53 @@ class BridgeState:
                 client.last_seen = time.monotonic()
 
     def submit_result(self, client_id, task_id, body: bytes, metrics_header) -> None:
-        """Accept a page's result for its task; Refused (the task fails at once) with the reason otherwise."""
-        with self.cv:
+        """Pass a page's result for its task to its node; Refused (the task fails at once) with the reason."""
+        with self.lock:
             client = self._client(client_id)
-            task = client.slot.task
-            if task is None or task.id != task_id or not task.delivered or task.result or task.failure:
+            task = client.task
+            if task is None or task.id != task_id or not task.delivered or task.answered:
                 raise Refused(f"unknown task {task_id!r} for client {client_id} (no such task is waiting for a "
                               f"result)")
-            problem = body_problem(body, self.size)
-            metrics = None
-            if problem is None:
-                metrics, problem = parse_metrics(metrics_header)
-            if problem:
-                task.failure = f"{REJECTED} page {client_id} (slot {client.slot.index}): {problem}"
-                self.cv.notify_all()
-                self.log(f"round {task.round}: refused the result of page {client_id} (slot {client.slot.index}): "
-                         f"{problem}")
-                raise Refused(problem)
-            task.result = (body, metrics)
-            self.cv.notify_all()
+            task.answered = True
+        problem = body_problem(body, self.size)
+        metrics = None
+        if problem is None:
+            metrics, problem = parse_metrics(metrics_header)
+        if problem:
+            self.nodes.fail(client.node_id, f"{REJECTED} page {client_id} (node {client.node_id}): {problem}")
+            self.log(f"round {task.round}: refused the result of page {client_id} (node {client.node_id}): "
+                     f"{problem}")
+            raise Refused(problem)
+        self.nodes.reply(client.node_id, body, metrics)
 
-    def leave(self, client_id, why: str = "left") -> None:
-        with self.cv:
+    def leave(self, client_id, why: str = "left") -> bool:
+        """The page is gone (``why``): its node closes; False when no such page was there."""
+        with self.lock:
             client = self.clients.pop(client_id, None)
             if client is None:
-                return
-            slot = client.slot
-            if slot.client == client_id:
-                slot.client = None
-                if slot.task is not None and slot.task.result is None and slot.task.failure is None:
-                    slot.task.failure = f"page {client_id} (slot {slot.index}) {why}"
-            self.cv.notify_all()
-        self.log(f"page {client_id} (slot {slot.index}) {why}")
+                return False
+            self.by_node.pop(client.node_id, None)
+            if client.task is not None:
+                client.task.answered = True
+            client.cv.notify_all()
+        self.nodes.close(client.node_id, f"page {client_id} (node {client.node_id}) {why}")
+        self.log(f"page {client_id} (node {client.node_id}) {why}")
+        return True
 
     def _reap(self) -> None:
         while not self._stop.wait(0.5):
-            now = time.monotonic()
-            with self.cv:
+            moment = time.monotonic()
+            with self.lock:
                 silent = [c.id for c in self.clients.values()
-                          if c.polls == 0 and now - c.last_seen > self.page_timeout]
+                          if c.polls == 0 and moment - c.last_seen > self.page_timeout]
             for client_id in silent:
                 self.leave(client_id, f"went silent for more than {self.page_timeout:g} s: dropped")
-
-    # ---- the ClientApp of a slot ----------------------------------------------------------------------------
-
-    def run_task(self, slot_index: int, round_: int, vector: bytes, config: dict, node_id, timeout: float):
-        """Hand a task to the slot's page and wait for its result: (vector bytes, metrics); Refused with the
-        reason when there is no page, the page goes away, refuses or does not answer within ``timeout``."""
-        with self.cv:
-            if not 0 <= slot_index < len(self.slots):
-                raise Refused(f"no slot {slot_index}")
-            slot = self.slots[slot_index]
-            slot.node_id = node_id
-            if slot.client is None:
-                raise Refused(f"slot {slot_index} has no page now (its page left or was dropped)")
-            if len(vector) != 4 * self.size:
-                raise Refused(f"the global vector has {len(vector)} bytes, not {4 * self.size}")
-            task = Task(str(next(self.task_ids)), round_, vector, config)
-            slot.task = task
-            self.cv.notify_all()
-            deadline = time.monotonic() + timeout
-            try:
-                while task.result is None and task.failure is None and not self._stop.is_set():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        task.failure = f"page in slot {slot_index} gave no result within {timeout:g} s"
-                        break
-                    self.cv.wait(min(left, 1.0))
-                if task.result is not None:
-                    return task.result
-                raise Refused(task.failure or "the federation server is stopping")
-            finally:
-                if slot.task is task:
-                    slot.task = None
 
     # ---- the ServerApp's progress ---------------------------------------------------------------------------
 
     def begin_round(self, round_: int, nodes: int) -> None:
         with self.cv:
-            self.phase, self.round, self.nodes = "running", round_, nodes
+            self.phase, self.round, self.nodes_in_round = "running", round_, nodes
             self.round_started = time.monotonic()
         self.log(f"round {round_}: training on {nodes} nodes")
 
@@ -246,18 +262,19 @@ class BridgeState:
             if self.phase in ("done", "failed"):
                 return
             self.phase, self.error = ("done", None) if ok else ("failed", str(error or "the run failed"))
-            for slot in self.slots:
-                if slot.task is not None and slot.task.result is None and slot.task.failure is None:
-                    slot.task.failure = "the run has ended"
-            self.cv.notify_all()
+            for client in self.clients.values():
+                client.cv.notify_all()
         self.log("the run is done" if ok else f"the run failed: {self.error}")
 
     def status(self) -> dict:
         with self.cv:
-            return {"phase": self.phase, "round": self.round, "clients": len(self.clients), "nodes": self.nodes,
+            return {"phase": self.phase, "round": self.round, "clients": len(self.clients),
+                    "nodes": self.nodes_in_round,
                     "history": [dict(h) for h in self.history], "error": self.error, "initial": self.initial}
 
     def close(self) -> None:
         self._stop.set()
-        with self.cv:
+        with self.lock:
             self.cv.notify_all()
+            for client in self.clients.values():
+                client.cv.notify_all()

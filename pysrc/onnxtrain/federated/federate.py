@@ -1,6 +1,6 @@
 """``python -m onnxtrain federate``: a Flower federation on this machine that pages, CPython and onnxruntime-training
 clients join.  It starts flower-superlink, the HTTP server (the site, the pages' API under fed/ and the bridge),
-one flower-supernode per page slot, and submits the run (`flwr run` of a generated Flower App); it prints each
+the fleet bridge that is every page's Flower node (one process for all pages), and submits the run (`flwr run` of a generated Flower App); it prints each
 round and each rejected update, and stops every process it started when the run ends, on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import time
 
 from .bridge_http import Federation, make_server
 from .bridge_state import BridgeState
-from .flower_files import STRATEGIES, write_app, write_connection, write_node_config
+from .fleet_bridge import FleetBridge
+from .flower_files import STRATEGIES, write_app, write_connection
 from .model import FederatedModel, read_csv
-from .processes import Children, child_env, free_port, log_tail, on_signals, tool
+from .processes import Children, child_env, log_tail, on_signals, tool
 
 HOST = "127.0.0.1"
 
@@ -53,7 +54,13 @@ def add_arguments(parser) -> None:
                         help="comma-separated class names: pages may then train on a folder of images")
     parser.add_argument("--page-timeout", type=float, default=10.0, metavar="S",
                         help="a page silent this long is dropped and its task fails; default 10")
-    parser.add_argument("--max-pages", type=int, default=16, metavar="N", help="page slots at most; default 16")
+    parser.add_argument("--max-pages", type=int, default=1000, metavar="N",
+                        help="pages (Flower nodes of the fleet bridge) at once at most; default 1000")
+    parser.add_argument("--join-rate", type=float, default=50.0, metavar="R",
+                        help="pages that may join per second (more are refused with 429); default 50")
+    parser.add_argument("--heartbeat-interval", type=float, default=60.0, metavar="S",
+                        help="the pages' nodes' heartbeat interval (10 to 1800 s; the SuperLink takes a node for "
+                             "offline after two); default 60")
     parser.add_argument("--linger", type=float, default=10.0, metavar="S",
                         help="keep serving the site, status and global model S seconds after the run ends")
     parser.add_argument("--log-dir", metavar="DIR", help="where the Flower processes' logs go (default: a new "
@@ -65,13 +72,15 @@ def check_arguments(args) -> None:
     for name in ("rounds", "min_clients", "local_epochs", "batch_size", "max_pages"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    for name in ("learning_rate", "round_timeout", "page_timeout"):
+    for name in ("learning_rate", "round_timeout", "page_timeout", "join_rate"):
         if not getattr(args, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
     if (args.dp_noise is None) != (args.dp_clip is None):
         raise ValueError("differential privacy needs both --dp-noise and --dp-clip")
     if args.dp_clip is not None and (args.dp_clip <= 0 or args.dp_noise < 0):
         raise ValueError(f"--dp-clip must be > 0 and --dp-noise >= 0, got {args.dp_clip} and {args.dp_noise}")
+    if not 10 <= args.heartbeat_interval <= 1800:
+        raise ValueError(f"--heartbeat-interval must be 10 to 1800 s (Flower's limits), got {args.heartbeat_interval}")
     if args.site is not None and not os.path.isdir(args.site):
         raise ValueError(f"--site {args.site} is not a folder")
 
@@ -143,27 +152,19 @@ def federate(args, out=sys.stdout) -> int:
 
     stop = threading.Event()
     on_signals(lambda signum: stop.set())
-    server = state = None
+    server = state = fleet = None
     try:
         superlink_address = f"{HOST}:{args.superlink_port}"
         superlink = children.start("superlink", [tool("flower-superlink"), "--insecure", "--host", HOST, "--port",
                                                  str(args.superlink_port), "--database", ":flwr-in-memory:",
                                                  "--disable-runtime-dependency-installation"], env)
-
-        def start_node(index: int):
-            config = write_node_config(os.path.join(work, f"page{index}.toml"), {
-                "kind": "page", "slot": index, "bridge": url, "bridge-token": token})
-            proc = children.start(f"supernode-page{index}", [
-                tool("flower-supernode"), "--insecure", "--superlink", superlink_address, "--port",
-                str(free_port()), "--node-config", config], env)
-            say(f"started the Flower node of page slot {index} (log {proc.log})")
-            return proc
-
-        state = BridgeState(model.size, start_node, page_timeout=args.page_timeout, max_slots=args.max_pages,
-                            log=say)
+        fleet = FleetBridge(superlink_address, heartbeat_interval=args.heartbeat_interval, log=say)
+        state = BridgeState(model.size, fleet, page_timeout=args.page_timeout, max_pages=args.max_pages,
+                            join_rate=args.join_rate, log=say)
+        fleet.deliver = state.deliver
         try:
             server = make_server(Federation(state, model, info, eval_data, args.outputs, token,
-                                            args.record_requests), args.port, args.site, HOST)
+                                            args.record_requests, fleet), args.port, args.site, HOST)
         except OSError as e:
             raise RuntimeError(f"cannot serve on {HOST}:{args.port} ({e.strerror}): choose another --port") from None
         url = f"http://{HOST}:{server.server_address[1]}"
@@ -201,6 +202,8 @@ def federate(args, out=sys.stdout) -> int:
     finally:
         if state is not None:
             state.close()
+        if fleet is not None:
+            fleet.close_all()
         if server is not None:
             server.shutdown()
             server.server_close()

@@ -36,7 +36,8 @@ def main(grid: Grid, context: Context) -> None:
                                  float(cfg["dp-noise"]), float(cfg["dp-clip"]), reporter=bridge)
         train_config = ConfigRecord({config_key(name): kind(cfg[config_key(name)])  # FedProx adds proximal-mu
                                      for name, kind in ROUND_SETTINGS.items() if name != "proximal_mu"})
-        strategy.start(grid=PollingGrid(grid), initial_arrays=ArrayRecord([initial]),
+        strategy.start(grid=PollingGrid(grid, pushed=bridge.pushed, pulled=bridge.pulled),
+                       initial_arrays=ArrayRecord([initial]),
                        num_rounds=int(cfg["num-server-rounds"]), timeout=float(cfg["round-timeout"]),
                        train_config=train_config, evaluate_fn=evaluation(bridge))
     except BaseException as e:

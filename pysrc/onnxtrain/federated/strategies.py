@@ -40,6 +40,11 @@ class Guarded(Strategy):
 
     def configure_train(self, server_round, arrays, config, grid):
         messages = list(self.inner.configure_train(server_round, arrays, config, grid))
+        if server_round == 1:  # min-clients gates the first round; later ones train whoever is connected
+            base = self.inner
+            while hasattr(base, "strategy"):  # inside a DP wrapper
+                base = base.strategy
+            base.min_available_nodes = base.min_train_nodes = 1
         self.started[server_round] = time.monotonic()
         if self.reporter is not None:
             self.reporter.begin(server_round, len(messages))
@@ -94,8 +99,8 @@ class Guarded(Strategy):
 def make_strategy(name: str, size: int, min_clients: int, proximal_mu: float = 0.0,
                   server_learning_rate: float = 0.01, dp_noise: float = 0.0, dp_clip: float = 0.0,
                   reporter=None) -> Guarded:
-    """The guarded strategy ``name`` (fedavg, fedprox or fedadam) over all connected nodes once ``min_clients``
-    are, training only (the global model is evaluated on the server); with ``dp_clip`` > 0 inside Flower's
+    """The guarded strategy ``name`` (fedavg, fedprox or fedadam) over all connected nodes, the first round once
+    ``min_clients`` are (a page that leaves takes its node offline, so later rounds do not wait for it), training only (the global model is evaluated on the server); with ``dp_clip`` > 0 inside Flower's
     DifferentialPrivacyServerSideFixedClipping."""
     sampling = dict(fraction_train=1.0, fraction_evaluate=0.0, min_train_nodes=min_clients,
                     min_evaluate_nodes=min_clients, min_available_nodes=min_clients)
