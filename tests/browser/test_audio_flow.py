@@ -137,6 +137,10 @@ def test_record_train_listen_export_and_bad_files(microphone, browser, site_url,
         sound.write_bytes(looped(word, S.TRAIN_VOICES[0]))
         mic(page, True)
         record(page, i, 2)
+    page.locator(".audio-record").nth(2).click()  # the microphone stopped while a clip records: an error, no clip
+    page.click("#audio-mic")
+    page.wait_for_function("() => !document.getElementById('audio-error').hidden")
+    assert "the microphone was stopped before the clip was recorded" in page.text_content("#audio-error")
     mic(page, False)
     assert counts(page) == [3, 2, 2]
 

@@ -671,7 +671,7 @@ export class AudioTask extends Task<AudioMetrics> {
 export class Microphone {
   static open(options?: { onLevel?: (rms: number, peak: number) => void }): Promise<Microphone>;
   readonly rate: number;
-  /** The next `seconds` of sound. */
+  /** The next `seconds` of sound; rejects when the microphone is closed first. */
   record(seconds: number): Promise<Float32Array>;
   /** The last `samples` heard (fewer at the start), oldest first. */
   latest(samples: number): Float32Array;

@@ -129,9 +129,10 @@ export class Microphone {
   // The next `seconds` of sound, as a Float32Array at this.rate.
   record(seconds) {
     const out = new Float32Array(Math.round(seconds * this.rate));
-    return new Promise((resolve) => {
+    if (this.closed) return Promise.reject(new Error("the microphone is closed"));
+    return new Promise((resolve, reject) => {
       let n = 0;
-      const w = { done: false, take: (x) => {
+      const w = { done: false, reject, take: (x) => {
         const k = Math.min(x.length, out.length - n);
         out.set(x.subarray(0, k), n);
         n += k;
@@ -149,7 +150,11 @@ export class Microphone {
     return out;
   }
 
+  // Lets the microphone go; a record() still waiting rejects.
   async close() {
+    this.closed = true;
+    for (const w of this.waiting) w.reject(new Error("the microphone was stopped before the clip was recorded"));
+    this.waiting = [];
     this.source.disconnect();
     this.node.disconnect();
     this.node.onaudioprocess = null;
