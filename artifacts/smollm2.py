@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import llama_reference, smollm2_gguf
+from . import llama_reference, smollm2_gguf, smollm2_tokenizer
 from .manifest import version
 from .stages import CheckFailed, cached, digest, onnxtrain_sources
 
@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve()
 NAME = "smollm2"
 MODEL = "SmolLM2-135M-Instruct"
 WEIGHTS = "decoder.onnx.data"
-FILES = ["decoder.onnx", "decoder_with_past.onnx", WEIGHTS, "checks.json"]
+FILES = ["decoder.onnx", "decoder_with_past.onnx", WEIGHTS, "tokenizer.json", "checks.json"]
 REFERENCE_PACKAGES = ["gguf", "numpy"]
 CHECK_PACKAGES = ["onnx", "onnxruntime-training-cpu", "numpy"]
 ONNXTRAIN_PARTS = ["ir", "ops", "runtime", "text"]
@@ -366,12 +366,14 @@ def check_stage(cache: Path, reference_folder: Path, folder: Path) -> None:
 
 def build(dest: Path, cache: Path) -> dict:
     """decoder.onnx, decoder_with_past.onnx, decoder.onnx.data and checks.json in ``dest``, from the cache when
-    the recipe, the packages and onnxtrain's graph and runtime are as they were; the manifest entry's
-    recipe-specific part."""
+    the recipe, the packages and onnxtrain's graph and runtime are as they were, and tokenizer.json
+    (smollm2_tokenizer, checked against the tokenizers package); the manifest entry's recipe-specific part."""
     reference = cached(cache / NAME / f"reference-{reference_key()}", lambda tmp: reference_stage(cache, tmp))
     checked = cached(cache / NAME / f"checked-{check_key()}", lambda tmp: check_stage(cache, reference, tmp))
     for name in FILES:
-        shutil.copy2(checked / name, dest / name)
+        if name != "tokenizer.json":
+            shutil.copy2(checked / name, dest / name)
+    smollm2_tokenizer.write(cache / NAME, dest)
     numbers = json.loads((checked / "checks.json").read_text())
     return {"kind": "pretrained language model",
             "description": f"{MODEL} causal LM (LLaMA, 30 layers, vocabulary 49152, byte-level BPE): "
