@@ -189,6 +189,32 @@ export class HandwritingTask extends Task {
   }
 }
 
+// The tasks that learn the user's own classes from samples (PersonalizeTask, TextTask, AudioTask): their classes and
+// samples, and the snapshot that keeps both with the cached embeddings.
+class ClassesTask extends Task {
+  async addClass(name) { return this._call("add_class", String(name)); }
+
+  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
+
+  // Removes the class and its samples; the classes after it move down one.
+  async removeClass(index) { await this._call("remove_class", Number(index)); }
+
+  async removeSample(id) { await this._call("remove_sample", Number(id)); }
+
+  async classes() { return this._call("classes"); }
+
+  // The number of samples of each class, in class order.
+  async counts() { return this._call("counts"); }
+
+  // Every sample: [{id, classIndex}], in the order added.
+  async samples() {
+    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
+  }
+
+  // Classes, samples (with their cached embeddings) and the run, as bytes for fromSnapshot.
+  async snapshot() { return this._call("snapshot"); }
+}
+
 // A task of `kind` (Class's) made from a pretrained model, `source` read with progress (onLoad({loaded, total,
 // seconds, stage: "download"}) per chunk, then once with stage "ready" when the engine holds it), and the
 // factory's other arguments `rest` (or a promise of them); it knows how long the load took (info()'s loadSeconds).
@@ -206,7 +232,7 @@ async function withModel(Class, kind, [source, what], rest, onLoad) {
 // user's own classes: each sample is embedded once when added (in the engine, preprocessing inside one ONNX graph)
 // and cached, the head is trained on the cache, and exportModel() gives one ONNX model from uint8 RGB(A) pixels of
 // any size to `probabilities` and `label`.
-export class PersonalizeTask extends Task {
+export class PersonalizeTask extends ClassesTask {
   // backbone: a URL (fetched here, onLoad({loaded, total, seconds, stage: "download"}) per chunk), an ArrayBuffer
   // or a Uint8Array.  onLoad is called once more with stage "ready" when the engine holds the backbone.
   // executionProviders as TrainingSession.create's: the embeddings, the head's training and its predictions run
@@ -229,13 +255,6 @@ export class PersonalizeTask extends Task {
   // {inputSize, features, blockShape, backboneBytes, backboneSha256, source, loadSeconds}
   async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
 
-  async addClass(name) { return this._call("add_class", String(name)); }
-
-  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
-
-  // Removes the class and its samples; the classes after it move down one.
-  async removeClass(index) { await this._call("remove_class", Number(index)); }
-
   // Samples of class `classIndex`: RGBA bytes of `count` images of width x height, or one image (IMAGE_SOURCES, at
   // its natural size: addSamples(image, classIndex)); their ids.
   async addSamples(pixels, size, classIndex) {
@@ -244,18 +263,6 @@ export class PersonalizeTask extends Task {
     }
     const [bytes, shape] = await imagesOf(pixels, size, "the samples");
     return this._call("add_samples", bytes, shape, Number(classIndex));
-  }
-
-  async removeSample(id) { await this._call("remove_sample", Number(id)); }
-
-  async classes() { return this._call("classes"); }
-
-  // The number of samples of each class, in class order.
-  async counts() { return this._call("counts"); }
-
-  // Every sample: [{id, classIndex}], in the order added.
-  async samples() {
-    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
   }
 
   // A new run (the head for the classes there are now, on all samples): {samples, train, validation, classes,
@@ -273,9 +280,6 @@ export class PersonalizeTask extends Task {
     if (shape[0] !== 1) throw new TypeError(`predict takes one image, not ${shape[0]}`);
     return (await this._call("predict", bytes, shape))[0];
   }
-
-  // Classes, samples (with their cached embeddings) and the run, as bytes for fromSnapshot.
-  async snapshot() { return this._call("snapshot"); }
 }
 
 // The texts a task takes: an array (or iterable) of strings, each sent as it is (the engine refuses one that is not
@@ -292,7 +296,7 @@ function textsOf(texts, what) {
 // cached), or LoRA adapters on its attention with the head.  Tokenized in the engine by onnxtrain's WordPiece
 // tokenizer; exportModel() gives one ONNX model (input_ids, attention_mask -> probabilities, label; LoRA merged),
 // exportZip() a .zip of it, its tokenizer.json and a README.
-export class TextTask extends Task {
+export class TextTask extends ClassesTask {
   // The site's encoder and tokenizer, relative to the page.
   static ENCODER = "artifacts/minilm/encoder.onnx";
   static TOKENIZER = "artifacts/minilm/tokenizer.json";
@@ -325,13 +329,6 @@ export class TextTask extends Task {
   // loadSeconds, executionProvider}
   async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
 
-  async addClass(name) { return this._call("add_class", String(name)); }
-
-  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
-
-  // Removes the class and its texts; the classes after it move down one.
-  async removeClass(index) { await this._call("remove_class", Number(index)); }
-
   // Texts of class `classIndex`, embedded now: {ids, truncated (the indices of texts longer than the encoder reads,
   // cut to its first tokens)}.
   async addTexts(texts, classIndex) {
@@ -345,18 +342,6 @@ export class TextTask extends Task {
       if (typeof value !== "string" || !value) throw new TypeError(`addCsv needs ${name}: the name of a column`);
     }
     return this._call("add_csv", await bytesOf(csv, "the CSV file"), text, label);
-  }
-
-  async removeSample(id) { await this._call("remove_sample", Number(id)); }
-
-  async classes() { return this._call("classes"); }
-
-  // The number of texts of each class, in class order.
-  async counts() { return this._call("counts"); }
-
-  // Every text's sample: [{id, classIndex}], in the order added.
-  async samples() {
-    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
   }
 
   // The texts (of class `classIndex`, or all), in the order added: [{id, text, truncated}].
@@ -387,8 +372,6 @@ export class TextTask extends Task {
   // Deprecated: exportModel(), the ONNX model, under the name it had when exportModel() gave the .zip.
   async exportOnnx() { return this._call("export_model"); }
 
-  // Classes, texts (with their cached embeddings) and the run, as bytes for fromSnapshot.
-  async snapshot() { return this._call("snapshot"); }
 }
 
 // Google's speech_embedding (openWakeWord's embedding_model.onnx, as the site ships it in artifacts/speech_embedding/)
@@ -396,7 +379,7 @@ export class TextTask extends Task {
 // each clip is cut into 775 ms windows every 80 ms, each window embedded once (96 values) and cached, a head trained
 // on them (or, with fineTune, the backbone's last convolution too).  exportModel() gives one ONNX model from 16 kHz
 // float PCM (`pcm` [batch, samples], -1..1) to `probabilities` and `label`, the log-mel front end inside.
-export class AudioTask extends Task {
+export class AudioTask extends ClassesTask {
   static BACKBONE = "artifacts/speech_embedding/embedding_model.onnx";
   static BACKGROUND = "Background Noise";
   static RATE = RATE;
@@ -421,31 +404,12 @@ export class AudioTask extends Task {
   // {rate, windowSamples, hopSamples, embedding, backboneBytes, backboneSha256, loadSeconds, executionProvider}
   async info() { return { ...(await this._call("info")), loadSeconds: this._loadSeconds }; }
 
-  async addClass(name) { return this._call("add_class", String(name)); }
-
-  async renameClass(index, name) { await this._call("rename_class", Number(index), String(name)); }
-
-  // Removes the class and its clips; the classes after it move down one.
-  async removeClass(index) { await this._call("remove_class", Number(index)); }
-
   // Clips of class `classIndex` (one, or an array: CLIP_SOURCES; a Float32Array is at `rate`, by default 16 kHz),
   // embedded now: {ids, windows (each clip's), notices (resampled, mixed down, clipped)}.  `names` name them in
   // messages (by default a File's own name).  Nothing is added when one is bad.
   async addClips(clips, classIndex, { rate = RATE, names } = {}) {
     const [items, named] = await clipsOf(clips, Number(rate), names, "clip");
     return this._call("add_clips", items, Number(classIndex), named);
-  }
-
-  async removeSample(id) { await this._call("remove_sample", Number(id)); }
-
-  async classes() { return this._call("classes"); }
-
-  // The number of clips of each class, in class order.
-  async counts() { return this._call("counts"); }
-
-  // Every clip's sample: [{id, classIndex}], in the order added.
-  async samples() {
-    return (await this._call("sample_list")).map(([id, classIndex]) => ({ id, classIndex }));
   }
 
   // A new run on all clips: {samples, train, validation, classes, trainPerClass, validationPerClass, trainWindows,
@@ -464,7 +428,4 @@ export class AudioTask extends Task {
     const out = await this._call("predict", items, named);
     return one ? out[0] : out;
   }
-
-  // Classes, clips (with their cached embeddings) and the run, as bytes for fromSnapshot.
-  async snapshot() { return this._call("snapshot"); }
 }
