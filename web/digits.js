@@ -2,6 +2,7 @@
 import { executionProviders } from "./compute.js";
 import { HandwritingTask } from "./lib/onnxtrain.mjs";
 import { registerRunKind, saveRun } from "./runs.js";
+import { trainingControls } from "./training_view.js";
 import { $, downloadButton, errorShower, showSignature } from "./ui.js";
 
 let task = null; // the library's HandwritingTask
@@ -9,6 +10,7 @@ let classes = [];
 let replay = null; // the original digits, rehearsed while fine-tuning
 let runId = null; // the saved run of this page's drawings
 let fineTunes = 0;
+let stopping = null; // aborts the fine-tuning running now
 let loaded = null; // resolves when the pretrained model is in the engine
 let drawing = false;
 let predicting = false;
@@ -57,7 +59,7 @@ registerRunKind("digits", {
     showCounts(await task.counts());
     $("digit-download").disabled = fineTunes === 0;
     if (fineTunes) await showSignature(task, "digit-signature");
-    $("digit-status").textContent = `Restored ${saved.examples} drawings; the model is ${times(fineTunes)}.`;
+    $("digit-metrics").textContent = `Restored ${saved.examples} drawings; the model is ${times(fineTunes)}.`;
   },
 });
 
@@ -106,6 +108,9 @@ function setUpPad() {
 }
 
 export function setUpDigits(ready) {
+  // the shared controls; a fine-tuning is one call (no pause, no chart)
+  trainingControls("digit", { epochs: 20, batch: 32, lr: 0.01, schedule: false, pause: false, chart: false,
+    trainDisabled: true, downloads: { download: "Download model (.onnx)" } });
   setUpPad();
   loaded = ready.then(async () => {
     const [model, replayed] = await Promise.all(["model.onnx", "replay.npz"].map(async (f) =>
@@ -137,22 +142,31 @@ export function setUpDigits(ready) {
   $("digit-train").onclick = async () => {
     $("digit-error").hidden = true;
     $("digit-train").disabled = true;
-    $("digit-status").textContent = "Fine-tuning…";
+    $("digit-cancel").disabled = false;
+    $("digit-metrics").textContent = "Fine-tuning…";
+    stopping = new AbortController();
     try {
       const losses = [];
-      const r = await task.fineTune({ epochs: 20, learningRate: 0.01, headOnly: $("digit-mode").value === "head",
+      const r = await task.fineTune({ epochs: Number($("digit-epochs").value),
+        batchSize: Number($("digit-batch").value), learningRate: Number($("digit-lr").value),
+        headOnly: $("digit-mode").value === "head", signal: stopping.signal,
         onProgress: (p) => { losses.push(p.loss); $("digit-progress").value = p.progress / p.epochs; } });
-      $("digit-status").textContent = `Fine-tuned on ${r.examples} examples: loss ${losses[0].toFixed(3)} → ` +
+      $("digit-metrics").textContent = `Fine-tuned on ${r.examples} examples: loss ${losses[0].toFixed(3)} → ` +
         `${losses.at(-1).toFixed(3)}. Draw to try it.`;
       for (const b of ["digit-download", "digit-checkpoint", "digit-artifacts"]) $(b).disabled = false;
       fineTunes += 1;
       await save();
       await showSignature(task, "digit-signature");
     } catch (err) {
-      showError(err);
-      $("digit-status").textContent = "";
-    } finally { $("digit-train").disabled = false; }
+      $("digit-metrics").textContent = err?.name === "AbortError" ? "Cancelled; the model is as it was." : "";
+      if (err?.name !== "AbortError") showError(err);
+    } finally {
+      stopping = null;
+      $("digit-train").disabled = false;
+      $("digit-cancel").disabled = true;
+    }
   };
+  $("digit-cancel").onclick = () => stopping?.abort();
   downloadButton("digit-download", "digits.onnx", () => task.exportModel(), showError);
   downloadButton("digit-checkpoint", "digits.ckpt", () => task.checkpoint(), showError);
   downloadButton("digit-artifacts", "digits-artifacts.zip", () => task.artifactsZip(), showError);

@@ -38,7 +38,7 @@ def test_draw_add_a_class_fine_tune_and_download(site_page, tmp_path):
         page.click("#digit-add")
         page.wait_for_function(f"() => document.getElementById('digit-counts').textContent.includes('X: {shift // 6 + 3}')")
     page.click("#digit-train")
-    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
+    page.wait_for_function("() => document.getElementById('digit-metrics').textContent.startsWith('Fine-tuned')",
                            timeout=120_000)
     assert page.is_hidden("#digit-error")
     page.wait_for_function("() => document.getElementById('digit-signature').textContent.startsWith("
@@ -68,7 +68,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
         page.click("#digit-add")
     page.wait_for_function("() => document.getElementById('digit-counts').textContent.includes('X: 3')")
     page.click("#digit-train")
-    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned')",
+    page.wait_for_function("() => document.getElementById('digit-metrics').textContent.startsWith('Fine-tuned')",
                            timeout=120_000)
     page.wait_for_function("() => document.getElementById('runs-list').textContent.includes('fine-tuned once')")
     with page.expect_download() as download:
@@ -86,7 +86,7 @@ def test_drawings_and_the_fine_tuned_model_come_back_after_a_reload(own_page, tm
 
     line = reload_and_resume(page, "handwriting")
     assert "3 drawings, classes 0 1 2 3 4 5 6 7 8 9 X, fine-tuned once" in line
-    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Restored')")
+    page.wait_for_function("() => document.getElementById('digit-metrics').textContent.startsWith('Restored')")
     assert "X: 3" in page.text_content("#digit-counts")
     assert page.locator("#digit-class option").count() == 11
     assert shown(page, own_page.task_call("digits", "predict", cross)) == before

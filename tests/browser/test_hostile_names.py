@@ -138,7 +138,7 @@ def test_a_hostile_class_name_in_the_handwriting_flow_stays_text(own_page):
     assert page.eval_on_selector_all("#digit-class option", "(os) => os.map((o) => o.textContent)")[-2:] \
         == [SHORT_OPTION, SHORT_META]
     page.click("#digit-train")
-    page.wait_for_function("() => document.getElementById('digit-status').textContent.startsWith('Fine-tuned') "
+    page.wait_for_function("() => document.getElementById('digit-metrics').textContent.startsWith('Fine-tuned') "
                            "|| !document.getElementById('digit-error').hidden", timeout=120_000)
     assert page.is_hidden("#digit-error"), page.text_content("#digit-error")
     page.wait_for_function("() => document.getElementById('digit-signature').textContent.startsWith('The model:')")
