@@ -3,7 +3,7 @@ says (tests/audio/spoken_words.py): clips recorded with the level shown, more ad
 live predictions of held-out voices from the microphone, the downloaded model in onnxruntime on held-out clips
 against the page's own predictions and in onnxruntime-web against onnxruntime, a WebM recording the browser
 decodes, bad files as errors and notices in the UI with the task still usable, and the way without a
-microphone."""
+microphone or without its permission."""
 import threading
 
 import numpy as np
@@ -274,7 +274,8 @@ def test_without_a_microphone_the_page_says_so_and_files_still_work(browser, sit
     load(page)
     page.click("#audio-mic")
     page.wait_for_function("() => !document.getElementById('audio-mic-message').hidden")
-    assert page.text_content("#audio-mic-message").startswith("No microphone: ")
+    assert page.text_content("#audio-mic-message").startswith("No microphone: there is no microphone"), \
+        page.text_content("#audio-mic-message")
     assert page.evaluate("() => window.onnxtrain.flows.audio.microphone()") is False
     assert page.locator(".audio-record").first.is_disabled()
     clips = S.dataset(S.TRAIN_VOICES[:2], seed=0, words=("go",))
@@ -288,3 +289,19 @@ def test_without_a_microphone_the_page_says_so_and_files_still_work(browser, sit
     page.wait_for_function("() => document.getElementById('audio-metrics').textContent.startsWith('Done') "
                            "|| !document.getElementById('audio-error').hidden", timeout=300_000)
     assert page.is_hidden("#audio-error"), page.text_content("#audio-error")
+
+
+def test_a_denied_microphone_is_said(browser, site_url):
+    """A microphone the user does not allow (a fake device, no fake permission prompt: Chromium denies it)."""
+    denying = browser.browser_type.launch(executable_path=str(build.CHROMIUM),
+                                          args=CHROMIUM_ARGS + ["--use-fake-device-for-media-stream"])
+    try:
+        page = open_page(denying, site_url).page
+        load(page)
+        page.click("#audio-mic")
+        page.wait_for_function("() => !document.getElementById('audio-mic-message').hidden")
+        assert page.text_content("#audio-mic-message").startswith(
+            "No microphone: the microphone is not allowed for this page"), page.text_content("#audio-mic-message")
+        assert page.is_hidden("#audio-error") and page.locator(".audio-record").first.is_disabled()
+    finally:
+        denying.close()
