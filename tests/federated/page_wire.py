@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import urllib.parse
 
@@ -186,6 +187,24 @@ async def run_pages(base: str, pages: list, seconds: float) -> None:
     """Run ``pages`` against the federation at ``base`` until each ends (the run's end) or ``seconds`` pass."""
     deadline = time.monotonic() + seconds
     await asyncio.gather(*(p.run(base, deadline) for p in pages))
+
+
+def run_pages_now(base: str, pages: list, seconds: float) -> None:
+    """``run_pages`` on an event loop of its own, in a thread of its own: the thread that calls may already run
+    one (Playwright's sync API keeps its loop in the test session's main thread)."""
+    failure = []
+
+    def run():
+        try:
+            asyncio.run(run_pages(base, pages, seconds))
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(e)
+
+    thread = threading.Thread(target=run, name="simulated pages")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 def rounds_of(pages: list) -> dict:

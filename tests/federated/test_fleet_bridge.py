@@ -4,7 +4,6 @@ web/lib/src/federation.mjs speaks; a page that vanishes mid-round; node expiry a
 refusal of the pages' API (forged clients, foreign tasks, oversized and truncated bodies, join floods)."""
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import socket
@@ -18,7 +17,7 @@ import urllib.request
 import numpy as np
 import pytest
 from flwr.proto.fleet_pb2 import ActivateNodeRequest, ActivateNodeResponse
-from page_wire import SimPage, aggregate_checks, rounds_of, run_pages
+from page_wire import SimPage, aggregate_checks, rounds_of, run_pages_now
 from test_federation import ROOT, Federate, digits, post  # noqa: F401 (digits: a fixture)
 
 from onnxtrain.federated.bridge_http import Federation, make_server
@@ -46,7 +45,7 @@ def test_many_pages_in_one_flower_run_aggregate_as_flowers_fedavg(digits, tmp_pa
                               "--round-timeout", "60", "--linger", "20"])
     try:
         pages = [SimPage(i, {1: "nan"} if i == 0 else {2: "vanish"} if i == 1 else {}) for i in range(PAGES)]
-        asyncio.run(run_pages(fed.url, pages, 240))
+        run_pages_now(fed.url, pages, 240)
         assert supernodes_running() == before, "a page must not cost a flower-supernode"
         status = fed.status()
     finally:
